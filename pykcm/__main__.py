@@ -1,0 +1,5 @@
+import sys
+
+from pykcm.cli.main import main
+
+sys.exit(main())

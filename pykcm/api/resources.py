@@ -1,0 +1,182 @@
+"""The resource registry: what each built-in resource is called and how it behaves.
+
+Every layer that names a resource (the client building a path, the API server
+routing a request and filling discovery, informers choosing what to watch)
+reads it from here, so the group/version/kind/plural of a resource is written
+down exactly once. The data mirrors kube-apiserver v1.36's discovery documents.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+ALL_VERBS: tuple[str, ...] = (
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceInfo:
+    """One REST resource: the facts discovery publishes, plus server behaviour flags."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    singular: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = ALL_VERBS
+    # Subresources served, e.g. ("status", "scale").
+    subresources: tuple[str, ...] = ()
+    # metadata.generation is bumped on every spec change (the kinds whose
+    # controllers report status.observedGeneration).
+    track_generation: bool = False
+    # Writes to the main resource keep the stored status; /status writes keep
+    # everything else. Only for kinds with a status subresource.
+    status_subresource: bool = False
+    # Updates must carry metadata.resourceVersion (no unconditional update).
+    require_resource_version_on_update: bool = False
+    # Default propagationPolicy for DELETE when the client gives none.
+    default_propagation: str = "Background"
+    extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def list_kind(self) -> str:
+        return self.kind + "List"
+
+    @property
+    def group_version(self) -> str:
+        return self.api_version
+
+    @property
+    def group_resource(self) -> str:
+        """`plural.group` as kube-apiserver names a resource in error messages."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    def path(self, namespace: str | None = None, name: str | None = None) -> str:
+        """The REST path of a collection or an object."""
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        if name is not None:
+            base += f"/{name}"
+        return base
+
+
+def _r(
+    group: str,
+    kind: str,
+    plural: str,
+    *,
+    namespaced: bool = True,
+    short: tuple[str, ...] = (),
+    categories: tuple[str, ...] = (),
+    sub: tuple[str, ...] = (),
+    generation: bool = False,
+    version: str = "v1",
+    require_rv: bool = False,
+    default_propagation: str = "Background",
+) -> ResourceInfo:
+    return ResourceInfo(
+        group=group,
+        version=version,
+        kind=kind,
+        plural=plural,
+        singular=kind.lower(),
+        namespaced=namespaced,
+        short_names=short,
+        categories=categories,
+        subresources=sub,
+        track_generation=generation,
+        status_subresource="status" in sub,
+        require_resource_version_on_update=require_rv,
+        default_propagation=default_propagation,
+    )
+
+
+BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
+    # core/v1
+    _r("", "Namespace", "namespaces", namespaced=False, short=("ns",), sub=("finalize", "status")),
+    _r("", "Pod", "pods", short=("po",), categories=("all",), sub=("binding", "status"),
+       generation=True),
+    _r("", "Node", "nodes", namespaced=False, short=("no",), sub=("status",)),
+    _r("", "Event", "events", short=("ev",)),
+    _r("", "ConfigMap", "configmaps", short=("cm",)),
+    _r("", "Secret", "secrets"),
+    _r("", "Service", "services", short=("svc",), categories=("all",), sub=("status",)),
+    _r("", "ServiceAccount", "serviceaccounts", short=("sa",)),
+    _r("", "Endpoints", "endpoints", short=("ep",)),
+    _r("", "PodTemplate", "podtemplates"),
+    # apps/v1
+    _r("apps", "Deployment", "deployments", short=("deploy",), categories=("all",),
+       sub=("scale", "status"), generation=True),
+    _r("apps", "ReplicaSet", "replicasets", short=("rs",), categories=("all",),
+       sub=("scale", "status"), generation=True),
+    _r("apps", "StatefulSet", "statefulsets", short=("sts",), categories=("all",),
+       sub=("scale", "status"), generation=True),
+    _r("apps", "DaemonSet", "daemonsets", short=("ds",), categories=("all",), sub=("status",),
+       generation=True),
+    _r("apps", "ControllerRevision", "controllerrevisions"),
+    # batch/v1
+    # batch/v1 Jobs orphan their pods by default, kept for compatibility upstream.
+    _r("batch", "Job", "jobs", categories=("all",), sub=("status",), generation=True,
+       default_propagation="Orphan"),
+    _r("batch", "CronJob", "cronjobs", short=("cj",), categories=("all",), sub=("status",),
+       generation=True),
+    # coordination.k8s.io/v1
+    _r("coordination.k8s.io", "Lease", "leases", require_rv=True),
+)
+
+
+class ResourceRegistry:
+    """Looks resources up by group/version/plural, by kind, or by short name."""
+
+    def __init__(self, resources: tuple[ResourceInfo, ...] | list[ResourceInfo] = ()) -> None:
+        self._by_path: dict[tuple[str, str, str], ResourceInfo] = {}
+        self._by_kind: dict[tuple[str, str], ResourceInfo] = {}
+        for r in resources:
+            self.add(r)
+
+    def add(self, r: ResourceInfo) -> None:
+        self._by_path[(r.group, r.version, r.plural)] = r
+        self._by_kind[(r.group, r.kind)] = r
+
+    def remove(self, r: ResourceInfo) -> None:
+        self._by_path.pop((r.group, r.version, r.plural), None)
+        self._by_kind.pop((r.group, r.kind), None)
+
+    def get(self, group: str, version: str, plural: str) -> ResourceInfo | None:
+        return self._by_path.get((group, version, plural))
+
+    def by_kind(self, group: str, kind: str) -> ResourceInfo | None:
+        return self._by_kind.get((group, kind))
+
+    def all(self) -> list[ResourceInfo]:
+        return list(self._by_path.values())
+
+    def group_versions(self) -> dict[str, list[str]]:
+        """{group: [versions]} in registration order; "" is the legacy core group."""
+        out: dict[str, list[str]] = {}
+        for r in self._by_path.values():
+            versions = out.setdefault(r.group, [])
+            if r.version not in versions:
+                versions.append(r.version)
+        return out
+
+
+def builtin_registry() -> ResourceRegistry:
+    return ResourceRegistry(BUILTIN_RESOURCES)
