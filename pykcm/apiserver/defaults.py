@@ -1,0 +1,727 @@
+"""Defaulting of built-in objects, as kube-apiserver v1.36 applies it.
+
+kube-apiserver defaults an object when it decodes a request body (the
+generated ``SetDefaults_*`` functions of every API group) and then, on create,
+lets the registry strategy fill server-owned fields (``PrepareForCreate``:
+the Job's generated selector, a Pod's ``Pending`` phase and QoS class, a
+Namespace's ``kubernetes`` finalizer). The embedded server calls
+:func:`apply_defaults` once per create/update, after it has set
+``metadata.uid`` and before validation; ``create=False`` skips the
+create-only steps so an update cannot, say, re-add a namespace finalizer that
+``/finalize`` removed.
+
+Objects are wire-form dicts and are mutated in place. Go serializes some
+struct fields even when empty (``resources: {}``, template ``metadata: {}``,
+``status: {}``) and always in struct order; the defaulted structures are
+re-keyed into that order so responses read like a real server's.
+Priority, service-account token volumes and default tolerations are
+admission-plugin work and are not done here.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from decimal import Decimal, InvalidOperation
+from typing import Any, Final
+
+__all__ = [
+    "apply_defaults",
+    "default_container",
+    "default_pod_spec",
+    "default_pod_template",
+    "generate_job_selector",
+    "image_pull_policy",
+    "parse_quantity",
+    "pod_qos_class",
+]
+
+Obj = dict[str, Any]
+
+MAX_INT32: Final = 2**31 - 1
+
+# --- Go struct field order ----------------------------------------------------
+
+_TOP: Final = ("kind", "apiVersion", "metadata", "immutable", "data", "binaryData", "stringData",
+               "type", "spec", "status")
+_META: Final = ("name", "generateName", "namespace", "selfLink", "uid", "resourceVersion",
+                "generation", "creationTimestamp", "deletionTimestamp",
+                "deletionGracePeriodSeconds", "labels", "annotations", "ownerReferences",
+                "finalizers", "managedFields")
+_POD_SPEC: Final = (
+    "volumes", "initContainers", "containers", "ephemeralContainers", "restartPolicy",
+    "terminationGracePeriodSeconds", "activeDeadlineSeconds", "dnsPolicy", "nodeSelector",
+    "serviceAccountName", "serviceAccount", "automountServiceAccountToken", "nodeName",
+    "hostNetwork", "hostPID", "hostIPC", "shareProcessNamespace", "securityContext",
+    "imagePullSecrets", "hostname", "subdomain", "affinity", "schedulerName", "tolerations",
+    "hostAliases", "priorityClassName", "priority", "dnsConfig", "readinessGates",
+    "runtimeClassName", "enableServiceLinks", "preemptionPolicy", "overhead",
+    "topologySpreadConstraints", "setHostnameAsFQDN", "os", "hostUsers", "schedulingGates",
+    "resourceClaims", "resources", "hostnameOverride", "workloadRef")
+_CONTAINER: Final = (
+    "name", "image", "command", "args", "workingDir", "ports", "envFrom", "env", "resources",
+    "resizePolicy", "restartPolicy", "restartPolicyRules", "volumeMounts", "volumeDevices",
+    "livenessProbe", "readinessProbe", "startupProbe", "lifecycle", "terminationMessagePath",
+    "terminationMessagePolicy", "imagePullPolicy", "securityContext", "stdin", "stdinOnce", "tty")
+_CONTAINER_PORT: Final = ("name", "hostPort", "containerPort", "protocol", "hostIP")
+_PROBE: Final = ("exec", "httpGet", "tcpSocket", "grpc", "initialDelaySeconds", "timeoutSeconds",
+                 "periodSeconds", "successThreshold", "failureThreshold",
+                 "terminationGracePeriodSeconds")
+_HTTP_GET: Final = ("path", "port", "host", "scheme", "httpHeaders")
+_TEMPLATE: Final = ("metadata", "spec")
+_DEPLOYMENT_SPEC: Final = ("replicas", "selector", "template", "strategy", "minReadySeconds",
+                           "revisionHistoryLimit", "paused", "progressDeadlineSeconds")
+_REPLICASET_SPEC: Final = ("replicas", "minReadySeconds", "selector", "template")
+_STATEFULSET_SPEC: Final = ("replicas", "selector", "template", "volumeClaimTemplates",
+                            "serviceName", "podManagementPolicy", "updateStrategy",
+                            "revisionHistoryLimit", "minReadySeconds",
+                            "persistentVolumeClaimRetentionPolicy", "ordinals")
+_DAEMONSET_SPEC: Final = ("selector", "template", "updateStrategy", "minReadySeconds",
+                          "revisionHistoryLimit")
+_JOB_SPEC: Final = ("parallelism", "completions", "activeDeadlineSeconds", "podFailurePolicy",
+                    "successPolicy", "backoffLimit", "backoffLimitPerIndex", "maxFailedIndexes",
+                    "selector", "manualSelector", "template", "ttlSecondsAfterFinished",
+                    "completionMode", "suspend", "podReplacementPolicy", "managedBy")
+_CRONJOB_SPEC: Final = ("schedule", "timeZone", "startingDeadlineSeconds", "concurrencyPolicy",
+                        "suspend", "jobTemplate", "successfulJobsHistoryLimit",
+                        "failedJobsHistoryLimit")
+_SERVICE_SPEC: Final = (
+    "ports", "selector", "clusterIP", "clusterIPs", "type", "externalIPs", "sessionAffinity",
+    "loadBalancerIP", "loadBalancerSourceRanges", "externalName", "externalTrafficPolicy",
+    "healthCheckNodePort", "publishNotReadyAddresses", "sessionAffinityConfig", "ipFamilies",
+    "ipFamilyPolicy", "allocateLoadBalancerNodePorts", "loadBalancerClass",
+    "internalTrafficPolicy", "trafficDistribution")
+_SERVICE_PORT: Final = ("name", "protocol", "appProtocol", "port", "targetPort", "nodePort")
+_STRATEGY: Final = ("type", "rollingUpdate")
+
+
+def _order(d: MutableMapping[str, Any], keys: tuple[str, ...]) -> None:
+    """Re-key `d` so that known keys come in Go struct order (unknown ones after)."""
+    present = [k for k in keys if k in d]
+    current = list(d)
+    if current[: len(present)] == present:
+        return
+    known = set(keys)
+    items = [(k, d[k]) for k in present] + [(k, d[k]) for k in current if k not in known]
+    d.clear()
+    d.update(items)
+
+
+def _dict(parent: MutableMapping[str, Any], key: str) -> Obj:
+    """parent[key] as a dict, creating it (or replacing a null) when missing."""
+    v = parent.get(key)
+    if not isinstance(v, dict):
+        v = {}
+        parent[key] = v
+    return v
+
+
+def _dicts(v: Any) -> Iterable[Obj]:
+    if isinstance(v, list):
+        for item in v:
+            if isinstance(item, dict):
+                yield item
+
+
+def _setdefault(d: MutableMapping[str, Any], key: str, value: Any) -> None:
+    # A JSON null means "unset" for the pointer fields defaulting fills.
+    if d.get(key) is None:
+        d[key] = value
+
+
+# --- quantities (just enough for requests/limits and QoS) ---------------------
+
+_QUANTITY_RE: Final = re.compile(r"([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+))([eEinumkKMGTP]*[-+]?[0-9]*)")
+_SUFFIX: Final = {
+    "": Decimal(1), "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"),
+    "k": Decimal("1e3"), "M": Decimal("1e6"), "G": Decimal("1e9"), "T": Decimal("1e12"),
+    "P": Decimal("1e15"), "E": Decimal("1e18"),
+    "Ki": Decimal(2**10), "Mi": Decimal(2**20), "Gi": Decimal(2**30), "Ti": Decimal(2**40),
+    "Pi": Decimal(2**50), "Ei": Decimal(2**60),
+}
+
+
+def parse_quantity(q: Any) -> Decimal | None:
+    """The numeric value of a resource.Quantity ("100m", "1Gi", "1e3", 2); None if malformed."""
+    if isinstance(q, bool):
+        return None
+    if isinstance(q, (int, float)):
+        return Decimal(str(q))
+    if not isinstance(q, str):
+        return None
+    m = _QUANTITY_RE.fullmatch(q.strip())
+    if not m:
+        return None
+    num, suffix = m.groups()
+    try:
+        value = Decimal(num)
+        if suffix in _SUFFIX:
+            return value * _SUFFIX[suffix]
+        if suffix[:1] in ("e", "E"):
+            return value * (Decimal(10) ** int(suffix[1:]))
+    except (InvalidOperation, ValueError):
+        return None
+    return None
+
+
+# --- images --------------------------------------------------------------------
+
+_ALNUM: Final = r"[a-z0-9]+"
+_SEP: Final = r"(?:[._]|__|[-]+)"
+_PATH_COMPONENT: Final = _ALNUM + "(?:" + _SEP + _ALNUM + ")*"
+_DOMAIN_COMPONENT: Final = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_DOMAIN: Final = (r"(?:" + _DOMAIN_COMPONENT + r"(?:\." + _DOMAIN_COMPONENT + r")*"
+                  r"|\[[a-fA-F0-9:]+\])(?::[0-9]+)?")
+_REFERENCE_RE: Final = re.compile(
+    "(?P<name>(?:" + _DOMAIN + "/)?" + _PATH_COMPONENT + "(?:/" + _PATH_COMPONENT + ")*)"
+    r"(?::(?P<tag>[\w][\w.-]{0,127}))?"
+    r"(?:@(?P<digest>[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}))?")
+_HEX64_RE: Final = re.compile("[a-f0-9]{64}")
+
+
+def _image_tag(image: str) -> tuple[str, str] | None:
+    """(tag, digest) of an image reference as the kubelet's ParseImageName sees it.
+
+    An untagged, undigested image gets tag "latest"; None when unparseable.
+    """
+    if not image or _HEX64_RE.fullmatch(image):
+        return None
+    i = image.find("/")
+    first = image[:i] if i >= 0 else ""
+    if i == -1 or (not any(c in first for c in ".:") and first != "localhost"
+                   and first.lower() == first):
+        domain, remainder = "docker.io", image
+    else:
+        domain, remainder = first, image[i + 1:]
+    if remainder.lower() != remainder:
+        return None
+    m = _REFERENCE_RE.fullmatch(domain + "/" + remainder)
+    if not m or len(m.group("name")) > 255:
+        return None
+    tag, digest = m.group("tag") or "", m.group("digest") or ""
+    if not tag and not digest:
+        tag = "latest"
+    return tag, digest
+
+
+def image_pull_policy(image: str) -> str:
+    """The default imagePullPolicy: Always for ":latest" or an untagged image."""
+    parsed = _image_tag(image)
+    return "Always" if parsed is not None and parsed[0] == "latest" else "IfNotPresent"
+
+
+# --- pod specs ------------------------------------------------------------------
+
+def _default_http_get(h: Obj) -> None:
+    _setdefault(h, "path", "/")
+    _setdefault(h, "scheme", "HTTP")
+    _order(h, _HTTP_GET)
+
+
+def _default_handler(h: Obj) -> None:
+    http_get = h.get("httpGet")
+    if isinstance(http_get, dict):
+        _default_http_get(http_get)
+
+
+def _default_probe(p: Obj) -> None:
+    _default_handler(p)
+    grpc = p.get("grpc")
+    if isinstance(grpc, dict):
+        _setdefault(grpc, "service", "")
+    _setdefault(p, "timeoutSeconds", 1)
+    _setdefault(p, "periodSeconds", 10)
+    _setdefault(p, "successThreshold", 1)
+    _setdefault(p, "failureThreshold", 3)
+    _order(p, _PROBE)
+
+
+def _default_field_ref(holder: Mapping[str, Any]) -> None:
+    ref = holder.get("fieldRef")
+    if isinstance(ref, dict):
+        _setdefault(ref, "apiVersion", "v1")
+
+
+def default_container(c: Obj) -> None:
+    """SetDefaults_Container and the defaults of what a container holds."""
+    if not c.get("imagePullPolicy"):
+        c["imagePullPolicy"] = image_pull_policy(str(c.get("image") or ""))
+    if not c.get("terminationMessagePath"):
+        c["terminationMessagePath"] = "/dev/termination-log"
+    if not c.get("terminationMessagePolicy"):
+        c["terminationMessagePolicy"] = "File"
+    # ResourceRequirements is a struct: Go always serializes it.
+    _dict(c, "resources")
+    for port in _dicts(c.get("ports")):
+        if not port.get("protocol"):
+            port["protocol"] = "TCP"
+        _order(port, _CONTAINER_PORT)
+    for env in _dicts(c.get("env")):
+        value_from = env.get("valueFrom")
+        if isinstance(value_from, dict):
+            _default_field_ref(value_from)
+    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+        p = c.get(probe)
+        if isinstance(p, dict):
+            _default_probe(p)
+    lifecycle = c.get("lifecycle")
+    if isinstance(lifecycle, dict):
+        for hook in ("postStart", "preStop"):
+            h = lifecycle.get(hook)
+            if isinstance(h, dict):
+                _default_handler(h)
+    _order(c, _CONTAINER)
+
+
+_VOLUME_SOURCES_WITH_MODE: Final = ("secret", "configMap", "downwardAPI", "projected")
+
+
+def _default_volume(v: Obj) -> None:
+    if all(k == "name" for k in v):
+        # A volume with no source is an emptyDir.
+        v["emptyDir"] = {}
+    for src in _VOLUME_SOURCES_WITH_MODE:
+        s = v.get(src)
+        if isinstance(s, dict):
+            _setdefault(s, "defaultMode", 420)
+    host_path = v.get("hostPath")
+    if isinstance(host_path, dict):
+        _setdefault(host_path, "type", "")
+    downward = v.get("downwardAPI")
+    if isinstance(downward, dict):
+        for item in _dicts(downward.get("items")):
+            _default_field_ref(item)
+    projected = v.get("projected")
+    if isinstance(projected, dict):
+        for source in _dicts(projected.get("sources")):
+            token = source.get("serviceAccountToken")
+            if isinstance(token, dict):
+                _setdefault(token, "expirationSeconds", 3600)
+            dapi = source.get("downwardAPI")
+            if isinstance(dapi, dict):
+                for item in _dicts(dapi.get("items")):
+                    _default_field_ref(item)
+
+
+def _default_host_network_ports(containers: Any) -> None:
+    for c in _dicts(containers):
+        for port in _dicts(c.get("ports")):
+            if not port.get("hostPort"):
+                port["hostPort"] = port.get("containerPort", 0)
+
+
+def default_pod_spec(spec: Obj, *, is_pod: bool = False) -> None:
+    """SetDefaults_PodSpec (every PodSpec) and, for a Pod, SetDefaults_Pod."""
+    if not spec.get("dnsPolicy"):
+        spec["dnsPolicy"] = "ClusterFirst"
+    if not spec.get("restartPolicy"):
+        spec["restartPolicy"] = "Always"
+    if spec.get("securityContext") is None:
+        spec["securityContext"] = {}
+    _setdefault(spec, "terminationGracePeriodSeconds", 30)
+    if not spec.get("schedulerName"):
+        spec["schedulerName"] = "default-scheduler"
+    for v in _dicts(spec.get("volumes")):
+        _default_volume(v)
+    for key in ("initContainers", "containers"):
+        for c in _dicts(spec.get(key)):
+            default_container(c)
+    if is_pod:
+        # Requests default to limits only on Pods, not on templates.
+        for key in ("containers", "initContainers"):
+            for c in _dicts(spec.get(key)):
+                resources = c.get("resources")
+                if not isinstance(resources, dict):
+                    continue
+                limits = resources.get("limits")
+                if isinstance(limits, dict) and limits:
+                    requests = resources.get("requests")
+                    if not isinstance(requests, dict):
+                        requests = {}
+                        resources["requests"] = requests
+                    for name, q in limits.items():
+                        requests.setdefault(name, q)
+                    _order(resources, ("limits", "requests", "claims"))
+        _setdefault(spec, "enableServiceLinks", True)
+        if spec.get("hostNetwork"):
+            _default_host_network_ports(spec.get("containers"))
+            _default_host_network_ports(spec.get("initContainers"))
+    _order(spec, _POD_SPEC)
+
+
+def default_pod_template(tmpl: Obj) -> None:
+    """Defaults of a PodTemplateSpec: its (always serialized) metadata and its spec."""
+    _dict(tmpl, "metadata")
+    default_pod_spec(_dict(tmpl, "spec"))
+    _order(tmpl, _TEMPLATE)
+
+
+_QOS_RESOURCES: Final = ("cpu", "memory")
+
+
+def pod_qos_class(spec: Mapping[str, Any]) -> str:
+    """The pod's QoS class (upstream ComputePodQOS): BestEffort, Burstable or Guaranteed."""
+    requests: dict[str, Decimal] = {}
+    limits: dict[str, Decimal] = {}
+    guaranteed = True
+
+    def add(into: dict[str, Decimal], rl: Any, found: set[str] | None) -> None:
+        if not isinstance(rl, Mapping):
+            return
+        for name, q in rl.items():
+            if name not in _QOS_RESOURCES:
+                continue
+            v = parse_quantity(q)
+            if v is not None and v > 0:
+                if found is not None:
+                    found.add(name)
+                into[name] = into.get(name, Decimal(0)) + v
+
+    pod_resources = spec.get("resources")
+    if isinstance(pod_resources, Mapping) and (pod_resources.get("requests")
+                                               or pod_resources.get("limits")):
+        add(requests, pod_resources.get("requests"), None)
+        if pod_resources.get("limits"):
+            found: set[str] = set()
+            add(limits, pod_resources.get("limits"), found)
+            if not found.issuperset(_QOS_RESOURCES):
+                guaranteed = False
+    else:
+        for key in ("containers", "initContainers"):
+            for c in spec.get(key) or []:
+                if not isinstance(c, Mapping):
+                    continue
+                resources = c.get("resources")
+                if not isinstance(resources, Mapping):
+                    resources = {}
+                add(requests, resources.get("requests"), None)
+                found = set()
+                add(limits, resources.get("limits"), found)
+                if not found.issuperset(_QOS_RESOURCES):
+                    guaranteed = False
+    if not requests and not limits:
+        return "BestEffort"
+    if guaranteed:
+        for name, req in requests.items():
+            if limits.get(name) != req:
+                guaranteed = False
+                break
+    if guaranteed and len(requests) == len(limits):
+        return "Guaranteed"
+    return "Burstable"
+
+
+# --- per kind ------------------------------------------------------------------
+
+def _default_pod(obj: Obj, create: bool) -> None:
+    spec = _dict(obj, "spec")
+    default_pod_spec(spec, is_pod=True)
+    if create:
+        status = _dict(obj, "status")
+        if not status.get("phase"):
+            status["phase"] = "Pending"
+        if not status.get("qosClass"):
+            status["qosClass"] = pod_qos_class(spec)
+
+
+def _default_rolling_strategy(strategy: Obj, rolling_type: str,
+                              defaults: tuple[tuple[str, Any], ...]) -> None:
+    if not strategy.get("type"):
+        strategy["type"] = rolling_type
+    if strategy["type"] == rolling_type:
+        ru = _dict(strategy, "rollingUpdate")
+        for k, v in defaults:
+            _setdefault(ru, k, v)
+    _order(strategy, _STRATEGY)
+
+
+def _default_deployment(obj: Obj, create: bool) -> None:
+    spec = _dict(obj, "spec")
+    _setdefault(spec, "replicas", 1)
+    _default_rolling_strategy(_dict(spec, "strategy"), "RollingUpdate",
+                              (("maxUnavailable", "25%"), ("maxSurge", "25%")))
+    _setdefault(spec, "revisionHistoryLimit", 10)
+    _setdefault(spec, "progressDeadlineSeconds", 600)
+    default_pod_template(_dict(spec, "template"))
+    _order(spec, _DEPLOYMENT_SPEC)
+    _dict(obj, "status")
+
+
+def _default_replicaset(obj: Obj, create: bool) -> None:
+    spec = _dict(obj, "spec")
+    _setdefault(spec, "replicas", 1)
+    default_pod_template(_dict(spec, "template"))
+    _order(spec, _REPLICASET_SPEC)
+    _dict(obj, "status").setdefault("replicas", 0)
+
+
+def _default_pvc_template(pvc: Obj) -> None:
+    _setdefault(pvc, "apiVersion", "v1")
+    _setdefault(pvc, "kind", "PersistentVolumeClaim")
+    _dict(pvc, "metadata")
+    spec = _dict(pvc, "spec")
+    _setdefault(spec, "volumeMode", "Filesystem")
+    status = _dict(pvc, "status")
+    if not status.get("phase"):
+        status["phase"] = "Pending"
+    _order(pvc, _TOP)
+
+
+def _default_statefulset(obj: Obj, create: bool) -> None:
+    spec = _dict(obj, "spec")
+    if not spec.get("podManagementPolicy"):
+        spec["podManagementPolicy"] = "OrderedReady"
+    strategy = _dict(spec, "updateStrategy")
+    if not strategy.get("type"):
+        strategy["type"] = "RollingUpdate"
+        _dict(strategy, "rollingUpdate")
+    # MaxUnavailableStatefulSet is off by default in v1.36, so no maxUnavailable.
+    rolling = strategy.get("rollingUpdate")
+    if strategy["type"] == "RollingUpdate" and isinstance(rolling, dict):
+        _setdefault(rolling, "partition", 0)
+    _order(strategy, _STRATEGY)
+    retention = _dict(spec, "persistentVolumeClaimRetentionPolicy")
+    if not retention.get("whenDeleted"):
+        retention["whenDeleted"] = "Retain"
+    if not retention.get("whenScaled"):
+        retention["whenScaled"] = "Retain"
+    _order(retention, ("whenDeleted", "whenScaled"))
+    _setdefault(spec, "replicas", 1)
+    _setdefault(spec, "revisionHistoryLimit", 10)
+    default_pod_template(_dict(spec, "template"))
+    for pvc in _dicts(spec.get("volumeClaimTemplates")):
+        _default_pvc_template(pvc)
+    _order(spec, _STATEFULSET_SPEC)
+    status = _dict(obj, "status")
+    status.setdefault("replicas", 0)
+    status.setdefault("availableReplicas", 0)
+
+
+def _default_daemonset(obj: Obj, create: bool) -> None:
+    spec = _dict(obj, "spec")
+    _default_rolling_strategy(_dict(spec, "updateStrategy"), "RollingUpdate",
+                              (("maxUnavailable", 1), ("maxSurge", 0)))
+    _setdefault(spec, "revisionHistoryLimit", 10)
+    default_pod_template(_dict(spec, "template"))
+    _order(spec, _DAEMONSET_SPEC)
+    status = _dict(obj, "status")
+    for k in ("currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled",
+              "numberReady"):
+        status.setdefault(k, 0)
+
+
+def generate_job_selector(obj: Obj) -> None:
+    """The Job strategy's generateSelector (upstream runs it on create when
+    manualSelector is not true): template labels ``controller-uid``,
+    ``batch.kubernetes.io/controller-uid``, ``job-name`` and
+    ``batch.kubernetes.io/job-name`` (kept if the user set them, so that
+    validation can reject a mismatch), and a selector on the controller uid.
+    Needs ``metadata.uid``.
+    """
+    meta = _dict(obj, "metadata")
+    spec = _dict(obj, "spec")
+    if spec.get("manualSelector") is True:
+        return
+    name = str(meta.get("name") or "")
+    uid = str(meta.get("uid") or "")
+    template = _dict(spec, "template")
+    tmeta = _dict(template, "metadata")
+    labels = _dict(tmeta, "labels")
+    for key in ("job-name", "batch.kubernetes.io/job-name"):
+        labels.setdefault(key, name)
+    for key in ("controller-uid", "batch.kubernetes.io/controller-uid"):
+        labels.setdefault(key, uid)
+    selector = _dict(spec, "selector")
+    match_labels = _dict(selector, "matchLabels")
+    match_labels.setdefault("batch.kubernetes.io/controller-uid", uid)
+    _order(selector, ("matchLabels", "matchExpressions"))
+    _order(tmeta, _META)
+
+
+def _default_job(obj: Obj, create: bool) -> None:
+    spec = _dict(obj, "spec")
+    meta = _dict(obj, "metadata")
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+        spec["parallelism"] = 1
+    _setdefault(spec, "parallelism", 1)
+    if spec.get("backoffLimit") is None:
+        spec["backoffLimit"] = MAX_INT32 if spec.get("backoffLimitPerIndex") is not None else 6
+    template = _dict(spec, "template")
+    tmeta = template.get("metadata")
+    tlabels = tmeta.get("labels") if isinstance(tmeta, dict) else None
+    # Job labels default to the template's (as the user wrote them, before
+    # selector generation adds the controller-uid labels).
+    if isinstance(tlabels, dict) and not meta.get("labels"):
+        meta["labels"] = dict(tlabels)
+    _setdefault(spec, "completionMode", "NonIndexed")
+    _setdefault(spec, "suspend", False)
+    pfp = spec.get("podFailurePolicy")
+    if isinstance(pfp, dict):
+        for rule in _dicts(pfp.get("rules")):
+            for pattern in _dicts(rule.get("onPodConditions")):
+                if not pattern.get("status"):
+                    pattern["status"] = "True"
+    if spec.get("podReplacementPolicy") is None:
+        spec["podReplacementPolicy"] = "Failed" if pfp is not None else "TerminatingOrFailed"
+    _setdefault(spec, "manualSelector", False)
+    default_pod_template(template)
+    if create and meta.get("uid"):
+        generate_job_selector(obj)
+        # kube-apiserver defaults again when it decodes the stored object, so
+        # a Job without labels of its own ends up with the generated ones.
+        tlabels = _dict(template, "metadata").get("labels")
+        if isinstance(tlabels, dict) and tlabels and not meta.get("labels"):
+            meta["labels"] = dict(tlabels)
+    _order(spec, _JOB_SPEC)
+    _order(meta, _META)
+    _dict(obj, "status")
+
+
+def _default_cronjob(obj: Obj, create: bool) -> None:
+    spec = _dict(obj, "spec")
+    if not spec.get("concurrencyPolicy"):
+        spec["concurrencyPolicy"] = "Allow"
+    _setdefault(spec, "suspend", False)
+    _setdefault(spec, "successfulJobsHistoryLimit", 3)
+    _setdefault(spec, "failedJobsHistoryLimit", 1)
+    job_template = _dict(spec, "jobTemplate")
+    _dict(job_template, "metadata")
+    # Only the pod template inside is defaulted; JobSpec fields are not
+    # (SetDefaults_Job runs on Job objects, not on a CronJob's jobTemplate).
+    default_pod_template(_dict(_dict(job_template, "spec"), "template"))
+    _order(job_template, _TEMPLATE)
+    _order(spec, _CRONJOB_SPEC)
+    _dict(obj, "status")
+
+
+def _default_pod_template_kind(obj: Obj, create: bool) -> None:
+    default_pod_template(_dict(obj, "template"))
+
+
+def _default_namespace(obj: Obj, create: bool) -> None:
+    meta = _dict(obj, "metadata")
+    name = meta.get("name")
+    if name:
+        _dict(meta, "labels")["kubernetes.io/metadata.name"] = name
+    if create:
+        # PrepareForCreate: the "kubernetes" finalizer is required at creation
+        # only; /finalize may remove it later.
+        spec = _dict(obj, "spec")
+        finalizers = spec.get("finalizers")
+        if not isinstance(finalizers, list):
+            finalizers = []
+            spec["finalizers"] = finalizers
+        if "kubernetes" not in finalizers:
+            finalizers.append("kubernetes")
+    status = _dict(obj, "status")
+    if not status.get("phase"):
+        status["phase"] = "Active"
+
+
+def _is_headless(spec: Mapping[str, Any]) -> bool:
+    return spec.get("clusterIP") == "None"
+
+
+def _default_service(obj: Obj, create: bool) -> None:
+    spec = _dict(obj, "spec")
+    if not spec.get("sessionAffinity"):
+        spec["sessionAffinity"] = "None"
+    if spec["sessionAffinity"] == "None":
+        spec.pop("sessionAffinityConfig", None)
+    if not spec.get("type"):
+        spec["type"] = "ClusterIP"
+    svc_type = spec["type"]
+    for port in _dicts(spec.get("ports")):
+        if not port.get("protocol"):
+            port["protocol"] = "TCP"
+        target = port.get("targetPort")
+        if target is None or target == 0 or target == "":
+            port["targetPort"] = port.get("port", 0)
+        _order(port, _SERVICE_PORT)
+    externally_accessible = svc_type in ("LoadBalancer", "NodePort") or (
+        svc_type == "ClusterIP" and bool(spec.get("externalIPs")))
+    if externally_accessible and not spec.get("externalTrafficPolicy"):
+        spec["externalTrafficPolicy"] = "Cluster"
+    if spec.get("internalTrafficPolicy") is None and svc_type in ("NodePort", "LoadBalancer",
+                                                                   "ClusterIP"):
+        spec["internalTrafficPolicy"] = "Cluster"
+    if svc_type == "LoadBalancer":
+        _setdefault(spec, "allocateLoadBalancerNodePorts", True)
+    if svc_type != "ExternalName":
+        # The IP-family fields of a single-stack IPv4 cluster, as the service
+        # REST storage fills them (the address itself is the allocator's).
+        if spec.get("ipFamilyPolicy") is None:
+            headless_selectorless = _is_headless(spec) and not spec.get("selector")
+            spec["ipFamilyPolicy"] = "RequireDualStack" if headless_selectorless else "SingleStack"
+        if not spec.get("ipFamilies"):
+            spec["ipFamilies"] = ["IPv4"]
+    _order(spec, _SERVICE_SPEC)
+    status = _dict(obj, "status")
+    _dict(status, "loadBalancer")
+
+
+def _default_secret(obj: Obj, create: bool) -> None:
+    # The v1 -> internal conversion folds stringData into data (stringData
+    # wins) and the field is never stored.
+    string_data = obj.pop("stringData", None)
+    if isinstance(string_data, dict) and string_data:
+        data = obj.get("data")
+        if not isinstance(data, dict):
+            data = {}
+            obj["data"] = data
+        for k, v in string_data.items():
+            data[k] = base64.b64encode(str(v).encode("utf-8")).decode("ascii")
+    if not obj.get("type"):
+        obj["type"] = "Opaque"
+
+
+def _default_endpoints(obj: Obj, create: bool) -> None:
+    for subset in _dicts(obj.get("subsets")):
+        for port in _dicts(subset.get("ports")):
+            if not port.get("protocol"):
+                port["protocol"] = "TCP"
+
+
+def _default_node(obj: Obj, create: bool) -> None:
+    status = obj.get("status")
+    if isinstance(status, dict):
+        capacity = status.get("capacity")
+        if status.get("allocatable") is None and isinstance(capacity, dict):
+            status["allocatable"] = dict(capacity)
+
+
+_DEFAULTERS: Final[dict[str, Callable[[Obj, bool], None]]] = {
+    "Pod": _default_pod,
+    "PodTemplate": _default_pod_template_kind,
+    "Deployment": _default_deployment,
+    "ReplicaSet": _default_replicaset,
+    "StatefulSet": _default_statefulset,
+    "DaemonSet": _default_daemonset,
+    "Job": _default_job,
+    "CronJob": _default_cronjob,
+    "Namespace": _default_namespace,
+    "Service": _default_service,
+    "Secret": _default_secret,
+    "Endpoints": _default_endpoints,
+    "Node": _default_node,
+}
+
+
+def apply_defaults(kind: str, obj: Obj, *, create: bool = True) -> None:
+    """Default `obj` (a built-in `kind`, wire form) in place.
+
+    With ``create=True`` (the default) the create-time strategy steps run too:
+    the Job selector generation (when ``metadata.uid`` is set), a Pod's
+    ``Pending`` phase and QoS class, a Namespace's ``kubernetes`` finalizer.
+    Pass ``create=False`` for updates. Kinds without defaults are left as is.
+    """
+    fn = _DEFAULTERS.get(kind)
+    if fn is None:
+        return
+    fn(obj, create)
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        _order(meta, _META)
+    _order(obj, _TOP)

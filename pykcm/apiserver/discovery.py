@@ -1,0 +1,167 @@
+"""Discovery and the other non-resource endpoints: /version, /api, /apis, health checks.
+
+Clients (kubectl, client-go's RESTMapper, the Python client) read these to
+learn which resources exist, their kinds, scopes, verbs, short names and
+subresources. The documents are built from the `ResourceRegistry`, so a
+resource added there is discoverable at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from pykcm.api.resources import ResourceInfo, ResourceRegistry
+from pykcm.apiserver import errors
+from pykcm.apiserver.request_info import RequestInfo
+
+KUBE_MAJOR = "1"
+KUBE_MINOR = "36"
+GIT_VERSION = "v1.36.0-pykcm"
+
+_SUBRESOURCE_VERBS = {
+    "status": ("get", "patch", "update"),
+    "scale": ("get", "patch", "update"),
+    "binding": ("create",),
+    "finalize": ("update",),
+}
+
+
+def _json(body: Any, status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(body), status=status, content_type="application/json")
+
+
+def _storage_version_hash(r: ResourceInfo) -> str:
+    digest = hashlib.sha256(f"{r.group}/{r.version}/{r.kind}".encode()).digest()
+    import base64
+
+    return base64.b64encode(digest[:8]).decode()
+
+
+def api_resource_list(registry: ResourceRegistry, group: str, version: str) -> dict[str, Any]:
+    resources: list[dict[str, Any]] = []
+    for r in registry.all():
+        if r.group != group or r.version != version:
+            continue
+        entry: dict[str, Any] = {
+            "name": r.plural,
+            "singularName": r.singular,
+            "namespaced": r.namespaced,
+            "kind": r.kind,
+            "verbs": list(r.verbs),
+        }
+        if r.short_names:
+            entry["shortNames"] = list(r.short_names)
+        if r.categories:
+            entry["categories"] = list(r.categories)
+        entry["storageVersionHash"] = _storage_version_hash(r)
+        resources.append(entry)
+        for sub in r.subresources:
+            s: dict[str, Any] = {
+                "name": f"{r.plural}/{sub}",
+                "singularName": "",
+                "namespaced": r.namespaced,
+                "kind": r.kind,
+                "verbs": list(_SUBRESOURCE_VERBS.get(sub, ("get",))),
+            }
+            if sub == "scale":
+                s.update({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+            elif sub == "binding":
+                s["kind"] = "Binding"
+            resources.append(s)
+    resources.sort(key=lambda e: str(e["name"]))
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": f"{group}/{version}" if group else version,
+        "resources": resources,
+    }
+
+
+class Discovery:
+    def __init__(self, registry: ResourceRegistry) -> None:
+        self.registry = registry
+        self.server_address = "127.0.0.1:6443"
+        self.ready = True
+
+    def version(self) -> dict[str, Any]:
+        machine = platform.machine().lower()
+        arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)
+        return {
+            "major": KUBE_MAJOR,
+            "minor": KUBE_MINOR,
+            "emulationMajor": KUBE_MAJOR,
+            "emulationMinor": KUBE_MINOR,
+            "minCompatibilityMajor": KUBE_MAJOR,
+            "minCompatibilityMinor": str(int(KUBE_MINOR) - 1),
+            "gitVersion": GIT_VERSION,
+            "gitCommit": "0000000000000000000000000000000000000000",
+            "gitTreeState": "clean",
+            "buildDate": "2026-11-29T00:00:00Z",
+            "goVersion": f"python{platform.python_version()}",
+            "compiler": "cpython",
+            "platform": f"{platform.system().lower()}/{arch}",
+        }
+
+    async def handle(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
+        parts = info.parts
+        if request.method not in ("GET", "HEAD"):
+            if parts and parts[0] in ("api", "apis", "version", "healthz", "livez", "readyz"):
+                raise errors.method_not_allowed(
+                    "the server does not allow this method on the requested resource")
+            raise errors.StatusError(404, "NotFound",
+                                     "the server could not find the requested resource")
+        if not parts:
+            paths = ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version"]
+            for g, versions in self.registry.group_versions().items():
+                if g:
+                    paths.append(f"/apis/{g}")
+                    paths += [f"/apis/{g}/{v}" for v in versions]
+            return _json({"paths": sorted(paths)})
+        head = parts[0]
+        if head == "version" and len(parts) == 1:
+            return _json(self.version())
+        if head in ("healthz", "livez", "readyz"):
+            if head == "readyz" and not self.ready:
+                return web.Response(text="[-]shutdown failed: reason withheld\nreadyz check "
+                                         "failed", status=500, content_type="text/plain")
+            return web.Response(text="ok", content_type="text/plain")
+        if head == "api":
+            if len(parts) == 1:
+                return _json({
+                    "kind": "APIVersions",
+                    "versions": ["v1"],
+                    "serverAddressByClientCIDRs": [
+                        {"clientCIDR": "0.0.0.0/0", "serverAddress": self.server_address}
+                    ],
+                })
+            if len(parts) == 2 and parts[1] == "v1":
+                return _json(api_resource_list(self.registry, "", "v1"))
+        if head == "apis":
+            groups = self.registry.group_versions()
+            if len(parts) == 1:
+                return _json({
+                    "kind": "APIGroupList",
+                    "apiVersion": "v1",
+                    "groups": [self._group(g, vs) for g, vs in groups.items() if g],
+                })
+            g = parts[1]
+            if g in groups and g:
+                if len(parts) == 2:
+                    body = self._group(g, groups[g])
+                    body.update({"kind": "APIGroup", "apiVersion": "v1"})
+                    return _json(body)
+                if len(parts) == 3 and parts[2] in groups[g]:
+                    return _json(api_resource_list(self.registry, g, parts[2]))
+        raise errors.StatusError(404, "NotFound", "the server could not find the requested resource",
+                                 details={"causes": [{"reason": "UnexpectedServerResponse",
+                                                      "message": "404 page not found"}]})
+
+    @staticmethod
+    def _group(name: str, versions: list[str]) -> dict[str, Any]:
+        vs = [{"groupVersion": f"{name}/{v}", "version": v} for v in versions]
+        return {"name": name, "versions": vs, "preferredVersion": vs[0]}

@@ -1,0 +1,537 @@
+"""HTTP handlers: from an aiohttp request to a REST storage call and back.
+
+One catch-all handler resolves the `RequestInfo`, decodes the query into
+List/Delete options and the body into an object (JSON or YAML, size-limited),
+dispatches on the verb, and encodes the answer. Objects leave as the bytes the
+store already holds; errors leave as `metav1.Status`. WATCH is a chunked
+stream fed by a `Watcher` from the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from typing import Any
+
+import orjson
+import yaml
+from aiohttp import web
+
+from pykcm.api.resources import ResourceInfo, ResourceRegistry
+from pykcm.apiserver import errors
+from pykcm.apiserver.discovery import Discovery
+from pykcm.apiserver.errors import StatusError
+from pykcm.apiserver.request_info import RequestInfo, resolve
+from pykcm.apiserver.rest_storage import (
+    DeleteOptions,
+    ListOptions,
+    RESTStorage,
+    parse_rv,
+)
+from pykcm.apiserver.storage import ADDED, Watcher, bookmark_line
+from pykcm.apiserver.storage.store import split_namespace
+
+log = logging.getLogger(__name__)
+
+MAX_BODY = 3 * 1024 * 1024  # kube-apiserver's request body limit
+BOOKMARK_INTERVAL = 60.0
+JSON = "application/json"
+
+
+def json_response(body: bytes, status: int = 200,
+                  headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(body=body, status=status, content_type=JSON, headers=headers)
+
+
+def status_response(err: StatusError) -> web.Response:
+    return json_response(err.body(), err.code, err.headers or None)
+
+
+def success_status(details: dict[str, Any]) -> bytes:
+    return orjson.dumps({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                         "status": "Success", "details": details})
+
+
+def _bool(v: str | None) -> bool | None:
+    if v is None:
+        return None
+    return v.lower() in ("1", "true", "yes")
+
+
+def _int(q: Any, name: str) -> int | None:
+    v = q.get(name)
+    if v is None or v == "":
+        return None
+    try:
+        return int(v)
+    except ValueError:
+        raise errors.bad_request(f"invalid value for {name}: {v!r}") from None
+
+
+def list_options(q: Any) -> ListOptions:
+    return ListOptions(
+        label_selector=q.get("labelSelector", ""),
+        field_selector=q.get("fieldSelector", ""),
+        resource_version=q.get("resourceVersion"),
+        resource_version_match=q.get("resourceVersionMatch", ""),
+        limit=_int(q, "limit") or 0,
+        continue_token=q.get("continue", ""),
+        send_initial_events=_bool(q.get("sendInitialEvents")),
+        allow_watch_bookmarks=bool(_bool(q.get("allowWatchBookmarks"))),
+        timeout_seconds=_int(q, "timeoutSeconds"),
+    )
+
+
+def _forbidden_cause(field: str, message: str) -> dict[str, str]:
+    return {"reason": "FieldValueForbidden", "message": f"Forbidden: {message}", "field": field}
+
+
+def validate_list_options(opts: ListOptions, watch: bool) -> None:
+    """kube-apiserver's ValidateListOptions (422 ListOptions.meta.k8s.io)."""
+    causes: list[dict[str, str]] = []
+    match = opts.resource_version_match
+    if watch:
+        if opts.send_initial_events is not None and match != "NotOlderThan":
+            causes.append(_forbidden_cause(
+                "resourceVersionMatch",
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+        if match:
+            if opts.send_initial_events is None:
+                causes.append(_forbidden_cause(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is "
+                    "provided"))
+            if match != "NotOlderThan":
+                causes.append({"reason": "FieldValueNotSupported", "field": "resourceVersionMatch",
+                               "message": f'Unsupported value: "{match}": supported values: '
+                                          '"NotOlderThan"'})
+    else:
+        if match:
+            if not opts.resource_version:
+                causes.append(_forbidden_cause(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+            if opts.continue_token:
+                causes.append(_forbidden_cause(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden when continue is provided"))
+            if match not in ("Exact", "NotOlderThan"):
+                causes.append({"reason": "FieldValueNotSupported", "field": "resourceVersionMatch",
+                               "message": f'Unsupported value: "{match}": supported values: '
+                                          '"Exact", "NotOlderThan", ""'})
+            if match == "Exact" and opts.resource_version == "0":
+                causes.append(_forbidden_cause(
+                    "resourceVersionMatch",
+                    'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'))
+        if opts.send_initial_events is not None:
+            causes.append(_forbidden_cause("sendInitialEvents",
+                                           "sendInitialEvents is forbidden for list"))
+    if causes:
+        raise errors.invalid("ListOptions", "meta.k8s.io", "", causes)
+    if (not watch and opts.continue_token and opts.resource_version
+            and opts.resource_version != "0"):
+        raise errors.bad_request("specifying resource version is not allowed when using continue")
+
+
+def delete_options(q: Any, body: dict[str, Any] | None) -> DeleteOptions:
+    opts = DeleteOptions()
+    opts.grace_period_seconds = _int(q, "gracePeriodSeconds")
+    opts.propagation_policy = q.get("propagationPolicy") or None
+    opts.orphan_dependents = _bool(q.get("orphanDependents"))
+    dry = q.getall("dryRun", []) if hasattr(q, "getall") else []
+    if body:
+        if body.get("gracePeriodSeconds") is not None:
+            opts.grace_period_seconds = int(body["gracePeriodSeconds"])
+        if body.get("propagationPolicy"):
+            opts.propagation_policy = body["propagationPolicy"]
+        if body.get("orphanDependents") is not None:
+            opts.orphan_dependents = bool(body["orphanDependents"])
+        pre = body.get("preconditions") or {}
+        opts.precondition_uid = pre.get("uid")
+        opts.precondition_rv = pre.get("resourceVersion")
+        dry = list(dry) + list(body.get("dryRun") or [])
+    if opts.propagation_policy not in (None, "Orphan", "Background", "Foreground"):
+        raise errors.invalid("DeleteOptions", "meta.k8s.io", "", [{
+            "reason": "FieldValueNotSupported", "field": "propagationPolicy",
+            "message": f'Unsupported value: "{opts.propagation_policy}": supported values: '
+                       '"Foreground", "Background", "Orphan", "nil"'}])
+    if opts.propagation_policy and opts.orphan_dependents is not None:
+        raise errors.invalid("DeleteOptions", "meta.k8s.io", "", [_forbidden_cause(
+            "propagationPolicy", "orphanDependents and deletionPropagation cannot be both set")])
+    if opts.grace_period_seconds is not None and opts.grace_period_seconds < 0:
+        opts.grace_period_seconds = 0
+    opts.dry_run = _dry_run(dry)
+    return opts
+
+
+def _dry_run(values: list[str]) -> bool:
+    for v in values:
+        if v != "All":
+            raise errors.bad_request(f'Invalid dryRun value: "{v}" (supported: "All")')
+    return bool(values)
+
+
+class APIHandlers:
+    def __init__(self, rest: RESTStorage, registry: ResourceRegistry,
+                 discovery: Discovery) -> None:
+        self.rest = rest
+        self.registry = registry
+        self.discovery = discovery
+        self.watch_tasks: set[asyncio.Task[Any]] = set()
+        self.shutting_down = asyncio.Event()
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        try:
+            q = request.query
+            info = resolve(request.method, request.path, bool(_bool(q.get("watch"))))
+            if not info.is_resource_request:
+                return await self.discovery.handle(request, info)
+            return await self._resource(request, info)
+        except StatusError as err:
+            return status_response(err)
+        except web.HTTPRequestEntityTooLarge:
+            return status_response(errors.request_entity_too_large(
+                "the request body is too large (limit 3 MiB)"))
+        except (ConnectionResetError, asyncio.CancelledError):
+            raise
+        except Exception as exc:  # a bug must answer 500, never drop the connection
+            log.exception("internal error serving %s %s", request.method, request.path)
+            return status_response(errors.internal(str(exc)))
+
+    def _resource_info(self, info: RequestInfo) -> ResourceInfo:
+        res = self.registry.get(info.group, info.version, info.resource)
+        if res is None:
+            raise StatusError(404, "NotFound", "the server could not find the requested resource",
+                              details={"causes": [{"reason": "UnexpectedServerResponse",
+                                                   "message": "404 page not found"}]})
+        if info.subresource and info.subresource not in res.subresources:
+            raise StatusError(404, "NotFound", "the server could not find the requested resource")
+        return res
+
+    async def _body(self, request: web.Request) -> Any:
+        raw = await request.read()
+        if len(raw) > MAX_BODY:
+            raise errors.request_entity_too_large("the request body is too large (limit 3 MiB)")
+        return decode_body(raw, request.headers.get("Content-Type", JSON))
+
+    async def _resource(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
+        res = self._resource_info(info)
+        verb = info.verb
+        ns = info.namespace if res.namespaced else ""
+        q = request.query
+        rest = self.rest
+        sub = info.subresource
+        dry = _dry_run(q.getall("dryRun", []))
+        if verb == "list":
+            opts = list_options(q)
+            validate_list_options(opts, watch=False)
+            await self._wait_fresh(opts)
+            return json_response(rest.list(res, ns, opts))
+        if verb == "watch":
+            opts = list_options(q)
+            validate_list_options(opts, watch=True)
+            return await self.watch(request, res, ns, info.name, opts)
+        if verb == "get":
+            entry = rest.get(res, ns, info.name)
+            if sub == "scale":
+                return json_response(orjson.dumps(to_scale(res, entry.obj)))
+            return json_response(entry.raw)
+        if verb == "create":
+            if sub == "binding":
+                body = await self._body(request)
+                await self._bind(res, ns, info.name, body, dry)
+                return json_response(success_status({}), 201)
+            if info.name and not sub:
+                raise errors.method_not_allowed(
+                    "the server does not allow this method on the requested resource")
+            if sub:
+                raise errors.method_not_allowed(
+                    "the server does not allow this method on the requested resource")
+            body = await self._body(request)
+            entry = await rest.create(res, ns, _expect_object(body), dry)
+            return json_response(entry.raw, 201)
+        if verb == "update":
+            body = _expect_object(await self._body(request))
+            if sub == "scale":
+                entry = await self._update_scale(res, ns, info.name, body, dry)
+                return json_response(orjson.dumps(to_scale(res, entry.obj)))
+            code, entry = await rest.update(res, ns, info.name, body, sub, dry)
+            return json_response(entry.raw, code)
+        if verb == "patch":
+            raw = await request.read()
+            if len(raw) > MAX_BODY:
+                raise errors.request_entity_too_large("the request body is too large")
+            ctype = request.headers.get("Content-Type", "")
+            if sub == "scale":
+                entry = await self._patch_scale(res, ns, info.name, ctype, raw, dry)
+                return json_response(orjson.dumps(to_scale(res, entry.obj)))
+            entry = await rest.patch(res, ns, info.name, ctype, raw, sub, dry)
+            return json_response(entry.raw)
+        if verb == "delete":
+            if sub:
+                raise errors.method_not_allowed(
+                    "the server does not allow this method on the requested resource")
+            body = await self._body(request) if request.can_read_body else None
+            opts = delete_options(q, body if isinstance(body, dict) else None)
+            opts.dry_run = opts.dry_run or dry
+            deleted, entry = await rest.delete(res, ns, info.name, opts)
+            if deleted and res.kind not in ("Pod",):
+                meta = entry.obj["metadata"]
+                details = {"name": meta["name"], "kind": res.plural, "uid": meta.get("uid")}
+                if res.group:
+                    details = {"name": meta["name"], "group": res.group, "kind": res.plural,
+                               "uid": meta.get("uid")}
+                return json_response(success_status(details))
+            return json_response(entry.raw)
+        if verb == "deletecollection":
+            body = await self._body(request) if request.can_read_body else None
+            dopts = delete_options(q, body if isinstance(body, dict) else None)
+            dopts.dry_run = dopts.dry_run or dry
+            lopts = list_options(q)
+            entries = await rest.delete_collection(res, ns, lopts, dopts)
+            head = orjson.dumps({"kind": res.list_kind, "apiVersion": res.api_version,
+                                 "metadata": {"resourceVersion": str(rest.store.rv)}})
+            return json_response(head[:-1] + b',"items":[' + b",".join(
+                e.raw for e in entries) + b"]}")
+        raise errors.method_not_allowed(
+            "the server does not allow this method on the requested resource")
+
+    async def _wait_fresh(self, opts: ListOptions) -> None:
+        rv = opts.resource_version
+        if rv not in (None, "", "0") and not opts.continue_token:
+            want = parse_rv(rv)
+            if opts.resource_version_match != "Exact":
+                await self.rest.store.wait_for_rv(want)
+
+    # -- subresources -------------------------------------------------------------
+
+    async def _bind(self, res: ResourceInfo, ns: str, name: str, body: Any, dry: bool) -> None:
+        body = _expect_object(body)
+        target = body.get("target") or {}
+        node = target.get("name")
+        if not node:
+            raise errors.invalid("Binding", "", name, [{
+                "reason": "FieldValueRequired", "message": "Required value",
+                "field": "target.name"}])
+        rs = self.rest.rs(res)
+        from pykcm.apiserver.storage import object_key
+
+        key = object_key(ns, name)
+        current = rs.current(key)
+        if current is None:
+            raise errors.not_found("pods", "", name)
+        pod = current.copy()
+        if pod["metadata"].get("deletionTimestamp"):
+            raise errors.conflict("pods", "", name,
+                                  f"pod {name} is being deleted, cannot be assigned to a host")
+        if (pod.get("spec") or {}).get("nodeName"):
+            raise errors.conflict(
+                "pods", "", name,
+                f"pod {name} is already assigned to node \"{pod['spec']['nodeName']}\"")
+        pod["spec"]["nodeName"] = node
+        status = pod.setdefault("status", {})
+        conds = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+        conds.append({"type": "PodScheduled", "status": "True",
+                      "lastProbeTime": None,
+                      "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        status["conditions"] = conds
+        if dry:
+            return
+        await self.rest.store.write(rs, key, pod, current)
+
+    async def _update_scale(self, res: ResourceInfo, ns: str, name: str, scale: dict[str, Any],
+                            dry: bool) -> Any:
+        entry = self.rest.get(res, ns, name)
+        rv = (scale.get("metadata") or {}).get("resourceVersion")
+        if rv and rv != str(entry.rv):
+            raise errors.conflict(res.plural, res.group, name, errors.OPTIMISTIC_LOCK_MSG)
+        replicas = (scale.get("spec") or {}).get("replicas", 0)
+        if not isinstance(replicas, int) or replicas < 0:
+            raise errors.invalid("Scale", "autoscaling", name, [{
+                "reason": "FieldValueInvalid",
+                "message": f"Invalid value: {replicas}: must be greater than or equal to 0",
+                "field": "spec.replicas"}])
+        obj = entry.copy()
+        obj.setdefault("spec", {})["replicas"] = replicas
+        _, new = await self.rest.update(res, ns, name, obj, "", dry)
+        return new
+
+    async def _patch_scale(self, res: ResourceInfo, ns: str, name: str, ctype: str, raw: bytes,
+                           dry: bool) -> Any:
+        from pykcm.api.patch import (apply_json_patch, apply_merge_patch,
+                                     apply_strategic_merge_patch, schema_ref_for)
+
+        entry = self.rest.get(res, ns, name)
+        scale = to_scale(res, entry.obj)
+        try:
+            doc = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise errors.bad_request(f"error decoding patch: {exc}") from None
+        kind = ctype.split(";")[0].strip().lower()
+        try:
+            if kind == "application/json-patch+json":
+                patched = apply_json_patch(scale, doc)
+            elif kind == "application/merge-patch+json":
+                patched = apply_merge_patch(scale, doc)
+            elif kind == "application/strategic-merge-patch+json":
+                ref = schema_ref_for("autoscaling", "v1", "Scale") or ""
+                patched = apply_strategic_merge_patch(scale, doc, ref)
+            else:
+                raise errors.unsupported_media_type(
+                    "the body of the request was in an unknown format - accepted media types "
+                    "include: application/json-patch+json, application/merge-patch+json, "
+                    "application/strategic-merge-patch+json")
+        except StatusError:
+            raise
+        except Exception as exc:
+            raise StatusError(422, "Invalid", str(exc)) from None
+        return await self._update_scale(res, ns, name, patched, dry)
+
+    # -- watch ---------------------------------------------------------------------
+
+    async def watch(self, request: web.Request, res: ResourceInfo, ns: str, name: str,
+                    opts: ListOptions) -> web.StreamResponse:
+        rest = self.rest
+        store = rest.store
+        rs = rest.rs(res)
+        flt = rest.build_filter(res, ns, opts, name)
+        rv_param = opts.resource_version or ""
+        initial = opts.send_initial_events
+        if rv_param not in ("", "0"):
+            want = parse_rv(rv_param)
+            await store.wait_for_rv(want)
+        else:
+            want = 0
+        timeout = opts.timeout_seconds
+        if timeout is None or timeout <= 0:
+            timeout = random.randint(1800, 3600)
+        deadline = time.monotonic() + timeout
+        expired: StatusError | None = None
+        # From here to register(): no await, so no event slips between the
+        # initial state and the live stream.
+        w = Watcher(rs, store.rv, flt)
+        send_state = (rv_param in ("", "0") and initial is not False) or bool(initial)
+        end_bookmark = bool(initial)
+        if send_state:
+            for k in rs.keys_in(rs.sorted_keys(), ns):
+                e = rs.items[k]
+                if flt is None or flt(k, e):
+                    w.queue.append(b'{"type":"' + ADDED.encode() + b'","object":' + e.raw + b"}\n")
+            if end_bookmark:
+                w.queue.append(bookmark_line(res.kind, res.api_version, store.rv, True))
+        else:
+            if want < rs.oldest_rv:
+                expired = errors.too_old_resource_version(want, rs.oldest_rv)
+            else:
+                w.start_rv = want
+                for ev in rs.events_after(want):
+                    w.on_event(ev)
+                w.start_rv = store.rv
+        if expired is None:
+            w.register()
+        resp = web.StreamResponse(status=200, headers={"Content-Type": JSON,
+                                                       "Cache-Control": "no-cache, private"})
+        resp.enable_chunked_encoding()
+        task = asyncio.current_task()
+        if task is not None:
+            self.watch_tasks.add(task)
+        try:
+            await resp.prepare(request)
+            if expired is not None:
+                await resp.write(orjson.dumps({"type": "ERROR", "object": expired.status()})
+                                 + b"\n")
+                return resp
+            bookmarks = opts.allow_watch_bookmarks
+            next_bookmark = time.monotonic() + BOOKMARK_INTERVAL
+            transport_check = 5.0
+            while True:
+                if w.queue:
+                    lines = w.drain()
+                    await resp.write(b"".join(lines))
+                if w.closed or self.shutting_down.is_set():
+                    break
+                now = time.monotonic()
+                if now >= deadline:
+                    if bookmarks:
+                        await resp.write(bookmark_line(res.kind, res.api_version, store.rv))
+                    break
+                if bookmarks and now >= next_bookmark:
+                    await resp.write(bookmark_line(res.kind, res.api_version, store.rv))
+                    next_bookmark = now + BOOKMARK_INTERVAL
+                wait = min(deadline - now, transport_check)
+                if bookmarks:
+                    wait = min(wait, max(0.0, next_bookmark - now))
+                if not w.queue:
+                    try:
+                        await asyncio.wait_for(w.wake.wait(), timeout=max(wait, 0.001))
+                    except asyncio.TimeoutError:
+                        pass
+                tr = request.transport
+                if tr is None or tr.is_closing():
+                    break
+        except (ConnectionResetError, ConnectionError):
+            pass
+        finally:
+            w.close()
+            if task is not None:
+                self.watch_tasks.discard(task)
+        return resp
+
+
+def _expect_object(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise errors.bad_request("the body of the request must be a JSON object")
+    return body
+
+
+def decode_body(raw: bytes, content_type: str) -> Any:
+    ctype = content_type.split(";")[0].strip().lower()
+    if not raw:
+        raise errors.bad_request("the body of the request was empty")
+    if ctype in ("application/yaml", "application/x-yaml", "text/yaml"):
+        try:
+            return yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            raise errors.bad_request(f"error converting YAML to JSON: {exc}") from None
+    if ctype == "application/vnd.kubernetes.protobuf":
+        raise errors.unsupported_media_type(
+            'the body of the request was in an unknown format - accepted media types include: '
+            'application/json, application/yaml')
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        # Kubernetes accepts YAML in place of JSON only with a YAML content type;
+        # a body that is neither is a 400.
+        raise errors.bad_request(
+            f"Object 'Kind' is missing in '{raw[:100]!r}': {exc}" if raw.lstrip()[:1] not in (
+                b"{", b"[") else f"json: cannot unmarshal: {exc}") from None
+
+
+def to_scale(res: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
+    """The autoscaling/v1 Scale view of a scalable object."""
+    from pykcm.api.labels import selector_from_label_selector
+
+    meta = obj["metadata"]
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    sel = spec.get("selector")
+    if isinstance(sel, dict):
+        selector = str(selector_from_label_selector(sel))
+    else:
+        selector = ""
+    out_status: dict[str, Any] = {"replicas": status.get("replicas", 0)}
+    if selector:
+        out_status["selector"] = selector
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion",
+                                          "creationTimestamp") if k in meta},
+        "spec": {"replicas": spec.get("replicas", 0)},
+        "status": out_status,
+    }
+
+
+__all__ = ["APIHandlers", "decode_body", "split_namespace"]

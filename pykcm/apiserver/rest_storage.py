@@ -1,0 +1,674 @@
+"""REST storage: the generic create/update/patch/delete/list pipeline (upstream's registry Store).
+
+handlers.py decodes a request and calls one method here; this module runs
+kube-apiserver's sequence for it against the `Store`:
+
+    create: namespace checks → system metadata → generateName → defaults →
+            validation → write (201)
+    update/patch: read current → (patch) → preconditions → strategy
+            (status/spec split, generation) → defaults → validation → no-op
+            check → write, or delete when the last finalizer of a deleting
+            object goes
+    delete: preconditions → propagation finalizers → graceful period →
+            deletionTimestamp, or removal
+
+Everything between reading the current object and `Store.write` is
+synchronous, so two concurrent writers can never both succeed against the same
+revision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from pykcm.api import labels as _labels
+from pykcm.api import fields as _fields
+from pykcm.api.patch import (
+    InvalidPatchError,
+    PatchError,
+    apply_json_patch,
+    apply_merge_patch,
+    apply_strategic_merge_patch,
+    schema_ref_for,
+)
+from pykcm.api.resources import ResourceInfo, ResourceRegistry
+from pykcm.apiserver import errors, strategy
+from pykcm.apiserver import selectable_fields as _selectable
+from pykcm.apiserver.errors import StatusError
+from pykcm.apiserver.storage import Entry, ResourceStore, Store, object_key, resource_id
+
+GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+UNDELETABLE_NAMESPACES = ("default", "kube-system", "kube-public")
+
+PATCH_TYPES = {
+    "application/json-patch+json": "json",
+    "application/merge-patch+json": "merge",
+    "application/strategic-merge-patch+json": "strategic",
+    "application/apply-patch+yaml": "apply",
+    "application/apply-patch+cbor": "apply",
+}
+
+# The verbs a resource's POST/PUT/PATCH/DELETE may create on update, as upstream's
+# AllowCreateOnUpdate.
+_CREATE_ON_UPDATE = frozenset({"Event", "Endpoints", "Lease"})
+
+
+@dataclass(slots=True)
+class DeleteOptions:
+    grace_period_seconds: int | None = None
+    propagation_policy: str | None = None
+    orphan_dependents: bool | None = None
+    precondition_uid: str | None = None
+    precondition_rv: str | None = None
+    dry_run: bool = False
+
+
+@dataclass(slots=True)
+class ListOptions:
+    label_selector: str = ""
+    field_selector: str = ""
+    resource_version: str | None = None
+    resource_version_match: str = ""
+    limit: int = 0
+    continue_token: str = ""
+    send_initial_events: bool | None = None
+    allow_watch_bookmarks: bool = False
+    timeout_seconds: int | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+Filter = Callable[[str, Entry], bool]
+
+
+def _rv_of(entry: Entry | None) -> int:
+    return entry.rv if entry else 0
+
+
+class RESTStorage:
+    def __init__(self, store: Store, registry: ResourceRegistry) -> None:
+        self.store = store
+        self.registry = registry
+        ns_info = registry.get("", "v1", "namespaces")
+        assert ns_info is not None
+        self.ns_info = ns_info
+
+    def rs(self, info: ResourceInfo) -> ResourceStore:
+        return self.store.resource(resource_id(info.group, info.plural))
+
+    # -- bootstrap -----------------------------------------------------------
+
+    async def ensure_system_namespaces(self) -> None:
+        rs = self.rs(self.ns_info)
+        for name in SYSTEM_NAMESPACES:
+            if rs.current(name) is None:
+                await self.create(self.ns_info, "", {"metadata": {"name": name}})
+
+    # -- reads ----------------------------------------------------------------
+
+    def get(self, info: ResourceInfo, namespace: str, name: str) -> Entry:
+        entry = self.rs(info).get(object_key(namespace if info.namespaced else "", name))
+        if entry is None:
+            raise errors.not_found(info.plural, info.group, name)
+        return entry
+
+    def build_filter(self, info: ResourceInfo, namespace: str, opts: ListOptions,
+                     name: str = "") -> Filter | None:
+        """The selector predicate for LIST/WATCH; None when everything matches."""
+        try:
+            lsel = _labels.parse_label_selector(opts.label_selector) if opts.label_selector else None
+        except ValueError as exc:
+            raise errors.bad_request(f"unable to parse requirement: {exc}" if "unable" not in str(
+                exc) else str(exc)) from None
+        fsel = None
+        if opts.field_selector or name:
+            fs = opts.field_selector
+            if name:
+                fs = f"metadata.name={name}" + ("," + fs if fs else "")
+            try:
+                fsel = _fields.parse_field_selector(fs)
+            except ValueError as exc:
+                raise errors.bad_request(str(exc)) from None
+            if info.group in ("", "apps", "batch", "coordination.k8s.io"):
+                msg = _selectable.check_field_selector(info.kind, fsel)
+                if msg:
+                    raise errors.bad_request(msg)
+        if lsel is not None and lsel.empty:
+            lsel = None
+        if fsel is not None and fsel.empty:
+            fsel = None
+        ns_prefix = namespace + "/" if (namespace and info.namespaced) else ""
+        if lsel is None and fsel is None and not ns_prefix:
+            return None
+        kind = info.kind
+
+        def flt(key: str, entry: Entry) -> bool:
+            if ns_prefix and not key.startswith(ns_prefix):
+                return False
+            if lsel is None and fsel is None:
+                return True
+            obj = entry.obj
+            if lsel is not None and not lsel.matches(obj["metadata"].get("labels") or {}):
+                return False
+            if fsel is not None and not fsel.matches(_selectable.field_set(kind, obj)):
+                return False
+            return True
+
+        return flt
+
+    def list(self, info: ResourceInfo, namespace: str, opts: ListOptions) -> bytes:
+        rs = self.rs(info)
+        ns = namespace if info.namespaced else ""
+        flt = self.build_filter(info, ns, opts)
+        # Namespace scoping is done by key range below, the filter need not repeat it.
+        flt_sel = None
+        if opts.label_selector or opts.field_selector:
+            flt_sel = self.build_filter(info, "", opts)
+        del flt
+        start_key = ""
+        snap_rv: int | None = None
+        rv = opts.resource_version
+        match = opts.resource_version_match
+        if opts.continue_token:
+            snap_rv, start_key = decode_continue(opts.continue_token)
+        elif rv not in (None, "", "0"):
+            want = parse_rv(rv)
+            if match == "Exact":
+                snap_rv = want
+                if want > self.store.rv:
+                    raise errors.too_large_resource_version(want, self.store.rv)
+            # NotOlderThan (or unset match): the latest state is not older than want.
+        if snap_rv is None or snap_rv >= self.store.rv:
+            items, keys = rs.items, rs.sorted_keys()
+            list_rv = self.store.rv
+        else:
+            try:
+                items, keys = rs.snapshot(snap_rv)
+            except StatusError as exc:
+                if opts.continue_token:
+                    raise errors.expired(
+                        "The provided continue parameter is too old to display a consistent "
+                        "list result. You can start a new list without the continue "
+                        "parameter.") from None
+                raise errors.too_old_resource_version(snap_rv, rs.oldest_rv) from exc
+            list_rv = snap_rv
+        scoped = rs.keys_in(keys, ns)
+        if start_key:
+            import bisect
+
+            scoped_list = scoped if isinstance(scoped, list) else list(scoped)
+            scoped = scoped_list[bisect.bisect_left(scoped_list, start_key):]
+        limit = opts.limit if opts.limit > 0 else 0
+        out: list[bytes] = []
+        next_key = ""
+        remaining: int | None = None
+        if flt_sel is None:
+            seq = scoped if isinstance(scoped, list) else list(scoped)
+            if limit and len(seq) > limit:
+                page = seq[:limit]
+                next_key = seq[limit]
+                remaining = len(seq) - limit
+            else:
+                page = seq
+            out = [items[k].raw for k in page]
+        else:
+            for k in scoped:
+                e = items[k]
+                if flt_sel(k, e):
+                    if limit and len(out) >= limit:
+                        next_key = k
+                        break
+                    out.append(e.raw)
+        meta: dict[str, Any] = {"resourceVersion": str(list_rv)}
+        if next_key:
+            meta["continue"] = encode_continue(list_rv, next_key)
+            if remaining is not None:
+                meta["remainingItemCount"] = remaining
+        head = orjson.dumps({"kind": info.list_kind, "apiVersion": info.api_version,
+                             "metadata": meta})
+        return head[:-1] + b',"items":[' + b",".join(out) + b"]}"
+
+    # -- create ------------------------------------------------------------------
+
+    def _check_namespace_for_create(self, info: ResourceInfo, namespace: str, name: str) -> None:
+        if not info.namespaced:
+            return
+        ns_entry = self.rs(self.ns_info).current(namespace)
+        if ns_entry is None:
+            raise errors.not_found("namespaces", "", namespace)
+        ns = ns_entry.obj
+        if ns["metadata"].get("deletionTimestamp") or (ns.get("status") or {}).get(
+                "phase") == "Terminating":
+            err = errors.forbidden(
+                info.plural, info.group, name,
+                f"unable to create new content in namespace {namespace} because it is "
+                "being terminated",
+            )
+            assert err.details is not None
+            err.details["causes"] = [{
+                "reason": "NamespaceTerminating",
+                "message": f"namespace {namespace} is being terminated",
+                "field": "metadata.namespace",
+            }]
+            raise err
+
+    async def create(self, info: ResourceInfo, namespace: str, obj: dict[str, Any],
+                     dry_run: bool = False) -> Entry:
+        meta = _check_body_meta(info, obj, namespace)
+        generate = not meta.get("name") and bool(meta.get("generateName"))
+        if not meta.get("name") and not generate:
+            raise errors.invalid(info.kind, info.group, "", [{
+                "reason": "FieldValueRequired",
+                "message": "Required value: name or generateName is required",
+                "field": "metadata.name",
+            }])
+        strategy.prepare_for_create(info, obj)
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = strategy.now_rfc3339()
+        if generate:
+            meta["name"] = _generate_name(meta["generateName"])
+        strategy.apply_defaults(info, obj, create=True)
+        causes = strategy.validate_create(info, obj)
+        if causes:
+            raise errors.invalid(info.kind, info.group, meta.get("name", ""), causes)
+        rs = self.rs(info)
+        for attempt in range(8):
+            name = meta["name"]
+            self._check_namespace_for_create(info, namespace, name)
+            key = object_key(namespace if info.namespaced else "", name)
+            if rs.current(key) is None:
+                break
+            if not generate or attempt == 7:
+                raise errors.already_exists(info.plural, info.group, name)
+            meta["name"] = _generate_name(meta["generateName"])
+        if dry_run:
+            return Entry(obj, orjson.dumps(obj), 0)
+        return await self.store.write(rs, key, obj, None)
+
+    # -- update / patch -------------------------------------------------------
+
+    async def update(self, info: ResourceInfo, namespace: str, name: str, obj: dict[str, Any],
+                     subresource: str = "", dry_run: bool = False) -> tuple[int, Entry]:
+        meta = _check_body_meta(info, obj, namespace)
+        body_name = meta.get("name")
+        if body_name and body_name != name:
+            raise errors.bad_request(
+                f"the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )
+        meta["name"] = name
+        rs = self.rs(info)
+        key = object_key(namespace if info.namespaced else "", name)
+        current = rs.current(key)
+        if current is None:
+            if info.kind in _CREATE_ON_UPDATE and not subresource:
+                if meta.get("resourceVersion"):
+                    raise errors.not_found(info.plural, info.group, name)
+                created = await self.create(info, namespace, obj, dry_run)
+                return 201, created
+            raise errors.not_found(info.plural, info.group, name)
+        body_rv = meta.get("resourceVersion")
+        if body_rv:
+            if parse_rv_or_conflict(info, name, body_rv) != current.rv:
+                raise errors.conflict(info.plural, info.group, name, errors.OPTIMISTIC_LOCK_MSG)
+        elif info.require_resource_version_on_update:
+            raise errors.invalid(info.kind, info.group, name, [{
+                "reason": "FieldValueInvalid",
+                "message": 'Invalid value: 0x0: must be specified for an update',
+                "field": "metadata.resourceVersion",
+            }])
+        return 200, await self._commit_update(info, rs, key, name, obj, current, subresource,
+                                              dry_run)
+
+    async def patch(self, info: ResourceInfo, namespace: str, name: str, content_type: str,
+                    body: bytes, subresource: str = "", dry_run: bool = False) -> Entry:
+        ptype = PATCH_TYPES.get(content_type.split(";")[0].strip().lower())
+        if ptype is None or ptype == "apply":
+            raise errors.unsupported_media_type(
+                f"the body of the request was in an unknown format - accepted media types "
+                f"include: application/json-patch+json, application/merge-patch+json, "
+                f"application/strategic-merge-patch+json"
+                + ("" if ptype != "apply" else
+                   " (server-side apply is not supported by this server yet)")
+            )
+        try:
+            patch_doc = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise errors.bad_request(f"error decoding patch: {exc}") from None
+        rs = self.rs(info)
+        key = object_key(namespace if info.namespaced else "", name)
+        current = rs.current(key)
+        if current is None:
+            raise errors.not_found(info.plural, info.group, name)
+        original = current.obj
+        try:
+            if ptype == "json":
+                if not isinstance(patch_doc, list):
+                    raise InvalidPatchError("json patch must be a list of operations")
+                patched = apply_json_patch(original, patch_doc)
+            elif ptype == "merge":
+                patched = apply_merge_patch(original, patch_doc)
+            else:
+                ref = schema_ref_for(info.group, info.version, info.kind)
+                if ref is None:
+                    raise errors.unsupported_media_type(
+                        "the body of the request was in an unknown format - accepted media "
+                        "types include: application/json-patch+json, "
+                        "application/merge-patch+json, application/apply-patch+yaml"
+                    )
+                if not isinstance(patch_doc, dict):
+                    raise InvalidPatchError("strategic merge patch must be a JSON object")
+                patched = apply_strategic_merge_patch(original, patch_doc, ref)
+        except PatchError as exc:
+            code = getattr(exc, "http_status", 422)
+            raise StatusError(code, "Invalid" if code == 422 else "BadRequest",
+                              str(exc) or "invalid patch") from None
+        except (ValueError, TypeError, KeyError, IndexError) as exc:
+            raise StatusError(422, "Invalid", str(exc) or "invalid patch") from None
+        if not isinstance(patched, dict):
+            raise errors.bad_request("the patched object is not a JSON object")
+        # The patch result is ours to mutate: make sure it shares nothing with the store.
+        patched = orjson.loads(orjson.dumps(patched))
+        meta = patched.get("metadata")
+        if not isinstance(meta, dict):
+            raise errors.bad_request("the patched object has no metadata")
+        if meta.get("name") != name:
+            raise errors.bad_request("metadata.name cannot be changed by a patch")
+        if info.namespaced and meta.get("namespace", namespace) != namespace:
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on "
+                "the request")
+        patched_rv = meta.get("resourceVersion")
+        if patched_rv and patched_rv != str(current.rv):
+            raise errors.conflict(info.plural, info.group, name, errors.OPTIMISTIC_LOCK_MSG)
+        patched["apiVersion"] = info.api_version
+        patched["kind"] = info.kind
+        return await self._commit_update(info, rs, key, name, patched, current, subresource,
+                                         dry_run)
+
+    async def _commit_update(self, info: ResourceInfo, rs: ResourceStore, key: str, name: str,
+                             obj: dict[str, Any], current: Entry, subresource: str,
+                             dry_run: bool) -> Entry:
+        old = current.obj
+        new = strategy.prepare_for_update(info, obj, old, subresource)
+        if new is not obj:
+            # Status-style writes build the result from the stored object:
+            # copy it so the stored dict is never mutated.
+            new = orjson.loads(orjson.dumps(new))
+        new_meta = new["metadata"]
+        old_meta = old["metadata"]
+        if old_meta.get("deletionTimestamp"):
+            added = [f for f in new_meta.get("finalizers") or []
+                     if f not in (old_meta.get("finalizers") or [])]
+            if added:
+                raise errors.invalid(info.kind, info.group, name, [{
+                    "reason": "FieldValueForbidden",
+                    "message": "Forbidden: no new finalizers can be added if the object is "
+                               f"being deleted, found new finalizers {_go_str_list(added)}",
+                    "field": "metadata.finalizers",
+                }])
+        strategy.apply_defaults(info, new, create=False)
+        causes = strategy.validate_update(info, new, old, subresource)
+        if causes:
+            raise errors.invalid(info.kind, info.group, name, causes)
+        new_meta["resourceVersion"] = str(current.rv)
+        if strategy.strip_for_compare(new) == strategy.strip_for_compare(old):
+            return current  # no-op: same revision, no event
+        if dry_run:
+            return Entry(new, orjson.dumps(new), current.rv)
+        if self._should_delete_during_update(info, new, old):
+            await self.store.write(rs, key, None, current)
+            return Entry(new, orjson.dumps(new), current.rv)
+        return await self.store.write(rs, key, new, current)
+
+    @staticmethod
+    def _should_delete_during_update(info: ResourceInfo, new: dict[str, Any],
+                                     old: dict[str, Any]) -> bool:
+        old_meta = old["metadata"]
+        if new["metadata"].get("finalizers"):
+            return False
+        if not old_meta.get("deletionTimestamp"):
+            return False
+        if info.kind == "Namespace":
+            return not (new.get("spec") or {}).get("finalizers")
+        return old_meta.get("deletionGracePeriodSeconds") == 0
+
+    # -- delete ---------------------------------------------------------------------
+
+    async def delete(self, info: ResourceInfo, namespace: str, name: str,
+                     opts: DeleteOptions) -> tuple[bool, Entry]:
+        """Returns (deleted_now, entry): the final state, or the object now being deleted."""
+        rs = self.rs(info)
+        key = object_key(namespace if info.namespaced else "", name)
+        current = rs.current(key)
+        if current is None:
+            raise errors.not_found(info.plural, info.group, name)
+        obj = current.obj
+        meta = obj["metadata"]
+        if opts.precondition_uid is not None and opts.precondition_uid != meta.get("uid"):
+            raise errors.conflict(
+                info.plural, info.group, name,
+                f"Precondition failed: UID in precondition: {opts.precondition_uid}, "
+                f"UID in object meta: {meta.get('uid')}")
+        if opts.precondition_rv is not None and opts.precondition_rv != str(current.rv):
+            raise errors.conflict(
+                info.plural, info.group, name,
+                f"Precondition failed: ResourceVersion in precondition: {opts.precondition_rv}, "
+                f"ResourceVersion in object meta: {current.rv}")
+        if info.kind == "Namespace":
+            if name in UNDELETABLE_NAMESPACES:
+                raise errors.forbidden("namespaces", "", name, "this namespace may not be deleted")
+        new = current.copy()
+        new_meta = new["metadata"]
+        finalizers = list(new_meta.get("finalizers") or [])
+        policy = _propagation(info, opts)
+        changed_finalizers = False
+        if policy == "Orphan":
+            if "orphan" not in finalizers:
+                finalizers.append("orphan")
+                changed_finalizers = True
+            if "foregroundDeletion" in finalizers:
+                finalizers.remove("foregroundDeletion")
+                changed_finalizers = True
+        elif policy == "Foreground":
+            if "foregroundDeletion" not in finalizers:
+                finalizers.append("foregroundDeletion")
+                changed_finalizers = True
+            if "orphan" in finalizers:
+                finalizers.remove("orphan")
+                changed_finalizers = True
+        elif policy == "Background" and meta.get("deletionTimestamp"):
+            for f in ("orphan", "foregroundDeletion"):
+                if f in finalizers:
+                    finalizers.remove(f)
+                    changed_finalizers = True
+        if finalizers:
+            new_meta["finalizers"] = finalizers
+        else:
+            new_meta.pop("finalizers", None)
+        now = time.time()
+        if info.kind == "Namespace":
+            if not meta.get("deletionTimestamp"):
+                new_meta["deletionTimestamp"] = strategy.rfc3339(now)
+                new_meta["deletionGracePeriodSeconds"] = 0
+                new.setdefault("status", {})["phase"] = "Terminating"
+                return False, await self._write_or_dry(rs, key, new, current, opts.dry_run)
+            if (obj.get("spec") or {}).get("finalizers") or finalizers:
+                if changed_finalizers:
+                    return False, await self._write_or_dry(rs, key, new, current, opts.dry_run)
+                return False, current
+            return True, await self._remove(rs, key, current, opts.dry_run)
+        grace = 0
+        if info.kind == "Pod":
+            grace = strategy.pod_grace_period(obj, opts.grace_period_seconds)
+        elif opts.grace_period_seconds is not None:
+            grace = 0
+        if meta.get("deletionTimestamp"):
+            # Already deleting: a second delete may only shorten the grace period.
+            old_grace = meta.get("deletionGracePeriodSeconds")
+            if info.kind == "Pod" and old_grace is not None and grace < old_grace:
+                new_meta["deletionGracePeriodSeconds"] = grace
+                new_meta["deletionTimestamp"] = strategy.rfc3339(now + grace)
+                if grace == 0 and not finalizers:
+                    return True, await self._remove(rs, key, current, opts.dry_run)
+                return False, await self._write_or_dry(rs, key, new, current, opts.dry_run)
+            if changed_finalizers:
+                return False, await self._write_or_dry(rs, key, new, current, opts.dry_run)
+            return False, current
+        if grace == 0 and not finalizers:
+            return True, await self._remove(rs, key, current, opts.dry_run)
+        new_meta["deletionTimestamp"] = strategy.rfc3339(now + grace)
+        new_meta["deletionGracePeriodSeconds"] = grace
+        return False, await self._write_or_dry(rs, key, new, current, opts.dry_run)
+
+    async def _write_or_dry(self, rs: ResourceStore, key: str, new: dict[str, Any],
+                            current: Entry, dry_run: bool) -> Entry:
+        if dry_run:
+            return Entry(new, orjson.dumps(new), current.rv)
+        return await self.store.write(rs, key, new, current)
+
+    async def _remove(self, rs: ResourceStore, key: str, current: Entry, dry_run: bool) -> Entry:
+        if dry_run:
+            return current
+        return await self.store.write(rs, key, None, current)
+
+    async def delete_collection(self, info: ResourceInfo, namespace: str, list_opts: ListOptions,
+                                opts: DeleteOptions) -> list[Entry]:
+        rs = self.rs(info)
+        ns = namespace if info.namespaced else ""
+        flt = self.build_filter(info, "", list_opts)
+        names: list[str] = []
+        for k in list(rs.keys_in(rs.sorted_keys(), ns)):
+            e = rs.items.get(k)
+            if e is None or (flt is not None and not flt(k, e)):
+                continue
+            names.append(e.obj["metadata"]["name"])
+        out: list[Entry] = []
+
+        async def one(n: str) -> None:
+            try:
+                _, entry = await self.delete(info, namespace, n, opts)
+                out.append(entry)
+            except StatusError as exc:
+                if exc.code != 404:  # deleted meanwhile: that is what was asked
+                    raise
+
+        # Deletes go out together so the log commits them in large batches.
+        for i in range(0, len(names), 2000):
+            await asyncio.gather(*(one(n) for n in names[i:i + 2000]))
+        return out
+
+
+# -- helpers ------------------------------------------------------------------------
+
+
+def _check_body_meta(info: ResourceInfo, obj: dict[str, Any], namespace: str) -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        raise errors.bad_request("the body of the request must be a JSON object")
+    api_version = obj.get("apiVersion")
+    kind = obj.get("kind")
+    if api_version and api_version != info.api_version:
+        raise errors.bad_request(
+            f"the API version in the data ({api_version}) does not match the expected API "
+            f"version ({info.api_version})")
+    if kind and kind != info.kind:
+        raise errors.bad_request(
+            f"the object provided is unrecognized (must be of type {info.kind}): "
+            f"kind {kind!r} in the data")
+    _canonical_order(obj, info)
+    meta = obj.get("metadata")
+    if meta is None:
+        meta = obj["metadata"] = {}
+    if not isinstance(meta, dict):
+        raise errors.bad_request("metadata must be a JSON object")
+    if info.namespaced:
+        body_ns = meta.get("namespace")
+        if body_ns and body_ns != namespace:
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on "
+                "the request")
+        meta["namespace"] = namespace
+    else:
+        meta.pop("namespace", None)
+    return meta
+
+
+def _canonical_order(obj: dict[str, Any], info: ResourceInfo) -> None:
+    """kind, apiVersion, metadata first, as kube-apiserver encodes objects."""
+    rest = {k: v for k, v in obj.items() if k not in ("kind", "apiVersion", "metadata")}
+    meta = obj.get("metadata")
+    obj.clear()
+    obj["kind"] = info.kind
+    obj["apiVersion"] = info.api_version
+    obj["metadata"] = meta
+    obj.update(rest)
+
+
+def _generate_name(base: str) -> str:
+    if len(base) > 58:
+        base = base[:58]
+    return base + "".join(random.choices(GENERATE_ALPHABET, k=5))
+
+
+def _propagation(info: ResourceInfo, opts: DeleteOptions) -> str:
+    if opts.propagation_policy:
+        return opts.propagation_policy
+    if opts.orphan_dependents is not None:
+        return "Orphan" if opts.orphan_dependents else "Background"
+    return info.default_propagation
+
+
+def _go_str_list(items: list[str]) -> str:
+    return "[]string{" + ", ".join(f'"{i}"' for i in items) + "}"
+
+
+def parse_rv(value: str) -> int:
+    try:
+        rv = int(value)
+    except (TypeError, ValueError):
+        raise errors.bad_request(f"invalid resource version: {value!r}") from None
+    if rv < 0:
+        raise errors.bad_request(f"invalid resource version: {value!r}")
+    return rv
+
+
+def parse_rv_or_conflict(info: ResourceInfo, name: str, value: str) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise errors.bad_request(
+            f"metadata.resourceVersion: Invalid value: {value!r}: must be a number") from None
+
+
+def encode_continue(rv: int, start: str) -> str:
+    import base64
+
+    raw = orjson.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": start})
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_continue(token: str) -> tuple[int, str]:
+    import base64
+
+    try:
+        pad = "=" * (-len(token) % 4)
+        d = orjson.loads(base64.urlsafe_b64decode(token + pad))
+        if d.get("v") != "meta.k8s.io/v1":
+            raise ValueError("version")
+        rv = int(d["rv"])
+        start = str(d["start"])
+    except Exception:
+        raise errors.bad_request(
+            "continue key is not valid: incorrect encoded start resourceVersion "
+            "(version meta.k8s.io/v1)") from None
+    if rv <= 0:
+        raise errors.bad_request("continue key is not valid: incorrect encoded start "
+                                 "resourceVersion (version meta.k8s.io/v1)")
+    return rv, start

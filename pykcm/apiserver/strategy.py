@@ -1,0 +1,161 @@
+"""REST strategies: the per-kind rules applied around every write (upstream's `rest.RESTCreateStrategy`).
+
+`rest_storage` runs the same pipeline for every resource; this module answers
+the kind-specific questions inside it: which metadata the system owns, when
+generation moves, which part a /status write may change, how the object is
+defaulted and validated, and how long a graceful delete takes.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pykcm.api.resources import ResourceInfo
+from pykcm.apiserver import defaults as _defaults
+from pykcm.apiserver import validation as _validation
+
+
+def now_rfc3339() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def rfc3339(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+def _as_status_causes(causes: list[Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for c in causes:
+        if isinstance(c, dict):
+            out.append(c)
+        else:
+            out.append(c.to_status_cause())
+    return out
+
+
+def apply_defaults(info: ResourceInfo, obj: dict[str, Any], *, create: bool) -> None:
+    if info.group in _BUILTIN_GROUPS:
+        _defaults.apply_defaults(info.kind, obj, create=create)
+
+
+def validate_create(info: ResourceInfo, obj: dict[str, Any]) -> list[dict[str, Any]]:
+    if info.group not in _BUILTIN_GROUPS:
+        return []
+    return _as_status_causes(_validation.validate_create(info.kind, obj))
+
+
+def validate_update(
+    info: ResourceInfo, new: dict[str, Any], old: dict[str, Any], subresource: str
+) -> list[dict[str, Any]]:
+    if info.group not in _BUILTIN_GROUPS:
+        return []
+    if subresource == "status":
+        return _as_status_causes(_validation.validate_status_update(info.kind, new, old))
+    return _as_status_causes(_validation.validate_update(info.kind, new, old))
+
+
+_BUILTIN_GROUPS = frozenset({"", "apps", "batch", "coordination.k8s.io"})
+
+# Metadata the system owns: a write can never change it (BeforeUpdate).
+_SYSTEM_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
+
+
+def prepare_for_create(info: ResourceInfo, obj: dict[str, Any]) -> None:
+    meta = obj["metadata"]
+    meta.pop("deletionTimestamp", None)
+    meta.pop("deletionGracePeriodSeconds", None)
+    meta.pop("resourceVersion", None)
+    meta.pop("selfLink", None)
+    if info.track_generation:
+        meta["generation"] = 1
+    else:
+        meta.pop("generation", None)
+    if info.status_subresource and info.kind not in ("Pod", "Namespace", "Node", "Service"):
+        # Workload status is the controllers' to write, never the creator's.
+        obj.pop("status", None)
+    if info.kind == "Pod":
+        # PodStrategy.PrepareForCreate: a new pod's status is the server's.
+        obj["status"] = {"phase": "Pending", "qosClass": _defaults.pod_qos_class(obj.get("spec") or {})}
+    elif info.kind == "Namespace":
+        obj["status"] = {"phase": "Active"}
+
+
+def prepare_for_update(
+    info: ResourceInfo, new: dict[str, Any], old: dict[str, Any], subresource: str
+) -> dict[str, Any]:
+    """Carry over what this write may not change; returns the object to store."""
+    old_meta = old["metadata"]
+    if subresource == "status":
+        # ResetObjectMetaForStatus: only status (and managedFields) come from the request.
+        result = dict(old)
+        result["metadata"] = dict(old_meta)
+        if "status" in new:
+            result["status"] = new["status"]
+        else:
+            result.pop("status", None)
+        if info.kind == "Namespace":
+            # A namespace status write cannot revive a terminating namespace.
+            pass
+        return result
+    if subresource == "finalize":
+        result = dict(old)
+        result["metadata"] = dict(old_meta)
+        spec = dict(old.get("spec") or {})
+        spec["finalizers"] = list((new.get("spec") or {}).get("finalizers") or [])
+        if not spec["finalizers"]:
+            spec.pop("finalizers")
+        result["spec"] = spec
+        return result
+    meta = new["metadata"]
+    for k in _SYSTEM_META:
+        if k in old_meta:
+            meta[k] = old_meta[k]
+        else:
+            meta.pop(k, None)
+    meta.pop("selfLink", None)
+    if info.status_subresource and info.kind != "Namespace":
+        if "status" in old:
+            new["status"] = old["status"]
+        else:
+            new.pop("status", None)
+    if info.kind == "Namespace":
+        # Namespace status is kept by the main resource; phase moves only via delete.
+        if "status" in old:
+            new["status"] = old["status"]
+    if info.track_generation:
+        gen = old_meta.get("generation", 1)
+        changed = new.get("spec") != old.get("spec")
+        if info.kind == "Deployment" and meta.get("annotations") != old_meta.get("annotations"):
+            changed = True
+        meta["generation"] = gen + 1 if changed else gen
+    else:
+        meta.pop("generation", None)
+        if "generation" in old_meta:
+            meta["generation"] = old_meta["generation"]
+    return new
+
+
+def strip_for_compare(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object without the fields a no-op write may differ in."""
+    meta = dict(obj.get("metadata") or {})
+    meta.pop("resourceVersion", None)
+    meta.pop("managedFields", None)
+    out = dict(obj)
+    out["metadata"] = meta
+    return out
+
+
+def pod_grace_period(pod: dict[str, Any], requested: int | None) -> int:
+    """Graceful deletion period for a pod (pod strategy CheckGracefulDelete)."""
+    spec = pod.get("spec") or {}
+    grace = requested
+    if grace is None:
+        grace = spec.get("terminationGracePeriodSeconds")
+        if grace is None:
+            grace = 30
+    # An unscheduled or finished pod has nothing to stop: delete at once.
+    phase = (pod.get("status") or {}).get("phase")
+    if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
+        grace = 0
+    return max(0, int(grace))

@@ -1,0 +1,1941 @@
+"""Per-kind validation of built-in objects, as kube-apiserver v1.36 does it.
+
+The server calls, after defaulting (``pykcm.apiserver.defaults``):
+
+* :func:`validate_create` on create,
+* :func:`validate_update` on an update of the main resource,
+* :func:`validate_status_update` on an update through ``/status``.
+
+Each returns a list of :class:`~pykcm.api.validation.Cause`; an empty list
+means valid, a non-empty one becomes a 422 (see
+``pykcm.api.validation.invalid_status``). The checks follow upstream's
+``pkg/apis/<group>/validation`` and the registry strategies' ``Validate`` /
+``ValidateUpdate``, keeping their field paths, order and messages, and cover
+what controllers and clients rely on: names, metadata, selectors matching
+templates, pod specs, strategies, immutable fields. Metadata identity on
+update (name, namespace, uid, creationTimestamp, resourceVersion) is the
+server's and is not checked here.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+from pykcm.api.labels import SelectorParseError, selector_from_label_selector
+from pykcm.api.resources import BUILTIN_RESOURCES
+from pykcm.api.validation import (
+    FIELD_IMMUTABLE_ERROR_MSG,
+    Cause,
+    GoValue,
+    NameValidator,
+    duplicate,
+    forbidden,
+    go_int_or_string,
+    go_label_selector,
+    go_quote,
+    go_string_map,
+    go_string_slice,
+    inclusive_range_error,
+    invalid,
+    is_config_map_key,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_qualified_name,
+    is_valid_ip,
+    is_valid_label_value,
+    is_valid_percent,
+    is_valid_port_name,
+    is_valid_port_num,
+    name_is_dns1035_label,
+    name_is_dns_label,
+    name_is_dns_subdomain,
+    not_found,
+    not_supported,
+    required,
+    too_long,
+    validate_annotations,
+    validate_immutable,
+    validate_label_selector,
+    validate_labels,
+    validate_nonnegative,
+    validate_object_meta,
+    validate_object_meta_update,
+)
+from pykcm.apiserver.defaults import parse_quantity
+
+__all__ = ["validate_create", "validate_status_update", "validate_update"]
+
+Obj = Mapping[str, Any]
+MAX_INT32: Final = 2**31 - 1
+MAX_SECRET_SIZE: Final = 1 * 1024 * 1024
+_EMPTY: Final[Mapping[str, Any]] = {}
+
+_NAMESPACED: Final = {r.kind: r.namespaced for r in BUILTIN_RESOURCES}
+
+
+# --- small helpers ------------------------------------------------------------
+
+def _m(v: Any) -> Mapping[str, Any]:
+    return v if isinstance(v, Mapping) else _EMPTY
+
+
+def _l(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else []
+
+
+def _int(v: Any) -> int | None:
+    if isinstance(v, bool) or not isinstance(v, int):
+        return None
+    return v
+
+
+def _str(v: Any) -> str:
+    return v if isinstance(v, str) else ("" if v is None else str(v))
+
+
+def _normalize(v: Any) -> Any:
+    """Go's semantic equality treats unset, nil and zero values alike.
+
+    Drop None, "", 0, False, {} and [] (recursively) so two wire dicts
+    compare equal when the Go structs they decode to would.
+    """
+    if isinstance(v, Mapping):
+        out = {}
+        for k, x in v.items():
+            nx = _normalize(x)
+            if nx is None or nx == "" or nx is False or nx == {} or nx == [] or (
+                    nx == 0 and not isinstance(nx, bool) and isinstance(nx, (int, float))):
+                continue
+            out[k] = nx
+        return out
+    if isinstance(v, list):
+        return [_normalize(x) for x in v]
+    return v
+
+
+def _sem_eq(a: Any, b: Any) -> bool:
+    return bool(_normalize(a) == _normalize(b))
+
+
+def _go_labels(labels: Any) -> GoValue:
+    return go_string_map(labels if isinstance(labels, Mapping) else None)
+
+
+def _meta(obj: Obj) -> Mapping[str, Any]:
+    return _m(obj.get("metadata"))
+
+
+def _validate_meta(kind: str, obj: Obj, name_fn: NameValidator = name_is_dns_subdomain,
+                   ) -> list[Cause]:
+    return validate_object_meta(obj.get("metadata"), namespaced=_NAMESPACED.get(kind, True),
+                                name_validator=name_fn)
+
+
+def _immutable(new: Any, old: Any, path: str, rendered: Any = None) -> list[Cause]:
+    if _sem_eq(new, old):
+        return []
+    return [invalid(path, new if rendered is None else rendered, FIELD_IMMUTABLE_ERROR_MSG)]
+
+
+def _nonneg(obj: Mapping[str, Any], key: str, path: str) -> list[Cause]:
+    v = _int(obj.get(key))
+    return validate_nonnegative(v, path) if v is not None else []
+
+
+# --- int-or-percent -------------------------------------------------------------
+
+def _percent_value(v: Any) -> int | None:
+    if isinstance(v, str) and not is_valid_percent(v):
+        return int(v[:-1])
+    return None
+
+
+def _int_or_percent_value(v: Any) -> int:
+    p = _percent_value(v)
+    if p is not None:
+        return p
+    if isinstance(v, bool):
+        return 0
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str):
+        # intstr.IntValue() of a string: Atoi, 0 when not a number.
+        try:
+            return int(v)
+        except ValueError:
+            return 0
+    return 0
+
+
+def _validate_positive_int_or_percent(v: Any, path: str) -> list[Cause]:
+    if isinstance(v, str):
+        return [invalid(path, go_int_or_string(v), m) for m in is_valid_percent(v)]
+    if isinstance(v, int) and not isinstance(v, bool):
+        return validate_nonnegative(v, path)
+    if v is None:
+        return []
+    return [invalid(path, go_int_or_string(v), "must be an integer or percentage (e.g '5%')")]
+
+
+def _not_more_than_100_percent(v: Any, path: str) -> list[Cause]:
+    p = _percent_value(v)
+    if p is None or p <= 100:
+        return []
+    return [invalid(path, go_int_or_string(v), "must not be greater than 100%")]
+
+
+# --- pod specs -------------------------------------------------------------------
+
+_VOLUME_SOURCES: Final = (
+    "hostPath", "emptyDir", "gcePersistentDisk", "awsElasticBlockStore", "gitRepo", "secret",
+    "nfs", "iscsi", "glusterfs", "persistentVolumeClaim", "rbd", "flexVolume", "cinder", "cephfs",
+    "flocker", "downwardAPI", "fc", "azureFile", "configMap", "vsphereVolume", "quobyte",
+    "azureDisk", "photonPersistentDisk", "projected", "portworxVolume", "scaleIO", "storageos",
+    "csi", "ephemeral", "image")
+_PROTOCOLS: Final = ("SCTP", "TCP", "UDP")
+_PULL_POLICIES: Final = ("Always", "IfNotPresent", "Never")
+_RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
+_DNS_POLICIES: Final = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
+_TERMINATION_MESSAGE_POLICIES: Final = ("File", "FallbackToLogsOnError")
+_TAINT_EFFECTS: Final = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_HANDLER_TYPES: Final = ("exec", "httpGet", "tcpSocket", "grpc")
+_PRINTABLE_ASCII_NO_EQ: Final = re.compile(r"[\x20-\x3c\x3e-\x7e]+")
+
+
+def _validate_volumes(volumes: list[Any], path: str) -> tuple[list[Cause], set[str]]:
+    errs: list[Cause] = []
+    names: set[str] = set()
+    for i, vol in enumerate(volumes):
+        vol = _m(vol)
+        ipath = f"{path}[{i}]"
+        sources = [k for k in _VOLUME_SOURCES if vol.get(k) is not None]
+        if not sources:
+            errs.append(required(ipath, "must specify a volume type"))
+        for extra in sources[1:]:
+            errs.append(forbidden(f"{ipath}.{extra}", "may not specify more than 1 volume type"))
+        name = _str(vol.get("name"))
+        if not name:
+            errs.append(required(f"{ipath}.name"))
+        else:
+            errs.extend(invalid(f"{ipath}.name", name, m) for m in is_dns1123_label(name))
+        if name in names:
+            errs.append(duplicate(f"{ipath}.name", name))
+        elif name:
+            names.add(name)
+    return errs, names
+
+
+def _validate_ports(ports: list[Any], path: str) -> list[Cause]:
+    errs: list[Cause] = []
+    names: set[str] = set()
+    for i, port in enumerate(ports):
+        port = _m(port)
+        ipath = f"{path}[{i}]"
+        name = _str(port.get("name"))
+        if name:
+            msgs = is_valid_port_name(name)
+            if msgs:
+                errs.extend(invalid(f"{ipath}.name", name, m) for m in msgs)
+            elif name in names:
+                errs.append(duplicate(f"{ipath}.name", name))
+            else:
+                names.add(name)
+        cport = _int(port.get("containerPort")) or 0
+        if cport == 0:
+            errs.append(required(f"{ipath}.containerPort"))
+        else:
+            errs.extend(invalid(f"{ipath}.containerPort", cport, m) for m in is_valid_port_num(cport))
+        hport = _int(port.get("hostPort")) or 0
+        if hport:
+            errs.extend(invalid(f"{ipath}.hostPort", hport, m) for m in is_valid_port_num(hport))
+        proto = _str(port.get("protocol"))
+        if not proto:
+            errs.append(required(f"{ipath}.protocol"))
+        elif proto not in _PROTOCOLS:
+            errs.append(not_supported(f"{ipath}.protocol", proto, _PROTOCOLS))
+    return errs
+
+
+def _validate_env(env: list[Any], path: str) -> list[Cause]:
+    errs: list[Cause] = []
+    for i, ev in enumerate(env):
+        ev = _m(ev)
+        ipath = f"{path}[{i}]"
+        name = _str(ev.get("name"))
+        if not name:
+            errs.append(required(f"{ipath}.name"))
+        elif not _PRINTABLE_ASCII_NO_EQ.fullmatch(name):
+            errs.append(invalid(f"{ipath}.name", name, "a valid environment variable name must "
+                                "consist only of printable ASCII characters other than '='"))
+        if ev.get("value") and ev.get("valueFrom") is not None:
+            errs.append(invalid(f"{ipath}.valueFrom", "",
+                                "may not be specified when `value` is not empty"))
+    return errs
+
+
+def _validate_volume_mounts(mounts: list[Any], volumes: set[str], path: str) -> list[Cause]:
+    errs: list[Cause] = []
+    seen_paths: set[str] = set()
+    for i, mnt in enumerate(mounts):
+        mnt = _m(mnt)
+        ipath = f"{path}[{i}]"
+        name = _str(mnt.get("name"))
+        if not name:
+            errs.append(required(f"{ipath}.name"))
+        if name not in volumes:
+            errs.append(not_found(f"{ipath}.name", name))
+        mount_path = _str(mnt.get("mountPath"))
+        if not mount_path:
+            errs.append(required(f"{ipath}.mountPath"))
+        if mount_path in seen_paths:
+            errs.append(invalid(f"{ipath}.mountPath", mount_path, "must be unique"))
+        seen_paths.add(mount_path)
+    return errs
+
+
+def _validate_resources(resources: Mapping[str, Any], path: str) -> list[Cause]:
+    errs: list[Cause] = []
+    limits = _m(resources.get("limits"))
+    requests = _m(resources.get("requests"))
+    for name, q in requests.items():
+        lim = limits.get(name)
+        if lim is None:
+            continue
+        rq, lq = parse_quantity(q), parse_quantity(lim)
+        if rq is not None and lq is not None and rq > lq:
+            errs.append(invalid(f"{path}.requests", _str(q),
+                                f"must be less than or equal to {name} limit of {_str(lim)}"))
+    return errs
+
+
+def _validate_probe(probe: Any, path: str, *, liveness_like: bool) -> list[Cause]:
+    if not isinstance(probe, Mapping):
+        return []
+    errs: list[Cause] = []
+    handlers = [h for h in _HANDLER_TYPES if probe.get(h) is not None]
+    if not handlers:
+        errs.append(required(path, "must specify a handler type"))
+    for h in handlers[1:]:
+        errs.append(forbidden(f"{path}.{h}", "may not specify more than 1 handler type"))
+    for key in ("initialDelaySeconds", "timeoutSeconds", "periodSeconds", "successThreshold",
+                "failureThreshold"):
+        errs.extend(_nonneg(probe, key, f"{path}.{key}"))
+    success = _int(probe.get("successThreshold"))
+    if liveness_like and success is not None and success != 1:
+        errs.append(invalid(f"{path}.successThreshold", success, "must be 1"))
+    return errs
+
+
+def _validate_container_common(c: Mapping[str, Any], path: str, volumes: set[str]) -> list[Cause]:
+    errs: list[Cause] = []
+    name = _str(c.get("name"))
+    if not name:
+        errs.append(required(f"{path}.name"))
+    else:
+        errs.extend(invalid(f"{path}.name", name, m) for m in is_dns1123_label(name))
+    if not _str(c.get("image")):
+        errs.append(required(f"{path}.image"))
+    tmp = _str(c.get("terminationMessagePolicy"))
+    if not tmp:
+        errs.append(required(f"{path}.terminationMessagePolicy"))
+    elif tmp not in _TERMINATION_MESSAGE_POLICIES:
+        errs.append(not_supported(f"{path}.terminationMessagePolicy", tmp,
+                                  _TERMINATION_MESSAGE_POLICIES))
+    errs.extend(_validate_ports(_l(c.get("ports")), f"{path}.ports"))
+    errs.extend(_validate_env(_l(c.get("env")), f"{path}.env"))
+    errs.extend(_validate_volume_mounts(_l(c.get("volumeMounts")), volumes, f"{path}.volumeMounts"))
+    policy = _str(c.get("imagePullPolicy"))
+    if not policy:
+        errs.append(required(f"{path}.imagePullPolicy"))
+    elif policy not in _PULL_POLICIES:
+        errs.append(not_supported(f"{path}.imagePullPolicy", policy, _PULL_POLICIES))
+    errs.extend(_validate_resources(_m(c.get("resources")), f"{path}.resources"))
+    return errs
+
+
+def _validate_containers(spec: Mapping[str, Any], path: str, volumes: set[str]) -> list[Cause]:
+    errs: list[Cause] = []
+    containers = _l(spec.get("containers"))
+    cpath = f"{path}.containers"
+    if not containers:
+        errs.append(required(cpath))
+    names: set[str] = set()
+    for i, c in enumerate(containers):
+        c = _m(c)
+        ipath = f"{cpath}[{i}]"
+        errs.extend(_validate_container_common(c, ipath, volumes))
+        name = _str(c.get("name"))
+        if name in names:
+            errs.append(duplicate(f"{ipath}.name", name))
+        else:
+            names.add(name)
+        errs.extend(_validate_probe(c.get("livenessProbe"), f"{ipath}.livenessProbe",
+                                    liveness_like=True))
+        errs.extend(_validate_probe(c.get("readinessProbe"), f"{ipath}.readinessProbe",
+                                    liveness_like=False))
+        errs.extend(_validate_probe(c.get("startupProbe"), f"{ipath}.startupProbe",
+                                    liveness_like=True))
+    # Init containers share the name space with regular containers.
+    ipath_base = f"{path}.initContainers"
+    for i, c in enumerate(_l(spec.get("initContainers"))):
+        c = _m(c)
+        ipath = f"{ipath_base}[{i}]"
+        errs.extend(_validate_container_common(c, ipath, volumes))
+        name = _str(c.get("name"))
+        if name in names:
+            errs.append(duplicate(f"{ipath}.name", name))
+        else:
+            names.add(name)
+        restart = c.get("restartPolicy")
+        if restart is not None and restart != "Always":
+            errs.append(not_supported(f"{ipath}.restartPolicy", _str(restart), ("Always",)))
+        if restart == "Always":
+            errs.extend(_validate_probe(c.get("livenessProbe"), f"{ipath}.livenessProbe",
+                                        liveness_like=True))
+            errs.extend(_validate_probe(c.get("readinessProbe"), f"{ipath}.readinessProbe",
+                                        liveness_like=False))
+            errs.extend(_validate_probe(c.get("startupProbe"), f"{ipath}.startupProbe",
+                                        liveness_like=True))
+        else:
+            for probe in ("lifecycle", "livenessProbe", "readinessProbe", "startupProbe"):
+                if c.get(probe) is not None:
+                    errs.append(forbidden(f"{ipath}.{probe}", "may not be set for init containers "
+                                                              "without restartPolicy=Always"))
+    return errs
+
+
+def _validate_tolerations(tolerations: list[Any], path: str) -> list[Cause]:
+    errs: list[Cause] = []
+    for i, t in enumerate(tolerations):
+        t = _m(t)
+        ipath = f"{path}[{i}]"
+        key = _str(t.get("key"))
+        op = _str(t.get("operator"))
+        effect = _str(t.get("effect"))
+        value = _str(t.get("value"))
+        if key:
+            errs.extend(invalid(f"{ipath}.key", key, m) for m in is_qualified_name(key))
+        if not key and op != "Exists":
+            errs.append(invalid(f"{ipath}.operator", op, "operator must be Exists when `key` is "
+                                "empty, which means \"match all values and all keys\""))
+        if t.get("tolerationSeconds") is not None and effect != "NoExecute":
+            errs.append(invalid(f"{ipath}.effect", effect,
+                                "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+        if op in ("Equal", ""):
+            msgs = is_valid_label_value(value)
+            if msgs:
+                errs.append(invalid(f"{ipath}.operator", value, ";".join(msgs)))
+        elif op == "Exists":
+            if value:
+                errs.append(invalid(f"{ipath}.operator", GoValue(str(dict(t))),
+                                    "value must be empty when `operator` is 'Exists'"))
+        else:
+            errs.append(not_supported(f"{ipath}.operator", op, ("Equal", "Exists")))
+        if effect and effect not in _TAINT_EFFECTS:
+            errs.append(not_supported(f"{ipath}.effect", effect, _TAINT_EFFECTS))
+    return errs
+
+
+def _validate_pod_spec(spec: Mapping[str, Any], path: str) -> list[Cause]:
+    """ValidatePodSpec (the checks this server supports)."""
+    errs, volumes = _validate_volumes(_l(spec.get("volumes")), f"{path}.volumes")
+    errs.extend(_validate_containers(spec, path, volumes))
+    restart = _str(spec.get("restartPolicy"))
+    if not restart:
+        errs.append(required(f"{path}.restartPolicy"))
+    elif restart not in _RESTART_POLICIES:
+        errs.append(not_supported(f"{path}.restartPolicy", restart, _RESTART_POLICIES))
+    dns = _str(spec.get("dnsPolicy"))
+    if not dns:
+        errs.append(required(f"{path}.dnsPolicy"))
+    elif dns not in _DNS_POLICIES:
+        errs.append(not_supported(f"{path}.dnsPolicy", dns, _DNS_POLICIES))
+    if dns == "None" and spec.get("dnsConfig") is None:
+        errs.append(required(f"{path}.dnsConfig",
+                             "must provide `dnsConfig` when `dnsPolicy` is None"))
+    errs.extend(validate_labels(_m(spec.get("nodeSelector")), f"{path}.nodeSelector"))
+    for key, check in (("serviceAccountName", name_is_dns_subdomain),
+                       ("nodeName", name_is_dns_subdomain)):
+        v = _str(spec.get(key))
+        if v:
+            errs.extend(invalid(f"{path}.{key}", v, m) for m in check(v, False))
+    ads = _int(spec.get("activeDeadlineSeconds"))
+    if ads is not None and not (1 <= ads <= MAX_INT32):
+        errs.append(invalid(f"{path}.activeDeadlineSeconds", ads,
+                            inclusive_range_error(1, MAX_INT32)))
+    for key in ("hostname", "subdomain"):
+        v = _str(spec.get(key))
+        if v:
+            errs.extend(invalid(f"{path}.{key}", v, m) for m in is_dns1123_label(v))
+    errs.extend(_validate_tolerations(_l(spec.get("tolerations")), f"{path}.tolerations"))
+    for key in ("priorityClassName", "schedulerName"):
+        v = _str(spec.get(key))
+        if v:
+            errs.extend(invalid(f"{path}.{key}", v, m) for m in is_dns1123_subdomain(v))
+    for i, gate in enumerate(_l(spec.get("schedulingGates"))):
+        gname = _str(_m(gate).get("name"))
+        errs.extend(invalid(f"{path}.schedulingGates[{i}].name", gname, m)
+                    for m in is_qualified_name(gname))
+    return errs
+
+
+def _validate_pod_template_spec(tmpl: Mapping[str, Any], path: str) -> list[Cause]:
+    """ValidatePodTemplateSpec. Labels are reported at "<path>.labels", as upstream."""
+    meta = _m(tmpl.get("metadata"))
+    errs = validate_labels(_m(meta.get("labels")), f"{path}.labels")
+    errs.extend(validate_annotations(_m(meta.get("annotations")), f"{path}.annotations"))
+    spec = _m(tmpl.get("spec"))
+    errs.extend(_validate_pod_spec(spec, f"{path}.spec"))
+    if spec.get("ephemeralContainers"):
+        errs.append(forbidden(f"{path}.spec.ephemeralContainers",
+                              "ephemeral containers not allowed in pod template"))
+    return errs
+
+
+# --- selectors of workloads ------------------------------------------------------
+
+def _selector_and_template(
+    spec: Mapping[str, Any], kind_word: str, *, require: bool, allow_invalid_value: bool = False,
+) -> tuple[list[Cause], Any]:
+    """Common selector checks; returns (errors, compiled selector or None on error)."""
+    errs: list[Cause] = []
+    sel = spec.get("selector")
+    if sel is None:
+        if require:
+            errs.append(required("spec.selector"))
+    else:
+        sel = _m(sel)
+        errs.extend(validate_label_selector(sel, "spec.selector",
+                                            allow_invalid_label_value=allow_invalid_value))
+        if not sel.get("matchLabels") and not sel.get("matchExpressions"):
+            errs.append(invalid("spec.selector", go_label_selector(sel),
+                                f"empty selector is invalid for {kind_word}"))
+    try:
+        compiled = selector_from_label_selector(None if sel is None else _m(sel))
+    except SelectorParseError:
+        return errs, None
+    return errs, compiled
+
+
+def _template_labels_match(compiled: Any, tmpl: Mapping[str, Any], path: str) -> list[Cause]:
+    labels = _m(tmpl.get("metadata")).get("labels")
+    if compiled is not None and not compiled.empty and not compiled.matches(_m(labels)):
+        return [invalid(f"{path}.metadata.labels", _go_labels(labels),
+                        "`selector` does not match template `labels`")]
+    return []
+
+
+def _validate_template_for_replicaset(tmpl: Mapping[str, Any], compiled: Any, path: str,
+                                      kind_word: str) -> list[Cause]:
+    errs = _template_labels_match(compiled, tmpl, path)
+    errs.extend(_validate_pod_template_spec(tmpl, path))
+    spec = _m(tmpl.get("spec"))
+    restart = _str(spec.get("restartPolicy"))
+    if restart != "Always":
+        errs.append(not_supported(f"{path}.spec.restartPolicy", restart, ("Always",)))
+    if spec.get("activeDeadlineSeconds") is not None:
+        errs.append(forbidden(f"{path}.spec.activeDeadlineSeconds",
+                              f"activeDeadlineSeconds in {kind_word} is not Supported"))
+    return errs
+
+
+# --- apps -----------------------------------------------------------------------------
+
+def _validate_deployment_strategy(strategy: Mapping[str, Any], path: str) -> list[Cause]:
+    stype = _str(strategy.get("type"))
+    ru = strategy.get("rollingUpdate")
+    if stype == "Recreate":
+        if ru is not None:
+            return [forbidden(f"{path}.rollingUpdate",
+                              "may not be specified when strategy `type` is 'Recreate'")]
+        return []
+    if stype == "RollingUpdate":
+        if ru is None:
+            return [required(f"{path}.rollingUpdate", "this should be defaulted and never be nil")]
+        ru = _m(ru)
+        rpath = f"{path}.rollingUpdate"
+        mu, ms = ru.get("maxUnavailable"), ru.get("maxSurge")
+        errs = _validate_positive_int_or_percent(mu, f"{rpath}.maxUnavailable")
+        errs.extend(_validate_positive_int_or_percent(ms, f"{rpath}.maxSurge"))
+        if _int_or_percent_value(mu) == 0 and _int_or_percent_value(ms) == 0:
+            errs.append(invalid(f"{rpath}.maxUnavailable", go_int_or_string(mu),
+                                "may not be 0 when `maxSurge` is 0"))
+        errs.extend(_not_more_than_100_percent(mu, f"{rpath}.maxUnavailable"))
+        return errs
+    ru_ptr = ("(*apps.RollingUpdateDeployment)(nil)" if ru is None
+              else "(*apps.RollingUpdateDeployment)(0xc000010000)")
+    rendered = GoValue(f"apps.DeploymentStrategy{{Type:{go_quote(stype)}, RollingUpdate:{ru_ptr}}}")
+    return [not_supported(path, rendered, ("Recreate", "RollingUpdate"))]
+
+
+def _validate_deployment_spec(spec: Mapping[str, Any]) -> list[Cause]:
+    errs = _nonneg(spec, "replicas", "spec.replicas")
+    sel_errs, compiled = _selector_and_template(spec, "deployment", require=True)
+    errs.extend(sel_errs)
+    if compiled is None:
+        errs.append(invalid("spec.selector", go_label_selector(_m(spec.get("selector"))),
+                            "invalid label selector"))
+    else:
+        errs.extend(_validate_template_for_replicaset(_m(spec.get("template")), compiled,
+                                                      "spec.template", "ReplicaSet"))
+    errs.extend(_validate_deployment_strategy(_m(spec.get("strategy")), "spec.strategy"))
+    errs.extend(_nonneg(spec, "minReadySeconds", "spec.minReadySeconds"))
+    errs.extend(_nonneg(spec, "revisionHistoryLimit", "spec.revisionHistoryLimit"))
+    pds = _int(spec.get("progressDeadlineSeconds"))
+    if pds is not None:
+        errs.extend(validate_nonnegative(pds, "spec.progressDeadlineSeconds"))
+        if pds <= (_int(spec.get("minReadySeconds")) or 0):
+            errs.append(invalid("spec.progressDeadlineSeconds", pds,
+                                "must be greater than minReadySeconds"))
+    return errs
+
+
+def _validate_replicaset_spec(spec: Mapping[str, Any]) -> list[Cause]:
+    errs = _nonneg(spec, "replicas", "spec.replicas")
+    errs.extend(_nonneg(spec, "minReadySeconds", "spec.minReadySeconds"))
+    # Upstream's ReplicaSet message says "deployment" too.
+    sel_errs, compiled = _selector_and_template(spec, "deployment", require=True)
+    errs.extend(sel_errs)
+    if compiled is None:
+        errs.append(invalid("spec.selector", go_label_selector(_m(spec.get("selector"))),
+                            "invalid label selector"))
+    else:
+        errs.extend(_validate_template_for_replicaset(_m(spec.get("template")), compiled,
+                                                      "spec.template", "ReplicaSet"))
+    return errs
+
+
+def _validate_statefulset_spec(spec: Mapping[str, Any]) -> list[Cause]:
+    errs: list[Cause] = []
+    pmp = _str(spec.get("podManagementPolicy"))
+    if not pmp:
+        errs.append(required("spec.podManagementPolicy"))
+    elif pmp not in ("OrderedReady", "Parallel"):
+        errs.append(invalid("spec.podManagementPolicy", pmp, "must be 'OrderedReady' or 'Parallel'"))
+    strategy = _m(spec.get("updateStrategy"))
+    stype = _str(strategy.get("type"))
+    ru = strategy.get("rollingUpdate")
+    if not stype:
+        errs.append(required("spec.updateStrategy"))
+    elif stype == "OnDelete":
+        if ru is not None:
+            errs.append(invalid("spec.updateStrategy.rollingUpdate", ru,
+                                "only allowed for updateStrategy 'RollingUpdate'"))
+    elif stype == "RollingUpdate":
+        if ru is not None:
+            ru = _m(ru)
+            errs.extend(_nonneg(ru, "partition", "spec.updateStrategy.rollingUpdate.partition"))
+            mu = ru.get("maxUnavailable")
+            if mu is not None:
+                mpath = "spec.updateStrategy.rollingUpdate.maxUnavailable"
+                errs.extend(_validate_positive_int_or_percent(mu, mpath))
+                if _int_or_percent_value(mu) == 0:
+                    errs.append(invalid(mpath, go_int_or_string(mu), "cannot be 0"))
+                errs.extend(_not_more_than_100_percent(mu, mpath))
+    else:
+        errs.append(invalid("spec.updateStrategy", strategy,
+                            "must be 'RollingUpdate' or 'OnDelete'"))
+    retention = spec.get("persistentVolumeClaimRetentionPolicy")
+    if retention is not None:
+        retention = _m(retention)
+        for key in ("whenDeleted", "whenScaled"):
+            v = _str(retention.get(key))
+            if v not in ("Retain", "Delete"):
+                errs.append(not_supported(f"spec.persistentVolumeClaimRetentionPolicy.{key}", v,
+                                          ("Retain", "Delete")))
+    errs.extend(_nonneg(spec, "replicas", "spec.replicas"))
+    errs.extend(_nonneg(spec, "minReadySeconds", "spec.minReadySeconds"))
+    ordinals = spec.get("ordinals")
+    if isinstance(ordinals, Mapping):
+        errs.extend(_nonneg(ordinals, "start", "spec.ordinals.start"))
+    sel_errs, compiled = _selector_and_template(spec, "statefulset", require=True)
+    errs.extend(sel_errs)
+    tmpl = _m(spec.get("template"))
+    if compiled is None:
+        errs.append(invalid("spec.selector", go_label_selector(_m(spec.get("selector"))), ""))
+    else:
+        # Upstream does not validate a StatefulSet's pod spec, only labels
+        # and annotations of its template.
+        errs.extend(_template_labels_match(compiled, tmpl, "spec.template"))
+        tmeta = _m(tmpl.get("metadata"))
+        errs.extend(validate_labels(_m(tmeta.get("labels")), "spec.template.labels"))
+        errs.extend(validate_annotations(_m(tmeta.get("annotations")), "spec.template.annotations"))
+    tspec = _m(tmpl.get("spec"))
+    restart = _str(tspec.get("restartPolicy"))
+    if restart != "Always":
+        errs.append(not_supported("spec.template.spec.restartPolicy", restart, ("Always",)))
+    if tspec.get("activeDeadlineSeconds") is not None:
+        errs.append(forbidden("spec.template.spec.activeDeadlineSeconds",
+                              "activeDeadlineSeconds in StatefulSet is not Supported"))
+    return errs
+
+
+def _validate_daemonset_spec(spec: Mapping[str, Any]) -> list[Cause]:
+    errs: list[Cause] = []
+    sel = spec.get("selector")
+    errs.extend(validate_label_selector(None if sel is None else _m(sel), "spec.selector"))
+    tmpl = _m(spec.get("template"))
+    try:
+        compiled = selector_from_label_selector(None if sel is None else _m(sel))
+    except SelectorParseError:
+        compiled = None
+    if compiled is not None and not compiled.matches(_m(_m(tmpl.get("metadata")).get("labels"))):
+        errs.append(invalid("spec.template.metadata.labels",
+                            _go_labels(_m(tmpl.get("metadata")).get("labels")),
+                            "`selector` does not match template `labels`"))
+    if sel is not None and not _m(sel).get("matchLabels") and not _m(sel).get("matchExpressions"):
+        errs.append(invalid("spec.selector", go_label_selector(_m(sel)),
+                            "empty selector is invalid for daemonset"))
+    errs.extend(_validate_pod_template_spec(tmpl, "spec.template"))
+    tspec = _m(tmpl.get("spec"))
+    restart = _str(tspec.get("restartPolicy"))
+    if restart != "Always":
+        errs.append(not_supported("spec.template.spec.restartPolicy", restart, ("Always",)))
+    if tspec.get("activeDeadlineSeconds") is not None:
+        errs.append(forbidden("spec.template.spec.activeDeadlineSeconds",
+                              "activeDeadlineSeconds in DaemonSet is not Supported"))
+    errs.extend(_nonneg(spec, "minReadySeconds", "spec.minReadySeconds"))
+    errs.extend(_nonneg(spec, "templateGeneration", "spec.templateGeneration"))
+    strategy = _m(spec.get("updateStrategy"))
+    stype = _str(strategy.get("type"))
+    if stype == "RollingUpdate":
+        ru = strategy.get("rollingUpdate")
+        if ru is None:
+            errs.append(required("spec.updateStrategy.rollingUpdate"))
+        else:
+            ru = _m(ru)
+            rpath = "spec.updateStrategy.rollingUpdate"
+            mu, ms = ru.get("maxUnavailable"), ru.get("maxSurge")
+            errs.extend(_validate_positive_int_or_percent(mu, f"{rpath}.maxUnavailable"))
+            errs.extend(_validate_positive_int_or_percent(ms, f"{rpath}.maxSurge"))
+            errs.extend(_not_more_than_100_percent(mu, f"{rpath}.maxUnavailable"))
+            errs.extend(_not_more_than_100_percent(ms, f"{rpath}.maxSurge"))
+            has_unavailable = _int_or_percent_value(mu) != 0
+            has_surge = _int_or_percent_value(ms) != 0
+            if has_unavailable and has_surge:
+                errs.append(invalid(f"{rpath}.maxSurge", go_int_or_string(ms),
+                                    "may not be set when maxUnavailable is non-zero"))
+            elif not has_unavailable and not has_surge:
+                errs.append(required(f"{rpath}.maxUnavailable", "cannot be 0 when maxSurge is 0"))
+    elif stype != "OnDelete":
+        ru_ptr = ("(*apps.RollingUpdateDaemonSet)(nil)" if strategy.get("rollingUpdate") is None
+                  else "(*apps.RollingUpdateDaemonSet)(0xc000010000)")
+        rendered = GoValue(
+            f"apps.DaemonSetUpdateStrategy{{Type:{go_quote(stype)}, RollingUpdate:{ru_ptr}}}")
+        errs.append(not_supported("spec.updateStrategy", rendered, ("RollingUpdate", "OnDelete")))
+    errs.extend(_nonneg(spec, "revisionHistoryLimit", "spec.revisionHistoryLimit"))
+    return errs
+
+
+def _selector_immutable(new: Obj, old: Obj) -> list[Cause]:
+    ns = _m(new.get("spec")).get("selector")
+    os_ = _m(old.get("spec")).get("selector")
+    if _sem_eq(ns, os_):
+        return []
+    return [invalid("spec.selector", go_label_selector(None if ns is None else _m(ns)),
+                    FIELD_IMMUTABLE_ERROR_MSG)]
+
+
+def _create_deployment(obj: Obj) -> list[Cause]:
+    return _validate_meta("Deployment", obj) + _validate_deployment_spec(_m(obj.get("spec")))
+
+
+def _update_deployment(new: Obj, old: Obj) -> list[Cause]:
+    errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
+    errs.extend(_validate_deployment_spec(_m(new.get("spec"))))
+    errs.extend(_selector_immutable(new, old))
+    return errs
+
+
+def _create_replicaset(obj: Obj) -> list[Cause]:
+    return _validate_meta("ReplicaSet", obj) + _validate_replicaset_spec(_m(obj.get("spec")))
+
+
+def _update_replicaset(new: Obj, old: Obj) -> list[Cause]:
+    errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
+    errs.extend(_validate_replicaset_spec(_m(new.get("spec"))))
+    errs.extend(_selector_immutable(new, old))
+    return errs
+
+
+def _create_statefulset(obj: Obj) -> list[Cause]:
+    return (_validate_meta("StatefulSet", obj, name_is_dns_label)
+            + _validate_statefulset_spec(_m(obj.get("spec"))))
+
+
+_STS_MUTABLE: Final = ("replicas", "template", "updateStrategy", "minReadySeconds", "ordinals",
+                       "persistentVolumeClaimRetentionPolicy")
+
+
+def _update_statefulset(new: Obj, old: Obj) -> list[Cause]:
+    # The name is not re-validated: older servers accepted DNS subdomains.
+    errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
+    nspec, ospec = _m(new.get("spec")), _m(old.get("spec"))
+    errs.extend(_validate_statefulset_spec(nspec))
+    clone_new = {k: v for k, v in nspec.items() if k not in _STS_MUTABLE}
+    clone_old = {k: v for k, v in ospec.items() if k not in _STS_MUTABLE}
+    if not _sem_eq(clone_new, clone_old):
+        errs.append(forbidden("spec", "updates to statefulset spec for fields other than "
+                                      "'replicas', 'ordinals', 'template', 'updateStrategy', "
+                                      "'persistentVolumeClaimRetentionPolicy' and "
+                                      "'minReadySeconds' are forbidden"))
+    return errs
+
+
+def _create_daemonset(obj: Obj) -> list[Cause]:
+    return _validate_meta("DaemonSet", obj) + _validate_daemonset_spec(_m(obj.get("spec")))
+
+
+def _update_daemonset(new: Obj, old: Obj) -> list[Cause]:
+    errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
+    nspec, ospec = _m(new.get("spec")), _m(old.get("spec"))
+    ntg, otg = _int(nspec.get("templateGeneration")) or 0, _int(ospec.get("templateGeneration")) or 0
+    if ntg < otg:
+        errs.append(invalid("spec.templateGeneration", ntg, "must not be decremented"))
+    errs.extend(_validate_daemonset_spec(nspec))
+    errs.extend(_selector_immutable(new, old))
+    return errs
+
+
+def _create_controller_revision(obj: Obj) -> list[Cause]:
+    errs = _validate_meta("ControllerRevision", obj)
+    if obj.get("data") is None:
+        errs.append(required("data", "data is mandatory"))
+    errs.extend(_nonneg(obj, "revision", "revision"))
+    return errs
+
+
+def _update_controller_revision(new: Obj, old: Obj) -> list[Cause]:
+    errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
+    errs.extend(_create_controller_revision(new))
+    errs.extend(_immutable(new.get("data"), old.get("data"), "data"))
+    return errs
+
+
+# --- batch ----------------------------------------------------------------------
+
+_JOB_LEGACY_UID: Final = "controller-uid"
+_JOB_LEGACY_NAME: Final = "job-name"
+_JOB_UID: Final = "batch.kubernetes.io/controller-uid"
+_JOB_NAME: Final = "batch.kubernetes.io/job-name"
+_MAX_PARALLELISM_FOR_INDEXED_JOB: Final = 100000
+
+
+def _has_label(labels: Mapping[str, Any], key: str, expected: str) -> list[Cause]:
+    path = f"spec.template.metadata.labels[{key}]"
+    if key not in labels:
+        return [required(path, expected)]
+    if labels[key] != expected:
+        return [invalid(path, _go_labels(labels), f"must be '{expected}'")]
+    return []
+
+
+def _validate_generated_selector(obj: Obj, require_prefixed: bool) -> list[Cause]:
+    spec = _m(obj.get("spec"))
+    if spec.get("manualSelector") is True:
+        return []
+    meta = _meta(obj)
+    uid, name = _str(meta.get("uid")), _str(meta.get("name"))
+    errs: list[Cause] = []
+    if not uid:
+        errs.append(required("metadata.uid"))
+    labels = _m(_m(_m(spec.get("template")).get("metadata")).get("labels"))
+    errs.extend(_has_label(labels, _JOB_LEGACY_UID, uid))
+    errs.extend(_has_label(labels, _JOB_LEGACY_NAME, name))
+    if require_prefixed:
+        errs.extend(_has_label(labels, _JOB_UID, uid))
+        errs.extend(_has_label(labels, _JOB_NAME, name))
+        expected = {_JOB_UID: uid}
+    else:
+        expected = {_JOB_LEGACY_UID: uid}
+    sel = spec.get("selector")
+    try:
+        compiled = selector_from_label_selector(None if sel is None else _m(sel))
+    except SelectorParseError:
+        errs.append(invalid("spec.selector", go_label_selector(_m(sel)), "invalid label selector"))
+        return errs
+    if not compiled.matches(expected):
+        errs.append(invalid("spec.selector", go_label_selector(None if sel is None else _m(sel)),
+                            "`selector` not auto-generated"))
+    return errs
+
+
+def _validate_job_spec_common(spec: Mapping[str, Any], path: str) -> list[Cause]:
+    """Upstream's validateJobSpec (shared by Jobs and CronJob job templates)."""
+    errs: list[Cause] = []
+    for key in ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit",
+                "ttlSecondsAfterFinished"):
+        errs.extend(_nonneg(spec, key, f"{path}.{key}"))
+    indexed = spec.get("completionMode") == "Indexed"
+    if spec.get("backoffLimitPerIndex") is not None:
+        errs.extend(_nonneg(spec, "backoffLimitPerIndex", f"{path}.backoffLimitPerIndex"))
+        if not indexed:
+            errs.append(forbidden(f"{path}.backoffLimitPerIndex",
+                                  "requires indexed completion mode"))
+    if spec.get("maxFailedIndexes") is not None:
+        if spec.get("backoffLimitPerIndex") is None:
+            errs.append(required(f"{path}.backoffLimitPerIndex",
+                                 "when maxFailedIndexes is specified"))
+        if not indexed:
+            errs.append(forbidden(f"{path}.maxFailedIndexes", "requires indexed completion mode"))
+    mode = spec.get("completionMode")
+    if mode is not None:
+        if mode not in ("NonIndexed", "Indexed"):
+            errs.append(not_supported(f"{path}.completionMode", _str(mode),
+                                      ("NonIndexed", "Indexed")))
+        if mode == "Indexed":
+            if spec.get("completions") is None:
+                errs.append(required(f"{path}.completions", "when completion mode is Indexed"))
+            par = _int(spec.get("parallelism"))
+            if par is not None and par > _MAX_PARALLELISM_FOR_INDEXED_JOB:
+                errs.append(invalid(f"{path}.parallelism", par,
+                                    f"must be less than or equal to "
+                                    f"{_MAX_PARALLELISM_FOR_INDEXED_JOB} when completion mode is "
+                                    "Indexed"))
+    prp = spec.get("podReplacementPolicy")
+    if prp is not None:
+        if spec.get("podFailurePolicy") is not None:
+            if prp != "Failed":
+                errs.append(not_supported(f"{path}.podReplacementPolicy", _str(prp), ("Failed",)))
+        elif prp not in ("TerminatingOrFailed", "Failed"):
+            errs.append(not_supported(f"{path}.podReplacementPolicy", _str(prp),
+                                      ("TerminatingOrFailed", "Failed")))
+    tmpl = _m(spec.get("template"))
+    errs.extend(_validate_pod_template_spec(tmpl, f"{path}.template"))
+    restart = _str(_m(tmpl.get("spec")).get("restartPolicy"))
+    rpath = f"{path}.template.spec.restartPolicy"
+    # Defaulting turns an unset restartPolicy into Always, so both mean "not set".
+    if restart in ("Always", ""):
+        errs.append(required(rpath, 'valid values: "OnFailure", "Never"'))
+    elif restart not in ("OnFailure", "Never"):
+        errs.append(not_supported(rpath, restart, ("OnFailure", "Never")))
+    elif spec.get("podFailurePolicy") is not None and restart != "Never":
+        errs.append(invalid(rpath, restart,
+                            'only "Never" is supported when podFailurePolicy is specified'))
+    return errs
+
+
+def _validate_job_spec(spec: Mapping[str, Any]) -> list[Cause]:
+    """Upstream's ValidateJobSpec: the common checks plus the selector."""
+    errs = _validate_job_spec_common(spec, "spec")
+    sel = spec.get("selector")
+    if sel is None:
+        errs.append(required("spec.selector"))
+    else:
+        errs.extend(validate_label_selector(_m(sel), "spec.selector"))
+    try:
+        compiled = selector_from_label_selector(None if sel is None else _m(sel))
+    except SelectorParseError:
+        return errs
+    labels = _m(_m(spec.get("template")).get("metadata")).get("labels")
+    if not compiled.matches(_m(labels)):
+        errs.append(invalid("spec.template.metadata.labels", _go_labels(labels),
+                            "`selector` does not match template `labels`"))
+    return errs
+
+
+def _validate_job(obj: Obj, require_prefixed: bool) -> list[Cause]:
+    errs = _validate_meta("Job", obj)
+    errs.extend(_validate_generated_selector(obj, require_prefixed))
+    spec = _m(obj.get("spec"))
+    errs.extend(_validate_job_spec(spec))
+    completions = _int(spec.get("completions"))
+    if spec.get("completionMode") == "Indexed" and completions is not None and completions > 0:
+        name = _str(_meta(obj).get("name"))
+        hostname = f"{name}-{completions - 1}"
+        if is_dns1123_label(hostname):
+            errs.append(invalid("metadata.name", name,
+                                f"will not able to create pod with invalid DNS label: {hostname}"))
+    return errs
+
+
+def _create_job(obj: Obj) -> list[Cause]:
+    return _validate_job(obj, True)
+
+
+def _update_job(new: Obj, old: Obj) -> list[Cause]:
+    ospec = _m(old.get("spec"))
+    old_labels = _m(_m(_m(ospec.get("template")).get("metadata")).get("labels"))
+    require_prefixed = _JOB_NAME in old_labels and _JOB_UID in old_labels
+    errs = _validate_job(new, require_prefixed)
+    errs.extend(validate_object_meta_update(new.get("metadata"), old.get("metadata")))
+    nspec = _m(new.get("spec"))
+    # completions: immutable, except that an Indexed Job may scale it together
+    # with parallelism (ElasticIndexedJob).
+    if not _sem_eq(nspec.get("completions"), ospec.get("completions")):
+        if nspec.get("completionMode") != "Indexed":
+            errs.extend(_immutable(nspec.get("completions"), ospec.get("completions"),
+                                   "spec.completions"))
+        elif nspec.get("completions") is not None and (
+                nspec.get("completions") != nspec.get("parallelism")):
+            errs.append(invalid("spec.completions", nspec.get("completions"),
+                                "can only be modified in tandem with spec.parallelism"))
+    nsel = nspec.get("selector")
+    if not _sem_eq(nsel, ospec.get("selector")):
+        errs.append(invalid("spec.selector", go_label_selector(None if nsel is None else _m(nsel)),
+                            FIELD_IMMUTABLE_ERROR_MSG))
+    # The pod template is immutable, except that a suspended Job that never
+    # started may change its scheduling directives.
+    ntmpl, otmpl = dict(_m(nspec.get("template"))), dict(_m(ospec.get("template")))
+    suspended = ospec.get("suspend") is True
+    not_started = not _m(old.get("status")).get("startTime")
+    if suspended and not_started:
+        nts, ots = dict(_m(ntmpl.get("spec"))), dict(_m(otmpl.get("spec")))
+        for key in ("nodeSelector", "tolerations", "schedulingGates"):
+            ots[key] = nts.get(key)
+        naff, oaff = nts.get("affinity"), ots.get("affinity")
+        if isinstance(oaff, Mapping):
+            oaff = {k: v for k, v in oaff.items() if k != "nodeAffinity"}
+            if isinstance(naff, Mapping) and naff.get("nodeAffinity") is not None:
+                oaff["nodeAffinity"] = naff["nodeAffinity"]
+            ots["affinity"] = oaff
+        elif isinstance(naff, Mapping):
+            ots["affinity"] = {"nodeAffinity": naff.get("nodeAffinity")}
+        nmeta, ometa = dict(_m(ntmpl.get("metadata"))), dict(_m(otmpl.get("metadata")))
+        ometa["labels"] = nmeta.get("labels")
+        ometa["annotations"] = nmeta.get("annotations")
+        otmpl["metadata"] = ometa
+        otmpl["spec"] = ots
+    if not _sem_eq(ntmpl, otmpl):
+        errs.append(invalid("spec.template", ntmpl, FIELD_IMMUTABLE_ERROR_MSG))
+    for key in ("completionMode", "podFailurePolicy", "backoffLimitPerIndex", "managedBy",
+                "successPolicy"):
+        errs.extend(_immutable(nspec.get(key), ospec.get(key), f"spec.{key}"))
+    return errs
+
+
+# robfig/cron's standard parser (minute hour dom month dow, plus descriptors).
+_CRON_BOUNDS: Final = (
+    (0, 59, None),
+    (0, 23, None),
+    (1, 31, None),
+    (1, 12, {m: i + 1 for i, m in enumerate(
+        ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"))}),
+    (0, 6, {d: i for i, d in enumerate(("sun", "mon", "tue", "wed", "thu", "fri", "sat"))}),
+)
+_CRON_DESCRIPTORS: Final = frozenset(
+    {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"})
+_GO_DURATION_RE: Final = re.compile(r"[-+]?((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+|0")
+
+
+def _cron_int(expr: str) -> int:
+    body = expr[1:] if expr[:1] in "+-" else expr
+    if not body or not body.isascii() or not body.isdigit():
+        raise ValueError(f'failed to parse int from {expr}: strconv.Atoi: parsing '
+                         f'{go_quote(expr)}: invalid syntax')
+    n = int(expr)
+    if n < 0:
+        raise ValueError(f"negative number ({n}) not allowed: {expr}")
+    return n
+
+
+def _cron_range(expr: str, lo: int, hi: int, names: Mapping[str, int] | None) -> None:
+    range_and_step = expr.split("/")
+    low_and_high = range_and_step[0].split("-")
+    single = len(low_and_high) == 1
+    if low_and_high[0] in ("*", "?"):
+        start, end = lo, hi
+    else:
+        def name_or_int(s: str) -> int:
+            if names is not None and s.lower() in names:
+                return names[s.lower()]
+            return _cron_int(s)
+
+        start = name_or_int(low_and_high[0])
+        if len(low_and_high) == 1:
+            end = start
+        elif len(low_and_high) == 2:
+            end = name_or_int(low_and_high[1])
+        else:
+            raise ValueError(f"too many hyphens: {expr}")
+    if len(range_and_step) == 1:
+        step = 1
+    elif len(range_and_step) == 2:
+        step = _cron_int(range_and_step[1])
+        if single:
+            end = hi
+    else:
+        raise ValueError(f"too many slashes: {expr}")
+    if start < lo:
+        raise ValueError(f"beginning of range ({start}) below minimum ({lo}): {expr}")
+    if end > hi:
+        raise ValueError(f"end of range ({end}) above maximum ({hi}): {expr}")
+    if start > end:
+        raise ValueError(f"beginning of range ({start}) beyond end of range ({end}): {expr}")
+    if step == 0:
+        raise ValueError(f"step of range should be a positive number: {expr}")
+
+
+def _parse_cron(spec: str) -> str | None:
+    """cron.ParseStandard's error message for `spec`, or None when it parses."""
+    if not spec:
+        return "empty spec string"
+    if spec.startswith(("TZ=", "CRON_TZ=")):
+        i = spec.find(" ")
+        if i < 0:
+            return f"provided bad location {spec[spec.find('=') + 1:]}: unknown time zone"
+        spec = spec[i:].strip()
+    if spec.startswith("@"):
+        if spec in _CRON_DESCRIPTORS:
+            return None
+        if spec.startswith("@every "):
+            dur = spec[len("@every "):]
+            if not _GO_DURATION_RE.fullmatch(dur):
+                return f'failed to parse duration {spec}: time: invalid duration {go_quote(dur)}'
+            return None
+        return f"unrecognized descriptor: {spec}"
+    fields = spec.split()
+    if len(fields) != 5:
+        return f"expected exactly 5 fields, found {len(fields)}: [{' '.join(fields)}]"
+    try:
+        for f, (lo, hi, names) in zip(fields, _CRON_BOUNDS, strict=True):
+            for part in f.split(","):
+                _cron_range(part, lo, hi, names)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+def _validate_time_zone(tz: Any, path: str) -> list[Cause]:
+    if tz is None:
+        return []
+    tzs = _str(tz)
+    if not tzs:
+        return [invalid(path, tzs, "timeZone must be nil or non-empty string")]
+    errs: list[Cause] = []
+    if tzs.lower() == "local":
+        errs.append(invalid(path, tzs, "timeZone must be an explicit time zone as defined in "
+                                       "https://www.iana.org/time-zones"))
+    try:
+        import zoneinfo
+
+        if zoneinfo.available_timezones() and tzs not in ("UTC",):
+            zoneinfo.ZoneInfo(tzs)
+    except (ValueError, KeyError, OSError):
+        errs.append(invalid(path, tzs, f"unknown time zone {tzs}"))
+    except Exception:  # noqa: BLE001 - ZoneInfoNotFoundError and friends
+        errs.append(invalid(path, tzs, f"unknown time zone {tzs}"))
+    return errs
+
+
+def _validate_cronjob(obj: Obj, old: Obj | None) -> list[Cause]:
+    spec = _m(obj.get("spec"))
+    errs: list[Cause] = []
+    schedule = _str(spec.get("schedule"))
+    if not schedule:
+        errs.append(required("spec.schedule"))
+    else:
+        err = _parse_cron(schedule)
+        if err is not None:
+            errs.append(invalid("spec.schedule", schedule, err))
+        allow_tz = old is not None and "TZ" in _str(_m(old.get("spec")).get("schedule"))
+        if allow_tz and "TZ" in schedule and spec.get("timeZone") is not None:
+            errs.append(invalid("spec.schedule", schedule,
+                                "cannot use both timeZone field and TZ or CRON_TZ in schedule"))
+        elif not allow_tz and "TZ" in schedule:
+            errs.append(invalid("spec.schedule", schedule,
+                                "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"))
+    errs.extend(_nonneg(spec, "startingDeadlineSeconds", "spec.startingDeadlineSeconds"))
+    old_tz = None if old is None else _m(old.get("spec")).get("timeZone")
+    if old is None or old_tz != spec.get("timeZone"):
+        errs.extend(_validate_time_zone(spec.get("timeZone"), "spec.timeZone"))
+    policy = _str(spec.get("concurrencyPolicy"))
+    if not policy:
+        errs.append(required("spec.concurrencyPolicy"))
+    elif policy not in ("Allow", "Forbid", "Replace"):
+        errs.append(not_supported("spec.concurrencyPolicy", policy, ("Allow", "Forbid", "Replace")))
+    jt = _m(spec.get("jobTemplate"))
+    jspec = _m(jt.get("spec"))
+    errs.extend(_validate_job_spec_common(jspec, "spec.jobTemplate.spec"))
+    if jspec.get("selector") is not None:
+        errs.append(invalid("spec.jobTemplate.spec.selector", go_label_selector(_m(jspec["selector"])),
+                            "`selector` will be auto-generated"))
+    if jspec.get("manualSelector") is True:
+        errs.append(not_supported("spec.jobTemplate.spec.manualSelector", True, ("nil", "false")))
+    errs.extend(_nonneg(spec, "successfulJobsHistoryLimit", "spec.successfulJobsHistoryLimit"))
+    errs.extend(_nonneg(spec, "failedJobsHistoryLimit", "spec.failedJobsHistoryLimit"))
+    return errs
+
+
+def _create_cronjob(obj: Obj) -> list[Cause]:
+    errs = _validate_meta("CronJob", obj)
+    name = _str(_meta(obj).get("name"))
+    # Job names get an 11-character suffix and must stay DNS-1035-label sized.
+    if len(name) > 52:
+        errs.append(invalid("metadata.name", name, "must be no more than 52 characters"))
+    errs.extend(_validate_cronjob(obj, None))
+    return errs
+
+
+def _update_cronjob(new: Obj, old: Obj) -> list[Cause]:
+    errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
+    errs.extend(_validate_cronjob(new, old))
+    return errs
+
+
+# --- core -------------------------------------------------------------------------
+
+def _create_pod(obj: Obj) -> list[Cause]:
+    errs = _validate_meta("Pod", obj)
+    spec = _m(obj.get("spec"))
+    errs.extend(_validate_pod_spec(spec, "spec"))
+    if spec.get("ephemeralContainers"):
+        errs.append(forbidden("spec.ephemeralContainers", "cannot be set on create"))
+    return errs
+
+
+_POD_UPDATABLE_FIELDS: Final = (
+    "`spec.containers[*].image`",
+    "`spec.initContainers[*].image`",
+    "`spec.activeDeadlineSeconds`",
+    "`spec.tolerations` (only additions to existing tolerations)",
+    "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
+)
+_POD_UPDATABLE: Final = ",".join(_POD_UPDATABLE_FIELDS)
+
+
+def _spec_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+    """A short, cmp.Diff-like listing of the top-level fields that differ."""
+    lines = ["  core.PodSpec{"]
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        if _sem_eq(a, b):
+            continue
+        if a is not None:
+            lines.append(f"- \t{key}: {_render_compact(a)},")
+        if b is not None:
+            lines.append(f"+ \t{key}: {_render_compact(b)},")
+    lines.append("  }")
+    return "\n".join(lines) + "\n"
+
+
+def _render_compact(v: Any) -> str:
+    return json.dumps(v, separators=(",", ":"), sort_keys=True, default=str)
+
+
+def _validate_only_added_tolerations(new: list[Any], old: list[Any], path: str) -> list[Cause]:
+    for o in old:
+        o = dict(_m(o))
+        found = False
+        for n in new:
+            n = _m(n)
+            o["tolerationSeconds"] = n.get("tolerationSeconds")
+            if _sem_eq(o, n):
+                found = True
+                break
+        if not found:
+            return [forbidden(path, "existing toleration can not be modified except its "
+                                    "tolerationSeconds")]
+    return []
+
+
+def _update_pod(new: Obj, old: Obj) -> list[Cause]:
+    errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
+    nspec, ospec = _m(new.get("spec")), _m(old.get("spec"))
+    errs.extend(_validate_pod_spec(nspec, "spec"))
+    for key in ("containers", "initContainers"):
+        ncs, ocs = _l(nspec.get(key)), _l(ospec.get(key))
+        if len(ncs) != len(ocs):
+            errs.append(forbidden(f"spec.{key}", "pod updates may not add or remove containers"))
+            return errs
+        for i, c in enumerate(ncs):
+            image = _str(_m(c).get("image"))
+            if image and image.strip() != image:
+                errs.append(invalid(f"spec.{key}[{i}].image", image,
+                                    "must not have leading or trailing whitespace"))
+    nads, oads = _int(nspec.get("activeDeadlineSeconds")), _int(ospec.get("activeDeadlineSeconds"))
+    if nads is not None:
+        if not 0 <= nads <= MAX_INT32:
+            errs.append(invalid("spec.activeDeadlineSeconds", nads,
+                                inclusive_range_error(0, MAX_INT32)))
+            return errs
+        if oads is not None and oads < nads:
+            errs.append(invalid("spec.activeDeadlineSeconds", nads,
+                                "must be less than or equal to previous value"))
+            return errs
+    elif oads is not None:
+        errs.append(invalid("spec.activeDeadlineSeconds", None,
+                            "must not update from a positive integer to nil value"))
+    errs.extend(_validate_only_added_tolerations(_l(nspec.get("tolerations")),
+                                                 _l(ospec.get("tolerations")), "spec.tolerations"))
+    old_gates = {_str(_m(g).get("name")) for g in _l(ospec.get("schedulingGates"))}
+    for g in _l(nspec.get("schedulingGates")):
+        gname = _str(_m(g).get("name"))
+        if gname not in old_gates:
+            errs.append(forbidden("spec.schedulingGates",
+                                  f"only deletion is allowed, but found new scheduling gate "
+                                  f"'{gname}'"))
+    munged = dict(nspec)
+    for key in ("containers", "initContainers"):
+        munged[key] = [
+            {**_m(c), "image": _m(oc).get("image")}
+            for c, oc in zip(_l(nspec.get(key)), _l(ospec.get(key)), strict=True)
+        ] or nspec.get(key)
+    munged["activeDeadlineSeconds"] = ospec.get("activeDeadlineSeconds")
+    munged["tolerations"] = ospec.get("tolerations")
+    munged["schedulingGates"] = ospec.get("schedulingGates")
+    otgps, ntgps = _int(ospec.get("terminationGracePeriodSeconds")), _int(
+        nspec.get("terminationGracePeriodSeconds"))
+    if otgps is not None and otgps < 0 and ntgps == 1:
+        munged["terminationGracePeriodSeconds"] = otgps
+    if old_gates:
+        # A gated pod may gain nodeSelector entries (not change or drop them).
+        nsel, osel = _m(nspec.get("nodeSelector")), _m(ospec.get("nodeSelector"))
+        if not _sem_eq(nsel, osel):
+            for k, v in osel.items():
+                if nsel.get(k) != v:
+                    errs.append(invalid("spec.nodeSelector", go_string_map(nsel),
+                                        "only additions to spec.nodeSelector are allowed (no "
+                                        "mutations or deletions)"))
+                    break
+            munged["nodeSelector"] = ospec.get("nodeSelector")
+    if not _sem_eq(munged, ospec):
+        errs.append(forbidden("spec", "pod updates may not change fields other than "
+                                      f"{_POD_UPDATABLE}\n{_spec_diff(ospec, munged)}"))
+    return errs
+
+
+def _validate_service(obj: Obj) -> list[Cause]:
+    return _validate_meta("Service", obj, name_is_dns1035_label) + _service_body(obj)
+
+
+def _service_body(obj: Obj) -> list[Cause]:
+    errs: list[Cause] = []
+    spec = _m(obj.get("spec"))
+    svc_type = _str(spec.get("type"))
+    ports = _l(spec.get("ports"))
+    headless = spec.get("clusterIP") == "None"
+    if not ports and not headless and svc_type != "ExternalName":
+        errs.append(required("spec.ports"))
+    if svc_type == "ExternalName":
+        if spec.get("clusterIPs"):
+            errs.append(forbidden("spec.clusterIPs", "may not be set for ExternalName services"))
+        if spec.get("ipFamilies"):
+            errs.append(forbidden("spec.ipFamilies", "may not be set for ExternalName services"))
+        if spec.get("ipFamilyPolicy") is not None:
+            errs.append(forbidden("spec.ipFamilyPolicy", "may not be set for ExternalName services"))
+        cname = _str(spec.get("externalName")).removesuffix(".")
+        if cname:
+            errs.extend(invalid("spec.externalName", cname, m) for m in is_dns1123_subdomain(cname))
+        else:
+            errs.append(required("spec.externalName"))
+    names: set[str] = set()
+    for i, port in enumerate(ports):
+        port = _m(port)
+        ipath = f"spec.ports[{i}]"
+        pname = _str(port.get("name"))
+        if len(ports) > 1 and not pname:
+            errs.append(required(f"{ipath}.name"))
+        elif pname:
+            errs.extend(invalid(f"{ipath}.name", pname, m) for m in is_dns1123_label(pname))
+            if pname in names:
+                errs.append(duplicate(f"{ipath}.name", pname))
+            else:
+                names.add(pname)
+        pnum = _int(port.get("port")) or 0
+        errs.extend(invalid(f"{ipath}.port", pnum, m) for m in is_valid_port_num(pnum))
+        proto = _str(port.get("protocol"))
+        if not proto:
+            errs.append(required(f"{ipath}.protocol"))
+        elif proto not in _PROTOCOLS:
+            errs.append(not_supported(f"{ipath}.protocol", proto, _PROTOCOLS))
+        target = port.get("targetPort")
+        if isinstance(target, str):
+            errs.extend(invalid(f"{ipath}.targetPort", target, m) for m in is_valid_port_name(target))
+        elif isinstance(target, int) and not isinstance(target, bool):
+            errs.extend(invalid(f"{ipath}.targetPort", target, m) for m in is_valid_port_num(target))
+        app_protocol = port.get("appProtocol")
+        if app_protocol is not None:
+            errs.extend(invalid(f"{ipath}.appProtocol", _str(app_protocol), m)
+                        for m in is_qualified_name(_str(app_protocol)))
+    errs.extend(validate_labels(_m(spec.get("selector")), "spec.selector"))
+    affinity = _str(spec.get("sessionAffinity"))
+    if not affinity:
+        errs.append(required("spec.sessionAffinity"))
+    elif affinity not in ("ClientIP", "None"):
+        errs.append(not_supported("spec.sessionAffinity", affinity, ("ClientIP", "None")))
+    if affinity == "None" and spec.get("sessionAffinityConfig") is not None:
+        errs.append(forbidden("spec.sessionAffinityConfig",
+                              "must not be set when session affinity is None"))
+    cluster_ips = [_str(x) for x in _l(spec.get("clusterIPs"))] or (
+        [_str(spec["clusterIP"])] if spec.get("clusterIP") else [])
+    for i, ip in enumerate(cluster_ips):
+        if i == 0 and ip == "None":
+            if len(cluster_ips) > 1:
+                errs.append(invalid("spec.clusterIPs", go_string_slice(cluster_ips),
+                                    "'None' must be the first and only value"))
+            if svc_type in ("LoadBalancer", "NodePort"):
+                errs.append(invalid("spec.clusterIPs[0]", ip,
+                                    f"may not be set to 'None' for {svc_type} services"))
+            continue
+        errs.extend(invalid(f"spec.clusterIPs[{i}]", ip, m) for m in is_valid_ip(ip))
+    if spec.get("clusterIP") and spec.get("clusterIPs") and (
+            spec["clusterIP"] != _l(spec["clusterIPs"])[0]):
+        errs.append(invalid("spec.clusterIPs", go_string_slice([_str(x) for x in cluster_ips]),
+                            "first value must match `clusterIP`"))
+    policy = spec.get("ipFamilyPolicy")
+    if policy is not None and policy not in ("SingleStack", "PreferDualStack", "RequireDualStack"):
+        errs.append(not_supported("spec.ipFamilyPolicy", _str(policy),
+                                  ("SingleStack", "PreferDualStack", "RequireDualStack")))
+    for i, fam in enumerate(_l(spec.get("ipFamilies"))):
+        if fam not in ("IPv4", "IPv6"):
+            errs.append(not_supported(f"spec.ipFamilies[{i}]", _str(fam), ("IPv4", "IPv6")))
+    for i, ip in enumerate(_l(spec.get("externalIPs"))):
+        errs.extend(invalid(f"spec.externalIPs[{i}]", _str(ip), m) for m in is_valid_ip(_str(ip)))
+    if not svc_type:
+        errs.append(required("spec.type"))
+    elif svc_type not in ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort"):
+        errs.append(not_supported("spec.type", svc_type,
+                                  ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")))
+    if svc_type == "ClusterIP":
+        for i, port in enumerate(ports):
+            if _int(_m(port).get("nodePort")):
+                errs.append(forbidden(f"spec.ports[{i}].nodePort",
+                                      "may not be used when `type` is 'ClusterIP'"))
+    seen: set[tuple[str, int]] = set()
+    for i, port in enumerate(ports):
+        port = _m(port)
+        key = (_str(port.get("protocol")), _int(port.get("port")) or 0)
+        if key in seen:
+            errs.append(duplicate(f"spec.ports[{i}]", GoValue(
+                f'core.ServicePort{{Name:"", Protocol:{go_quote(key[0])}, '
+                f'AppProtocol:(*string)(nil), Port:{key[1]}, '
+                'TargetPort:intstr.IntOrString{Type:0, IntVal:0, StrVal:""}, NodePort:0}')))
+        seen.add(key)
+    itp = spec.get("internalTrafficPolicy")
+    if itp is not None and itp not in ("Cluster", "Local"):
+        errs.append(not_supported("spec.internalTrafficPolicy", _str(itp), ("Cluster", "Local")))
+    etp = spec.get("externalTrafficPolicy")
+    if etp and etp not in ("Cluster", "Local"):
+        errs.append(not_supported("spec.externalTrafficPolicy", _str(etp), ("Cluster", "Local")))
+    return errs
+
+
+def _service_cluster_ips(spec: Mapping[str, Any]) -> list[str]:
+    ips = [_str(x) for x in _l(spec.get("clusterIPs"))]
+    if not ips and spec.get("clusterIP"):
+        ips = [_str(spec["clusterIP"])]
+    return ips
+
+
+def _update_service(new: Obj, old: Obj) -> list[Cause]:
+    errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
+    nspec, ospec = _m(new.get("spec")), _m(old.get("spec"))
+    if nspec.get("type") != "ExternalName" and ospec.get("type") != "ExternalName":
+        old_ips = _service_cluster_ips(ospec)
+        new_ips = _service_cluster_ips(nspec)
+        # An update that omits the allocated addresses keeps them (upstream's
+        # strategy patches them back before validating).
+        if not new_ips:
+            new_ips = old_ips
+        both_headless = ospec.get("clusterIP") == "None" and nspec.get("clusterIP") in (
+            "None", None)
+        if not both_headless:
+            rendered = go_string_slice(new_ips)
+            if len(old_ips) == len(new_ips):
+                for i, ip in enumerate(old_ips):
+                    if ip != new_ips[i]:
+                        errs.append(invalid(f"spec.clusterIPs[{i}]", rendered,
+                                            "may not change once set"))
+            elif len(old_ips) > len(new_ips):
+                if new_ips and new_ips[0] != old_ips[0]:
+                    errs.append(invalid("spec.clusterIPs[0]", rendered, "may not change once set"))
+                if len(new_ips) == 1 and nspec.get("ipFamilyPolicy") != "SingleStack":
+                    errs.append(invalid("spec.clusterIPs[0]", rendered,
+                                        "`ipFamilyPolicy` must be set to 'SingleStack' when "
+                                        "releasing the secondary clusterIP"))
+            elif old_ips and new_ips[0] != old_ips[0]:
+                errs.append(invalid("spec.clusterIPs[0]", rendered, "may not change once set"))
+    patched = dict(new)
+    if not _service_cluster_ips(nspec) and _service_cluster_ips(ospec):
+        pspec = dict(nspec)
+        pspec["clusterIP"] = ospec.get("clusterIP")
+        if ospec.get("clusterIPs") is not None:
+            pspec["clusterIPs"] = ospec.get("clusterIPs")
+        patched["spec"] = pspec
+    errs.extend(_service_body(patched))
+    return errs
+
+
+def _validate_data_keys(data: Mapping[str, Any], path: str) -> list[Cause]:
+    errs: list[Cause] = []
+    for key in data:
+        errs.extend(invalid(f"{path}[{key}]", key, m) for m in is_config_map_key(key))
+    return errs
+
+
+def _b64_len(v: Any) -> int:
+    s = _str(v)
+    return (len(s) * 3) // 4 - s.count("=", max(0, len(s) - 2))
+
+
+def _validate_configmap(obj: Obj) -> list[Cause]:
+    errs = _validate_meta("ConfigMap", obj)
+    data, binary = _m(obj.get("data")), _m(obj.get("binaryData"))
+    total = 0
+    for key, value in data.items():
+        errs.extend(invalid(f"data[{key}]", key, m) for m in is_config_map_key(key))
+        if key in binary:
+            errs.append(invalid(f"data[{key}]", key, "duplicate of key present in binaryData"))
+        total += len(_str(value).encode("utf-8"))
+    for key, value in binary.items():
+        errs.extend(invalid(f"binaryData[{key}]", key, m) for m in is_config_map_key(key))
+        total += _b64_len(value)
+    if total > MAX_SECRET_SIZE:
+        errs.append(too_long("[]", MAX_SECRET_SIZE))
+    return errs
+
+
+def _update_configmap(new: Obj, old: Obj) -> list[Cause]:
+    errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
+    if old.get("immutable") is True:
+        if new.get("immutable") is not True:
+            errs.append(forbidden("immutable", "field is immutable when `immutable` is set"))
+        if not _sem_eq(new.get("data"), old.get("data")):
+            errs.append(forbidden("data", "field is immutable when `immutable` is set"))
+        if not _sem_eq(new.get("binaryData"), old.get("binaryData")):
+            errs.append(forbidden("binaryData", "field is immutable when `immutable` is set"))
+    errs.extend(_validate_configmap(new))
+    return errs
+
+
+def _validate_secret(obj: Obj) -> list[Cause]:
+    errs = _validate_meta("Secret", obj)
+    data = _m(obj.get("data"))
+    total = 0
+    for key, value in data.items():
+        errs.extend(invalid(f"data[{key}]", key, m) for m in is_config_map_key(key))
+        total += _b64_len(value)
+    if total > MAX_SECRET_SIZE:
+        errs.append(too_long("data", MAX_SECRET_SIZE))
+    stype = _str(obj.get("type"))
+    annotations = _m(_meta(obj).get("annotations"))
+    if stype == "kubernetes.io/service-account-token":
+        if not annotations.get("kubernetes.io/service-account.name"):
+            errs.append(required("metadata.annotations[kubernetes.io/service-account.name]"))
+    elif stype == "kubernetes.io/dockercfg":
+        if ".dockercfg" not in data:
+            errs.append(required("data[.dockercfg]"))
+    elif stype == "kubernetes.io/dockerconfigjson":
+        if ".dockerconfigjson" not in data:
+            errs.append(required("data[.dockerconfigjson]"))
+    elif stype == "kubernetes.io/basic-auth":
+        if "username" not in data and "password" not in data:
+            errs.append(required("data[username]"))
+            errs.append(required("data[password]"))
+    elif stype == "kubernetes.io/ssh-auth":
+        if not data.get("ssh-privatekey"):
+            errs.append(required("data[ssh-privatekey]"))
+    elif stype == "kubernetes.io/tls":
+        if "tls.crt" not in data:
+            errs.append(required("data[tls.crt]"))
+        if "tls.key" not in data:
+            errs.append(required("data[tls.key]"))
+    return errs
+
+
+def _update_secret(new: Obj, old: Obj) -> list[Cause]:
+    errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
+    errs.extend(validate_immutable(_str(new.get("type")), _str(old.get("type")), "type"))
+    if old.get("immutable") is True:
+        if new.get("immutable") is not True:
+            errs.append(forbidden("immutable", "field is immutable when `immutable` is set"))
+        if not _sem_eq(new.get("data"), old.get("data")):
+            errs.append(forbidden("data", "field is immutable when `immutable` is set"))
+    errs.extend(_validate_secret(new))
+    return errs
+
+
+def _create_namespace(obj: Obj) -> list[Cause]:
+    errs = _validate_meta("Namespace", obj, name_is_dns_label)
+    for f in _l(_m(obj.get("spec")).get("finalizers")):
+        fs = _str(f)
+        errs.extend(invalid("spec.finalizers", fs, m) for m in is_qualified_name(fs))
+        if "/" not in fs and fs != "kubernetes":
+            errs.append(invalid("spec.finalizers", fs, "name is neither a standard finalizer name "
+                                                       "nor is it fully qualified"))
+    return errs
+
+
+def _update_namespace(new: Obj, old: Obj) -> list[Cause]:
+    return validate_object_meta_update(new.get("metadata"), old.get("metadata"))
+
+
+def _create_node(obj: Obj) -> list[Cause]:
+    errs = _validate_meta("Node", obj)
+    spec = _m(obj.get("spec"))
+    for i, cidr in enumerate(_l(spec.get("podCIDRs"))):
+        try:
+            ipaddress.ip_network(_str(cidr), strict=False)
+        except ValueError:
+            errs.append(invalid(f"spec.podCIDRs[{i}]", _str(cidr),
+                                "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"))
+    errs.extend(_validate_taints(_l(spec.get("taints")), "spec.taints"))
+    return errs
+
+
+def _validate_taints(taints: list[Any], path: str) -> list[Cause]:
+    errs: list[Cause] = []
+    for i, t in enumerate(taints):
+        t = _m(t)
+        ipath = f"{path}[{i}]"
+        key = _str(t.get("key"))
+        if not key:
+            errs.append(required(f"{ipath}.key"))
+        else:
+            errs.extend(invalid(f"{ipath}.key", key, m) for m in is_qualified_name(key))
+        value = _str(t.get("value"))
+        errs.extend(invalid(f"{ipath}.value", value, m) for m in is_valid_label_value(value))
+        effect = _str(t.get("effect"))
+        if not effect:
+            errs.append(required(f"{ipath}.effect"))
+        elif effect not in _TAINT_EFFECTS:
+            errs.append(not_supported(f"{ipath}.effect", effect, _TAINT_EFFECTS))
+    return errs
+
+
+def _update_node(new: Obj, old: Obj) -> list[Cause]:
+    errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
+    nspec, ospec = _m(new.get("spec")), _m(old.get("spec"))
+    ocidrs, ncidrs = _l(ospec.get("podCIDRs")), _l(nspec.get("podCIDRs"))
+    if ocidrs and ocidrs != ncidrs:
+        errs.append(forbidden("spec.podCIDRs",
+                              'node updates may not change podCIDR except from "" to valid'))
+    if ospec.get("providerID") and ospec.get("providerID") != nspec.get("providerID"):
+        errs.append(forbidden("spec.providerID",
+                              'node updates may not change providerID except from "" to valid'))
+    errs.extend(_validate_taints(_l(nspec.get("taints")), "spec.taints"))
+    return errs
+
+
+def _validate_event(obj: Obj) -> list[Cause]:
+    """legacyValidateEvent: all a core/v1 Event gets (no ObjectMeta validation)."""
+    errs: list[Cause] = []
+    namespace = _str(_meta(obj).get("namespace"))
+    inv_ns = _str(_m(obj.get("involvedObject")).get("namespace"))
+    if not obj.get("eventTime"):
+        if not inv_ns:
+            if namespace not in ("", "default"):
+                errs.append(invalid("involvedObject.namespace", inv_ns,
+                                    "does not match event.namespace"))
+        elif namespace != inv_ns:
+            errs.append(invalid("involvedObject.namespace", inv_ns, "does not match event.namespace"))
+    else:
+        if not inv_ns and namespace != "kube-system":
+            errs.append(invalid("involvedObject.namespace", inv_ns, "does not match event.namespace"))
+        rc = _str(obj.get("reportingComponent"))
+        if not rc:
+            errs.append(required("reportingComponent"))
+        errs.extend(invalid("reportingComponent", rc, m) for m in is_qualified_name(rc))
+        ri = _str(obj.get("reportingInstance"))
+        if not ri:
+            errs.append(required("reportingInstance"))
+        if len(ri) > 128:
+            errs.append(invalid("reportingInstance", "", "can have at most 128 characters"))
+        action = _str(obj.get("action"))
+        if not action:
+            errs.append(required("action"))
+        if len(action) > 128:
+            errs.append(invalid("action", "", "can have at most 128 characters"))
+        reason = _str(obj.get("reason"))
+        if not reason:
+            errs.append(required("reason"))
+        if len(reason) > 128:
+            errs.append(invalid("reason", "", "can have at most 128 characters"))
+        if len(_str(obj.get("message"))) > 1024:
+            errs.append(invalid("message", "", "can have at most 1024 characters"))
+    errs.extend(invalid("namespace", namespace, m) for m in is_dns1123_subdomain(namespace))
+    return errs
+
+
+def _update_event(new: Obj, old: Obj) -> list[Cause]:
+    return _validate_event(new)
+
+
+def _validate_lease(obj: Obj) -> list[Cause]:
+    return _validate_meta("Lease", obj) + _lease_body(obj)
+
+
+def _lease_body(obj: Obj) -> list[Cause]:
+    errs: list[Cause] = []
+    spec = _m(obj.get("spec"))
+    lds = _int(spec.get("leaseDurationSeconds"))
+    if lds is not None and lds <= 0:
+        errs.append(invalid("spec.leaseDurationSeconds", lds, "must be greater than 0"))
+    lt = _int(spec.get("leaseTransitions"))
+    if lt is not None and lt < 0:
+        errs.append(invalid("spec.leaseTransitions", lt, "must be greater than or equal to 0"))
+    return errs
+
+
+def _update_lease(new: Obj, old: Obj) -> list[Cause]:
+    errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
+    errs.extend(_lease_body(new))
+    return errs
+
+
+def _create_pod_template(obj: Obj) -> list[Cause]:
+    errs = _validate_meta("PodTemplate", obj)
+    errs.extend(_validate_pod_template_spec(_m(obj.get("template")), "template"))
+    return errs
+
+
+def _update_pod_template(new: Obj, old: Obj) -> list[Cause]:
+    errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
+    errs.extend(_validate_pod_template_spec(_m(new.get("template")), "template"))
+    return errs
+
+
+def _create_endpoints(obj: Obj) -> list[Cause]:
+    return _validate_meta("Endpoints", obj) + _endpoints_body(obj)
+
+
+def _endpoints_body(obj: Obj) -> list[Cause]:
+    errs: list[Cause] = []
+    for i, subset in enumerate(_l(obj.get("subsets"))):
+        subset = _m(subset)
+        spath = f"subsets[{i}]"
+        if not _l(subset.get("addresses")) and not _l(subset.get("notReadyAddresses")):
+            errs.append(required(spath, "must specify `addresses` or `notReadyAddresses`"))
+        for j, addr in enumerate(_l(subset.get("addresses"))):
+            ip = _str(_m(addr).get("ip"))
+            errs.extend(invalid(f"{spath}.addresses[{j}].ip", ip, m) for m in is_valid_ip(ip))
+        for j, port in enumerate(_l(subset.get("ports"))):
+            port = _m(port)
+            ppath = f"{spath}.ports[{j}]"
+            pnum = _int(port.get("port")) or 0
+            errs.extend(invalid(f"{ppath}.port", pnum, m) for m in is_valid_port_num(pnum))
+            proto = _str(port.get("protocol"))
+            if not proto:
+                errs.append(required(f"{ppath}.protocol"))
+            elif proto not in _PROTOCOLS:
+                errs.append(not_supported(f"{ppath}.protocol", proto, _PROTOCOLS))
+    return errs
+
+
+def _update_endpoints(new: Obj, old: Obj) -> list[Cause]:
+    return (validate_object_meta_update(new.get("metadata"), old.get("metadata"))
+            + _endpoints_body(new))
+
+
+# --- status -----------------------------------------------------------------------
+
+def _status_nonneg(status: Mapping[str, Any], keys: Sequence[str]) -> list[Cause]:
+    errs: list[Cause] = []
+    for k in keys:
+        errs.extend(_nonneg(status, k, f"status.{k}"))
+    return errs
+
+
+def _not_greater(status: Mapping[str, Any], key: str, than: str, msg: str) -> list[Cause]:
+    a, b = _int(status.get(key)) or 0, _int(status.get(than)) or 0
+    return [invalid(f"status.{key}", a, msg)] if a > b else []
+
+
+def _collision_decremented(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
+    n, o = _int(new.get("collisionCount")), _int(old.get("collisionCount"))
+    if o is not None and (n is None or n < o):
+        return [invalid("status.collisionCount", n or 0, "cannot be decremented")]
+    return []
+
+
+def _status_deployment(new: Obj, old: Obj) -> list[Cause]:
+    s, o = _m(new.get("status")), _m(old.get("status"))
+    errs = _status_nonneg(s, ("observedGeneration", "replicas", "updatedReplicas", "readyReplicas",
+                              "availableReplicas", "unavailableReplicas", "collisionCount"))
+    msg = "cannot be greater than status.replicas"
+    errs.extend(_not_greater(s, "updatedReplicas", "replicas", msg))
+    errs.extend(_not_greater(s, "readyReplicas", "replicas", msg))
+    errs.extend(_not_greater(s, "availableReplicas", "replicas", msg))
+    errs.extend(_not_greater(s, "availableReplicas", "readyReplicas",
+                             "cannot be greater than readyReplicas"))
+    errs.extend(_collision_decremented(s, o))
+    return errs
+
+
+def _status_replicaset(new: Obj, old: Obj) -> list[Cause]:
+    s = _m(new.get("status"))
+    errs = _status_nonneg(s, ("replicas", "fullyLabeledReplicas", "readyReplicas",
+                              "availableReplicas", "observedGeneration"))
+    msg = "cannot be greater than status.replicas"
+    errs.extend(_not_greater(s, "fullyLabeledReplicas", "replicas", msg))
+    errs.extend(_not_greater(s, "readyReplicas", "replicas", msg))
+    errs.extend(_not_greater(s, "availableReplicas", "replicas", msg))
+    errs.extend(_not_greater(s, "availableReplicas", "readyReplicas",
+                             "cannot be greater than readyReplicas"))
+    return errs
+
+
+def _status_statefulset(new: Obj, old: Obj) -> list[Cause]:
+    s, o = _m(new.get("status")), _m(old.get("status"))
+    errs = _status_nonneg(s, ("replicas", "readyReplicas", "currentReplicas", "updatedReplicas",
+                              "availableReplicas", "observedGeneration", "collisionCount"))
+    msg = "cannot be greater than status.replicas"
+    for key in ("readyReplicas", "currentReplicas", "updatedReplicas", "availableReplicas"):
+        errs.extend(_not_greater(s, key, "replicas", msg))
+    errs.extend(_not_greater(s, "availableReplicas", "readyReplicas",
+                             "cannot be greater than status.readyReplicas"))
+    errs.extend(_collision_decremented(s, o))
+    return errs
+
+
+def _status_daemonset(new: Obj, old: Obj) -> list[Cause]:
+    s, o = _m(new.get("status")), _m(old.get("status"))
+    errs = _status_nonneg(s, ("currentNumberScheduled", "numberMisscheduled",
+                              "desiredNumberScheduled", "numberReady", "observedGeneration",
+                              "updatedNumberScheduled", "numberAvailable", "numberUnavailable",
+                              "collisionCount"))
+    errs.extend(_collision_decremented(s, o))
+    return errs
+
+
+def _status_job(new: Obj, old: Obj) -> list[Cause]:
+    s = _m(new.get("status"))
+    return _status_nonneg(s, ("active", "succeeded", "failed", "ready", "terminating"))
+
+
+def _status_namespace(new: Obj, old: Obj) -> list[Cause]:
+    phase = _str(_m(new.get("status")).get("phase"))
+    if not _meta(new).get("deletionTimestamp"):
+        if phase != "Active":
+            return [invalid("status.Phase", phase,
+                            "may only be 'Active' if `deletionTimestamp` is empty")]
+    elif phase != "Terminating":
+        return [invalid("status.Phase", phase,
+                        "may only be 'Terminating' if `deletionTimestamp` is not empty")]
+    return []
+
+
+def _status_pod(new: Obj, old: Obj) -> list[Cause]:
+    errs: list[Cause] = []
+    s, o = _m(new.get("status")), _m(old.get("status"))
+    system_conditions = {"PodScheduled", "Ready", "Initialized"}
+    for i, cond in enumerate(_l(s.get("conditions"))):
+        ctype = _str(_m(cond).get("type"))
+        if ctype in system_conditions:
+            continue
+        errs.extend(invalid(f"status.conditions[{i}].Type", ctype, m)
+                    for m in is_qualified_name(ctype))
+    if _m(new.get("spec")).get("nodeName") != _m(old.get("spec")).get("nodeName"):
+        errs.append(forbidden("status.nodeName", "may not be changed directly"))
+    nnn = _str(s.get("nominatedNodeName"))
+    if nnn and nnn != o.get("nominatedNodeName"):
+        errs.extend(invalid("status.nominatedNodeName", nnn, m)
+                    for m in is_dns1123_subdomain(nnn))
+    restart = _str(_m(old.get("spec")).get("restartPolicy"))
+    if restart != "Always":
+        new_statuses = {_str(_m(c).get("name")): _m(c) for c in _l(s.get("containerStatuses"))}
+        for i, oc in enumerate(_l(o.get("containerStatuses"))):
+            oc = _m(oc)
+            term = _m(oc.get("state")).get("terminated")
+            if term is None:
+                continue
+            if (_int(_m(term).get("exitCode")) or 0) != 0 and restart == "OnFailure":
+                continue
+            nc = new_statuses.get(_str(oc.get("name")))
+            if nc is not None and _m(nc.get("state")).get("terminated") is None:
+                errs.append(forbidden(f"status.containerStatuses[{i}].state",
+                                      "may not be transitioned to non-terminated state"))
+    qos = s.get("qosClass")
+    if qos and o.get("qosClass") and qos != o.get("qosClass"):
+        errs.append(invalid("status.qosClass", _str(qos), FIELD_IMMUTABLE_ERROR_MSG))
+    for i, pip in enumerate(_l(s.get("podIPs"))):
+        ip = _str(_m(pip).get("ip"))
+        errs.extend(invalid(f"status.podIPs[{i}]", ip, m) for m in is_valid_ip(ip))
+    return errs
+
+
+def _status_service(new: Obj, old: Obj) -> list[Cause]:
+    errs: list[Cause] = []
+    ingress = _l(_m(_m(new.get("status")).get("loadBalancer")).get("ingress"))
+    for i, ing in enumerate(ingress):
+        ip = _str(_m(ing).get("ip"))
+        if ip:
+            errs.extend(invalid(f"status.loadBalancer.ingress[{i}].ip", ip, m)
+                        for m in is_valid_ip(ip))
+    return errs
+
+
+# --- dispatch --------------------------------------------------------------------------
+
+_CREATE: Final[dict[str, Callable[[Obj], list[Cause]]]] = {
+    "Pod": _create_pod,
+    "Deployment": _create_deployment,
+    "ReplicaSet": _create_replicaset,
+    "StatefulSet": _create_statefulset,
+    "DaemonSet": _create_daemonset,
+    "ControllerRevision": _create_controller_revision,
+    "Job": _create_job,
+    "CronJob": _create_cronjob,
+    "Service": _validate_service,
+    "ConfigMap": _validate_configmap,
+    "Secret": _validate_secret,
+    "Namespace": _create_namespace,
+    "Node": _create_node,
+    "Event": _validate_event,
+    "Lease": _validate_lease,
+    "PodTemplate": _create_pod_template,
+    "Endpoints": _create_endpoints,
+}
+
+_UPDATE: Final[dict[str, Callable[[Obj, Obj], list[Cause]]]] = {
+    "Pod": _update_pod,
+    "Deployment": _update_deployment,
+    "ReplicaSet": _update_replicaset,
+    "StatefulSet": _update_statefulset,
+    "DaemonSet": _update_daemonset,
+    "ControllerRevision": _update_controller_revision,
+    "Job": _update_job,
+    "CronJob": _update_cronjob,
+    "Service": _update_service,
+    "ConfigMap": _update_configmap,
+    "Secret": _update_secret,
+    "Namespace": _update_namespace,
+    "Node": _update_node,
+    "Event": _update_event,
+    "Lease": _update_lease,
+    "PodTemplate": _update_pod_template,
+    "Endpoints": _update_endpoints,
+}
+
+_STATUS: Final[dict[str, Callable[[Obj, Obj], list[Cause]]]] = {
+    "Deployment": _status_deployment,
+    "ReplicaSet": _status_replicaset,
+    "StatefulSet": _status_statefulset,
+    "DaemonSet": _status_daemonset,
+    "Job": _status_job,
+    "Namespace": _status_namespace,
+    "Pod": _status_pod,
+    "Service": _status_service,
+}
+
+
+def validate_create(kind: str, obj: Mapping[str, Any]) -> list[Cause]:
+    """Validation of a new object of built-in `kind` (after defaulting)."""
+    fn = _CREATE.get(kind)
+    if fn is not None:
+        return fn(obj)
+    return _validate_meta(kind, obj)
+
+
+def validate_update(kind: str, new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
+    """Validation of an update of the main resource: the new object's
+    validity plus the kind's immutability rules against `old`."""
+    fn = _UPDATE.get(kind)
+    if fn is not None:
+        return fn(new, old)
+    return validate_object_meta_update(new.get("metadata"), old.get("metadata"))
+
+
+def validate_status_update(kind: str, new: Mapping[str, Any],
+                           old: Mapping[str, Any]) -> list[Cause]:
+    """Validation of an update through the ``/status`` subresource."""
+    errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
+    fn = _STATUS.get(kind)
+    if fn is not None:
+        errs.extend(fn(new, old))
+    return errs

@@ -1,0 +1,114 @@
+"""Shared fixtures: a raw HTTP client for the API server started by the pykcm plugin."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+
+from pykcm.testing.server_thread import ServerThread
+
+
+class Api:
+    """A thin synchronous client: raw requests, parsed JSON answers."""
+
+    def __init__(self, st: ServerThread) -> None:
+        self.st = st
+        self.base = st.url
+        self.session = requests.Session()
+        # REQUESTS_CA_BUNDLE in the environment would override verify=.
+        self.session.trust_env = False
+        self.session.headers["Authorization"] = f"Bearer {st.token}"
+        fd, self.ca_path = tempfile.mkstemp(suffix=".crt")
+        with os.fdopen(fd, "wb") as f:
+            f.write(st.ca_pem or b"")
+        self.session.verify = self.ca_path
+
+    def request(self, method: str, path: str, body: Any = None, *,
+                content_type: str = "application/json", params: dict[str, Any] | None = None,
+                raw: bytes | None = None, headers: dict[str, str] | None = None
+                ) -> tuple[int, Any]:
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None
+                                             else None)
+        h = {"Content-Type": content_type} if data is not None else {}
+        h.update(headers or {})
+        r = self.session.request(method, self.base + path, data=data, params=params, headers=h,
+                                 timeout=60)
+        try:
+            return r.status_code, r.json()
+        except ValueError:
+            return r.status_code, r.text
+
+    def get(self, path: str, **kw: Any) -> tuple[int, Any]:
+        return self.request("GET", path, **kw)
+
+    def post(self, path: str, body: Any, **kw: Any) -> tuple[int, Any]:
+        return self.request("POST", path, body, **kw)
+
+    def put(self, path: str, body: Any, **kw: Any) -> tuple[int, Any]:
+        return self.request("PUT", path, body, **kw)
+
+    def patch(self, path: str, body: Any, content_type: str = "application/merge-patch+json",
+              **kw: Any) -> tuple[int, Any]:
+        return self.request("PATCH", path, body, content_type=content_type, **kw)
+
+    def delete(self, path: str, body: Any = None, **kw: Any) -> tuple[int, Any]:
+        return self.request("DELETE", path, body, **kw)
+
+    def watch(self, path: str, params: dict[str, Any], max_events: int = 1000,
+              until: Any = None, timeout: float = 20) -> list[dict[str, Any]]:
+        """Read watch events until `until(event)` is true, max_events, or the stream ends."""
+        p = dict(params)
+        p["watch"] = "1"
+        out: list[dict[str, Any]] = []
+        with self.session.get(self.base + path, params=p, stream=True, timeout=timeout) as r:
+            assert r.status_code == 200, r.text
+            for line in r.iter_lines():
+                if not line:
+                    continue
+                ev = json.loads(line)
+                out.append(ev)
+                if len(out) >= max_events or (until is not None and until(ev)):
+                    break
+        return out
+
+    def ns(self) -> str:
+        """A fresh namespace for one test."""
+        name = "t-" + uuid.uuid4().hex[:10]
+        code, body = self.post("/api/v1/namespaces", {"metadata": {"name": name}})
+        assert code == 201, body
+        return name
+
+
+@pytest.fixture(scope="session")
+def api(pykcm_apiserver: ServerThread) -> Iterator[Api]:
+    a = Api(pykcm_apiserver)
+    yield a
+    os.unlink(a.ca_path)
+
+
+def pod(name: str, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    s: dict[str, Any] = {"containers": [{"name": "c", "image": "nginx:1.27"}]}
+    s.update(spec)
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "labels": labels or {}}, "spec": s}
+
+
+def deployment(name: str, replicas: int = 1, image: str = "nginx:1.27") -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}},
+                         "spec": {"containers": [{"name": "web", "image": image}]}},
+        },
+    }
+

@@ -1,0 +1,109 @@
+"""Bad input gets the right metav1.Status, and the server keeps serving."""
+
+from __future__ import annotations
+
+import requests
+
+from tests.conftest import Api, deployment, pod
+
+
+def _status(body: object, code: int, reason: str) -> None:
+    assert isinstance(body, dict), body
+    assert body["kind"] == "Status" and body["status"] == "Failure"
+    assert body["code"] == code and body["reason"] == reason, body
+
+
+def test_malformed_bodies(api: Api) -> None:
+    ns = api.ns()
+    path = f"/api/v1/namespaces/{ns}/configmaps"
+    code, body = api.request("POST", path, raw=b'{"metadata": {', content_type="application/json")
+    assert code == 400
+    _status(body, 400, "BadRequest")
+    code, body = api.request("POST", path, raw=b"metadata: [unclosed",
+                             content_type="application/yaml")
+    assert code == 400
+    code, body = api.request("POST", path, raw=b"[1, 2]", content_type="application/json")
+    assert code == 400
+    code, body = api.post(path, {"apiVersion": "apps/v1", "kind": "ConfigMap",
+                                 "metadata": {"name": "x"}})
+    _status(body, 400, "BadRequest")
+    code, body = api.post(path, {"kind": "Secret", "metadata": {"name": "x"}})
+    _status(body, 400, "BadRequest")
+    code, body = api.post(path, {"metadata": {"name": "x", "namespace": "other"}})
+    _status(body, 400, "BadRequest")
+    code, body = api.request("POST", path, raw=b"{" + b'"a":"' + b"x" * (4 * 1024 * 1024) + b'"}')
+    assert code == 413
+    code, body = api.post(path, {"metadata": {"name": "ok"}})
+    assert code == 201  # still serving
+
+
+def test_yaml_body_accepted(api: Api) -> None:
+    ns = api.ns()
+    code, body = api.request("POST", f"/api/v1/namespaces/{ns}/configmaps",
+                             raw=b"metadata:\n  name: y\ndata:\n  k: v\n",
+                             content_type="application/yaml")
+    assert code == 201 and body["data"] == {"k": "v"}
+
+
+def test_invalid_names_labels_and_specs(api: Api) -> None:
+    ns = api.ns()
+    code, body = api.post(f"/api/v1/namespaces/{ns}/configmaps",
+                          {"metadata": {"name": "Bad_Name"}})
+    _status(body, 422, "Invalid")
+    assert body["details"]["causes"][0]["field"] == "metadata.name"
+    code, body = api.post(f"/api/v1/namespaces/{ns}/configmaps",
+                          {"metadata": {"name": "ok", "labels": {"bad key!": "v"}}})
+    _status(body, 422, "Invalid")
+    code, body = api.post(f"/api/v1/namespaces/{ns}/services",
+                          {"metadata": {"name": "1abc"}, "spec": {"ports": [{"port": 80}]}})
+    _status(body, 422, "Invalid")
+    d = deployment("web")
+    d["spec"]["template"]["metadata"]["labels"] = {"app": "other"}
+    code, body = api.post(f"/apis/apps/v1/namespaces/{ns}/deployments", d)
+    _status(body, 422, "Invalid")
+    assert body["message"].startswith('Deployment.apps "web" is invalid: ')
+    code, body = api.post(f"/api/v1/namespaces/{ns}/configmaps", {"metadata": {}})
+    _status(body, 422, "Invalid")
+
+
+def test_bad_selectors_and_patch_types(api: Api) -> None:
+    ns = api.ns()
+    path = f"/api/v1/namespaces/{ns}/pods"
+    code, body = api.get(path, params={"labelSelector": "a in (b"})
+    _status(body, 400, "BadRequest")
+    api.post(path, pod("p"))
+    code, body = api.request("PATCH", f"{path}/p", raw=b"{}", content_type="text/plain")
+    _status(body, 415, "UnsupportedMediaType")
+    code, body = api.request("PATCH", f"{path}/p", raw=b"{}",
+                             content_type="application/apply-patch+yaml")
+    _status(body, 415, "UnsupportedMediaType")
+    code, body = api.patch(f"{path}/p", [{"op": "test", "path": "/metadata/name",
+                                          "value": "nope"}],
+                           content_type="application/json-patch+json")
+    assert code == 422, body
+    code, body = api.patch(f"{path}/missing", {"metadata": {"labels": {"a": "b"}}})
+    _status(body, 404, "NotFound")
+
+
+def test_unknown_paths_and_methods(api: Api) -> None:
+    code, body = api.get("/api/v1/nosuchthings")
+    _status(body, 404, "NotFound")
+    code, body = api.get("/apis/nosuch.group/v1")
+    _status(body, 404, "NotFound")
+    code, body = api.request("POST", "/api/v1/namespaces/default/pods/p/status", {})
+    assert code == 405
+
+
+def test_authentication(api: Api) -> None:
+    url = api.base + "/api/v1/namespaces"
+    bare = requests.Session()
+    bare.trust_env = False
+    r = bare.get(url, verify=api.ca_path, timeout=10)
+    assert r.status_code == 401 and r.json()["reason"] == "Unauthorized"
+    r = bare.get(url, verify=api.ca_path, headers={"Authorization": "Bearer wrong"},
+                 timeout=10)
+    assert r.status_code == 401
+    r = bare.get(api.base + "/healthz", verify=api.ca_path, timeout=10)
+    assert r.status_code == 200 and r.text == "ok"
+    r = bare.get(api.base + "/version", verify=api.ca_path, timeout=10)
+    assert r.status_code == 200 and r.json()["major"] == "1"
