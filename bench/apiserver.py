@@ -32,6 +32,7 @@ import asyncio
 import base64
 import datetime as _dt
 import gc
+import itertools
 import math
 import os
 import platform
@@ -371,7 +372,7 @@ class PoolResult:
         k = len(self.done) // windows
         if k:
             edges = [t0] + [self.done[(j + 1) * k - 1] for j in range(windows)]
-            rates = [k / (b - a) for a, b in zip(edges, edges[1:]) if b > a]
+            rates = [k / (b - a) for a, b in itertools.pairwise(edges) if b > a]
         return {"ok": self.ok, "secs": self.secs, "rate": self.ok / self.secs,
                 "p50": pct(self.lat, 50) * 1e3, "p99": pct(self.lat, 99) * 1e3,
                 "last": self.last, "windows": rates,
@@ -579,7 +580,10 @@ async def bench_watch(c: Client, srv: ServerProc, n_pods: int, n: int) -> dict[s
         "writes": n, "writes_ok": expected, "write_rate": res["rate"],
         "events": total, "expected_events": expected * WATCHERS, "complete": complete,
         "events_per_s": total / (t_last - t_first) if t_last > t_first else 0.0,
-        "lag_ms": (t_last - res["last"]) * 1e3,
+        # Negative when the last event reached every watcher before the last write's
+        # response reached its client: no lag, reported as 0.
+        "lag_ms": max(0.0, (t_last - res["last"]) * 1e3),
+        "lag_raw_ms": (t_last - res["last"]) * 1e3,
         "short": [f"watcher {i}: {s.count}/{expected} ({s.ended or 'still open'})"
                   for i, s in enumerate(states) if s.count < expected],
         "other": sum((s.other for s in states), Counter()),
@@ -688,13 +692,28 @@ async def run_https(n: int) -> dict[str, Any]:
     return out
 
 
+def busy_cpu_seconds() -> float:
+    """CPU time used by the whole machine so far (all processes, all cores)."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+    except OSError:
+        return 0.0
+    idle = v[3] + (v[4] if len(v) > 4 else 0)
+    return (sum(v[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 async def measured(srv: ServerProc, coro: Awaitable[dict[str, Any]]) -> dict[str, Any]:
-    """Run one phase; add the CPU use of server and client (share of one core)."""
-    s0, c0, t0 = srv.cpu_seconds(), time.process_time(), time.perf_counter()
+    """Run one phase; add the CPU use of server, client and everything else on the
+    machine (as shares of one core: other engineers' work skews the figures)."""
+    s0, c0, b0 = srv.cpu_seconds(), time.process_time(), busy_cpu_seconds()
+    t0 = time.perf_counter()
     out = await coro
     wall = time.perf_counter() - t0
-    out["server_cpu"] = (srv.cpu_seconds() - s0) / wall
-    out["client_cpu"] = (time.process_time() - c0) / wall
+    srv_s, cli_s = srv.cpu_seconds() - s0, time.process_time() - c0
+    out["server_cpu"] = srv_s / wall
+    out["client_cpu"] = cli_s / wall
+    out["other_cpu"] = max(0.0, busy_cpu_seconds() - b0 - srv_s - cli_s) / wall
     return out
 
 
@@ -756,7 +775,8 @@ def report(args: argparse.Namespace, n: int, d: dict[str, Any], m: dict[str, Any
     title = "API server" + (" (quick smoke run, not comparable)" if args.quick else "")
     L.append(f"## {title} — {when}")
     L.append("")
-    L.append(f"Machine: {machine()}.  ")
+    L.append(f"Machine: {machine()}; load average at start "
+             f"{args.loadavg[0]:.2f} {args.loadavg[1]:.2f} {args.loadavg[2]:.2f}.  ")
     L.append(f"Run: `bench/apiserver.py{' --quick' if args.quick else ''}`, {n:,} pods "
              f"(~{d.get('creates', {}).get('body_bytes', 0):,.0f} B JSON each), "
              f"{CONCURRENCY} concurrent clients (aiohttp, one session, limit={CONCURRENCY}, "
@@ -812,17 +832,24 @@ def report(args: argparse.Namespace, n: int, d: dict[str, Any], m: dict[str, Any
     if w:
         det.append(f"watch: {w['events']:,}/{w['expected_events']:,} events received"
                    f"{'' if w['complete'] else ' (INCOMPLETE)'}, writers "
-                   f"{w['write_rate']:,.0f} updates/s during fan-out")
+                   f"{w['write_rate']:,.0f} updates/s during fan-out, raw lag "
+                   f"{w['lag_raw_ms']:.1f} ms")
     if dc:
         det.append(f"deletecollection: HTTP {dc['status']}, {dc['deleted']} returned, "
                    f"{dc['remaining']} remaining")
-    cpu = [f"{k} {r['server_cpu']:.0%}/{r['client_cpu']:.0%}" for k, r in
-           (("creates", cr), ("updates", up), ("watch", w), ("deletecollection", dc)) if r]
-    if h and h.get("creates"):
-        cpu.append(f"https creates {h['creates']['server_cpu']:.0%}/"
-                   f"{h['creates']['client_cpu']:.0%}")
+    cpu = [f"{k} {r['server_cpu']:.0%}/{r['client_cpu']:.0%}/{r['other_cpu']:.0%}"
+           for k, r in (("creates", cr), ("updates", up), ("watch", w),
+                        ("deletecollection", dc), ("in-memory creates", (m or {}).get("creates")),
+                        ("https creates", (h or {}).get("creates"))) if r]
     if cpu:
-        det.append("CPU of one core, server/client: " + ", ".join(cpu))
+        det.append("CPU as share of one core, server/bench client/other processes: "
+                   + ", ".join(cpu))
+    for k, r in (("creates", cr), ("updates", up), ("in-memory creates",
+                                                      (m or {}).get("creates"))):
+        if r and r.get("windows"):
+            det.append(f"{k}/s in 5 consecutive slices: "
+                       + " ".join(f"{x:,.0f}" for x in r["windows"])
+                       + f" (median {r['window_median']:,.0f})")
     rss = [f"{x:.0f} MiB" for x in (d.get("rss_after_creates"), d.get("rss_end")) if x]
     if rss:
         det.append("server RSS " + " → ".join(rss))
@@ -830,6 +857,11 @@ def report(args: argparse.Namespace, n: int, d: dict[str, Any], m: dict[str, Any
         det.append(f"HTTPS create latency p50 {h['creates']['p50']:.1f} ms")
     L.append("Details: " + "; ".join(det) + ".  ")
     L.append(f"Non-2xx / failed requests: {FAIL.summary()}.")
+    busy = [r["other_cpu"] for r in (cr, up, w, dc) if r and "other_cpu" in r]
+    if busy and max(busy) > 0.25:
+        L.append(f"⚠️ Other processes used up to {max(busy):.0%} of a core during the durable "
+                 "phases (the machine was shared): the figures are lower than on an idle "
+                 "machine.")
     if w and w.get("short"):
         L.append("Watchers short of events: " + "; ".join(w["short"]) + ".")
     L.append("")
@@ -851,8 +883,23 @@ def append_results(section: str) -> None:
         os.close(fd)
 
 
+def wait_idle(limit: float) -> None:
+    """Wait up to `limit` s for 3 s in a row in which other processes use < 15% of a core."""
+    deadline = time.monotonic() + limit
+    quiet = 0
+    while time.monotonic() < deadline:
+        b0 = busy_cpu_seconds()
+        time.sleep(1.0)
+        busy = busy_cpu_seconds() - b0
+        quiet = quiet + 1 if busy < 0.15 else 0
+        if quiet >= 3:
+            return
+    log(f"bench: the machine is still busy after {limit:.0f} s; running anyway")
+
+
 async def main_async(args: argparse.Namespace) -> int:
     n = args.pods or (1000 if args.quick else 10000)
+    args.loadavg = os.getloadavg()
     t0 = time.perf_counter()
     d = await run_durable(args, n)
     m = None if args.skip_memory else await run_memory(n)
@@ -882,10 +929,14 @@ def main() -> int:
     p.add_argument("--no-record", action="store_true", help="do not append to bench/RESULTS.md")
     p.add_argument("--skip-memory", action="store_true", help="skip the in-memory comparison")
     p.add_argument("--skip-https", action="store_true", help="skip the HTTPS comparison")
+    p.add_argument("--wait-idle", type=float, default=0, metavar="SECONDS",
+                   help="first wait up to SECONDS for the machine to be idle (shared machines)")
     p.add_argument("--profile-server", metavar="FILE",
                    help="run the durable server under cProfile, dump to FILE")
     args = p.parse_args()
     gc.freeze()
+    if args.wait_idle > 0:
+        wait_idle(args.wait_idle)
     try:
         import uvloop
     except ImportError:

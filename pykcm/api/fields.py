@@ -148,13 +148,14 @@ class FieldSelector:
     def __repr__(self) -> str:
         return f"FieldSelector({str(self)!r})"
 
+    # Equality ignores term order: an AND does not depend on it.
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, FieldSelector):
             return NotImplemented
-        return self.requirements == other.requirements
+        return sorted(self.requirements) == sorted(other.requirements)
 
     def __hash__(self) -> int:
-        return hash(self.requirements)
+        return hash(tuple(sorted(self.requirements)))
 
 
 _EVERYTHING: Final = FieldSelector()

@@ -60,6 +60,8 @@ class APIServer:
         token_file: str | None = None,
         admin_token: str | None = None,
         registry: ResourceRegistry | None = None,
+        max_requests_inflight: int = 400,
+        max_mutating_requests_inflight: int = 200,
     ) -> None:
         self.data_dir = os.path.abspath(data_dir) if data_dir else None
         self.host = host
@@ -80,6 +82,12 @@ class APIServer:
         self._tmpdir: str | None = None
         self._lock_fd: int | None = None
         self.fatal: asyncio.Future[BaseException] | None = None
+        # kube-apiserver's --max-requests-inflight / --max-mutating-requests-inflight
+        # (0 = unlimited); watches are long-running and not counted.
+        self.max_inflight = max_requests_inflight
+        self.max_mutating_inflight = max_mutating_requests_inflight
+        self.inflight = 0
+        self.inflight_mutating = 0
 
     # -- properties --------------------------------------------------------------
 
@@ -202,4 +210,26 @@ class APIServer:
         if user is None and request.path not in ANONYMOUS_PATHS:
             return status_response(errors.unauthorized())
         assert self.handlers is not None
-        return await self.handlers.handle(request)
+        if request.method in ("GET", "HEAD"):
+            q = request.query
+            if q.get("watch") in ("1", "true", "True") or "/watch/" in request.path:
+                return await self.handlers.handle(request)
+            limit, mutating = self.max_inflight, False
+            current = self.inflight
+        else:
+            limit, mutating = self.max_mutating_inflight, True
+            current = self.inflight_mutating
+        if limit and current >= limit:
+            return status_response(errors.too_many_requests(
+                "Too many requests, please try again later."))
+        if mutating:
+            self.inflight_mutating += 1
+        else:
+            self.inflight += 1
+        try:
+            return await self.handlers.handle(request)
+        finally:
+            if mutating:
+                self.inflight_mutating -= 1
+            else:
+                self.inflight -= 1

@@ -75,8 +75,9 @@ def prepare_for_create(info: ResourceInfo, obj: dict[str, Any]) -> None:
         # Workload status is the controllers' to write, never the creator's.
         obj.pop("status", None)
     if info.kind == "Pod":
-        # PodStrategy.PrepareForCreate: a new pod's status is the server's.
-        obj["status"] = {"phase": "Pending", "qosClass": _defaults.pod_qos_class(obj.get("spec") or {})}
+        # PodStrategy.PrepareForCreate: a new pod's status is the server's
+        # (defaulting then sets phase Pending and the QoS class).
+        obj["status"] = {}
     elif info.kind == "Namespace":
         obj["status"] = {"phase": "Active"}
 

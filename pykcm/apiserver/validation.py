@@ -1612,8 +1612,32 @@ def _update_node(new: Obj, old: Obj) -> list[Cause]:
     return errs
 
 
+def _path_segment_name(name: str, prefix: bool) -> list[str]:
+    """path.ValidatePathSegmentName: what every name must satisfy to sit in a URL."""
+    if not prefix and name in (".", ".."):
+        return [f"may not be '{name}'"]
+    errs = []
+    for ch in ("/", "%"):
+        if ch in name:
+            errs.append(f"may not contain '{ch}'")
+    return errs
+
+
 def _validate_event(obj: Obj) -> list[Cause]:
-    """legacyValidateEvent: all a core/v1 Event gets (no ObjectMeta validation)."""
+    """legacyValidateEvent, the only Event-specific check for core/v1 Events.
+
+    Their names are free-form: only the generic check every object passes
+    (a name that can sit in a URL path) applies to the metadata.
+    """
+    return _event_meta_errors(obj) + _event_body(obj)
+
+
+def _event_meta_errors(obj: Obj) -> list[Cause]:
+    return validate_object_meta(obj.get("metadata"), namespaced=True,
+                                name_validator=_path_segment_name)
+
+
+def _event_body(obj: Obj) -> list[Cause]:
     errs: list[Cause] = []
     namespace = _str(_meta(obj).get("namespace"))
     inv_ns = _str(_m(obj.get("involvedObject")).get("namespace"))
@@ -1653,7 +1677,8 @@ def _validate_event(obj: Obj) -> list[Cause]:
 
 
 def _update_event(new: Obj, old: Obj) -> list[Cause]:
-    return _validate_event(new)
+    return (validate_object_meta_update(new.get("metadata"), old.get("metadata"))
+            + _event_body(new))
 
 
 def _validate_lease(obj: Obj) -> list[Cause]:

@@ -107,3 +107,16 @@ def test_authentication(api: Api) -> None:
     assert r.status_code == 200 and r.text == "ok"
     r = bare.get(api.base + "/version", verify=api.ca_path, timeout=10)
     assert r.status_code == 200 and r.json()["major"] == "1"
+
+
+def test_too_many_requests_has_retry_after(pykcm_apiserver_factory: object) -> None:
+    st = pykcm_apiserver_factory(max_mutating_requests_inflight=1)  # type: ignore[operator]
+    a = Api(st)
+    st.server.inflight_mutating = 1  # as if one write were in flight
+    r = a.session.post(a.base + "/api/v1/namespaces/default/configmaps",
+                       json={"metadata": {"name": "x"}}, timeout=10)
+    assert r.status_code == 429 and r.headers["Retry-After"] == "1"
+    _status(r.json(), 429, "TooManyRequests")
+    assert r.json()["details"]["retryAfterSeconds"] == 1
+    st.server.inflight_mutating = 0
+    assert a.post("/api/v1/namespaces/default/configmaps", {"metadata": {"name": "x"}})[0] == 201

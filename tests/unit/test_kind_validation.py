@@ -71,16 +71,16 @@ def test_deployment_without_selector() -> None:
 
 def test_deployment_empty_selector_and_mismatch() -> None:
     assert _create("Deployment", deployment(selector={})) == [
-        "spec.selector: Invalid value: &LabelSelector{MatchLabels:map[string]string{},"
-        "MatchExpressions:[]LabelSelectorRequirement{},}: empty selector is invalid for deployment"]
+        ("spec.selector: Invalid value: &LabelSelector{MatchLabels:map[string]string{},"
+        "MatchExpressions:[]LabelSelectorRequirement{},}: empty selector is invalid for deployment")]
     assert _create("Deployment", deployment(selector={"matchLabels": {"app": "other"}})) == [
-        'spec.template.metadata.labels: Invalid value: map[string]string{"app":"web"}: '
-        '`selector` does not match template `labels`']
+        ('spec.template.metadata.labels: Invalid value: map[string]string{"app":"web"}: '
+        '`selector` does not match template `labels`')]
     no_labels = deployment()
     del no_labels["spec"]["template"]["metadata"]
     assert _create("Deployment", no_labels) == [
-        "spec.template.metadata.labels: Invalid value: map[string]string(nil): "
-        "`selector` does not match template `labels`"]
+        ("spec.template.metadata.labels: Invalid value: map[string]string(nil): "
+        "`selector` does not match template `labels`")]
 
 
 def test_deployment_spec_fields() -> None:
@@ -90,35 +90,35 @@ def test_deployment_spec_fields() -> None:
         "spec.progressDeadlineSeconds: Invalid value: 600: must be greater than minReadySeconds"]
     assert _create("Deployment", deployment(
         strategy={"type": "Recreate", "rollingUpdate": {"maxSurge": 1}})) == [
-        "spec.strategy.rollingUpdate: Forbidden: may not be specified when strategy `type` is "
-        "'Recreate'"]
+        ("spec.strategy.rollingUpdate: Forbidden: may not be specified when strategy `type` is "
+        "'Recreate'")]
     assert _create("Deployment", deployment(
         strategy={"rollingUpdate": {"maxSurge": 0, "maxUnavailable": "0%"}})) == [
-        "spec.strategy.rollingUpdate.maxUnavailable: Invalid value: 0%: may not be 0 when "
-        "`maxSurge` is 0"]
+        ("spec.strategy.rollingUpdate.maxUnavailable: Invalid value: 0%: may not be 0 when "
+        "`maxSurge` is 0")]
     assert _create("Deployment", deployment(
         strategy={"rollingUpdate": {"maxUnavailable": "120%"}})) == [
-        "spec.strategy.rollingUpdate.maxUnavailable: Invalid value: 120%: must not be greater "
-        "than 100%"]
+        ("spec.strategy.rollingUpdate.maxUnavailable: Invalid value: 120%: must not be greater "
+        "than 100%")]
     errs = _create("Deployment", deployment(strategy={"rollingUpdate": {"maxSurge": "x"}}))
-    assert errs == ["spec.strategy.rollingUpdate.maxSurge: Invalid value: x: a valid percent "
+    assert errs == [("spec.strategy.rollingUpdate.maxSurge: Invalid value: x: a valid percent "
                     "string must be a numeric string followed by an ending '%' (e.g. '1%',  or "
-                    "'93%', regex used for validation is '[0-9]+%')"]
+                    "'93%', regex used for validation is '[0-9]+%')")]
     assert _create("Deployment", deployment(strategy={"type": "Blue"})) == [
-        'spec.strategy: Unsupported value: apps.DeploymentStrategy{Type:"Blue", '
+        ('spec.strategy: Unsupported value: apps.DeploymentStrategy{Type:"Blue", '
         'RollingUpdate:(*apps.RollingUpdateDeployment)(nil)}: supported values: "Recreate", '
-        '"RollingUpdate"']
+        '"RollingUpdate"')]
 
 
 def test_deployment_template_rules() -> None:
     assert _create("Deployment", deployment(
         template=_template({"app": "web"}, restartPolicy="OnFailure"))) == [
-        'spec.template.spec.restartPolicy: Unsupported value: "OnFailure": supported values: '
-        '"Always"']
+        ('spec.template.spec.restartPolicy: Unsupported value: "OnFailure": supported values: '
+        '"Always"')]
     assert _create("Deployment", deployment(
         template=_template({"app": "web"}, activeDeadlineSeconds=5))) == [
-        "spec.template.spec.activeDeadlineSeconds: Forbidden: activeDeadlineSeconds in "
-        "ReplicaSet is not Supported"]
+        ("spec.template.spec.activeDeadlineSeconds: Forbidden: activeDeadlineSeconds in "
+        "ReplicaSet is not Supported")]
     assert _create("Deployment", deployment(template={"metadata": {"labels": {"app": "web"}},
                                                        "spec": {"containers": []}})) == [
         "spec.template.spec.containers: Required value"]
@@ -126,10 +126,10 @@ def test_deployment_template_rules() -> None:
             "spec": {"containers": [{"name": "Bad_Name", "image": "x"}, {"name": "a"},
                                     {"name": "a", "image": "y"}]}}
     assert _create("Deployment", deployment(template=tmpl)) == [
-        'spec.template.spec.containers[0].name: Invalid value: "Bad_Name": a lowercase RFC 1123 '
+        ('spec.template.spec.containers[0].name: Invalid value: "Bad_Name": a lowercase RFC 1123 '
         "label must consist of lower case alphanumeric characters or '-', and must start and end "
         "with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
-        "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+        "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"),
         "spec.template.spec.containers[1].image: Required value",
         'spec.template.spec.containers[2].name: Duplicate value: "a"',
     ]
@@ -158,8 +158,8 @@ def test_deployment_selector_immutable() -> None:
     new["spec"]["selector"] = {"matchLabels": {"app": "web", "v": "2"}}
     new["spec"]["template"]["metadata"]["labels"]["v"] = "2"
     assert _update("Deployment", new, old) == [
-        "spec.selector: Invalid value: &LabelSelector{MatchLabels:map[string]string{app: web,v: "
-        "2,},MatchExpressions:[]LabelSelectorRequirement{},}: field is immutable"]
+        ("spec.selector: Invalid value: &LabelSelector{MatchLabels:map[string]string{app: web,v: "
+        "2,},MatchExpressions:[]LabelSelectorRequirement{},}: field is immutable")]
     scaled = copy.deepcopy(old)
     scaled["spec"]["replicas"] = 5
     scaled["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:1.26"
@@ -188,11 +188,11 @@ def test_statefulset() -> None:
     assert _create("StatefulSet", statefulset()) == []
     obj = statefulset()
     obj["metadata"]["name"] = "db.v1"
-    assert _create("StatefulSet", obj) == ['metadata.name: Invalid value: "db.v1": must not '
-                                           'contain dots']
+    assert _create("StatefulSet", obj) == [('metadata.name: Invalid value: "db.v1": must not '
+                                           'contain dots')]
     assert _create("StatefulSet", statefulset(podManagementPolicy="Random")) == [
-        "spec.podManagementPolicy: Invalid value: \"Random\": must be 'OrderedReady' or "
-        "'Parallel'"]
+        ("spec.podManagementPolicy: Invalid value: \"Random\": must be 'OrderedReady' or "
+        "'Parallel'")]
     # Upstream validates only the template's labels and annotations.
     assert _create("StatefulSet", statefulset(template={"metadata": {"labels": {"app": "db"}},
                                                          "spec": {}})) == []
@@ -208,9 +208,9 @@ def test_statefulset_update() -> None:
     new = copy.deepcopy(old)
     new["spec"]["serviceName"] = "other"
     assert _update("StatefulSet", new, old) == [
-        "spec: Forbidden: updates to statefulset spec for fields other than 'replicas', "
+        ("spec: Forbidden: updates to statefulset spec for fields other than 'replicas', "
         "'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and "
-        "'minReadySeconds' are forbidden"]
+        "'minReadySeconds' are forbidden")]
 
 
 def test_daemonset() -> None:
@@ -219,12 +219,12 @@ def test_daemonset() -> None:
     assert _create("DaemonSet", copy.deepcopy(ds)) == []
     ds["spec"]["updateStrategy"] = {"rollingUpdate": {"maxUnavailable": 1, "maxSurge": 1}}
     assert _create("DaemonSet", copy.deepcopy(ds)) == [
-        "spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: 1: may not be set when "
-        "maxUnavailable is non-zero"]
+        ("spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: 1: may not be set when "
+        "maxUnavailable is non-zero")]
     ds["spec"]["updateStrategy"] = {"rollingUpdate": {"maxUnavailable": 0, "maxSurge": 0}}
     assert _create("DaemonSet", ds) == [
-        "spec.updateStrategy.rollingUpdate.maxUnavailable: Required value: cannot be 0 when "
-        "maxSurge is 0"]
+        ("spec.updateStrategy.rollingUpdate.maxUnavailable: Required value: cannot be 0 when "
+        "maxSurge is 0")]
 
 
 # --- Job and CronJob -------------------------------------------------------------------
@@ -254,8 +254,8 @@ def test_job_fields() -> None:
     assert _create("Job", job(parallelism=-1)) == [
         "spec.parallelism: Invalid value: -1: must be greater than or equal to 0"]
     assert _create("Job", job(completionMode="Sometimes")) == [
-        'spec.completionMode: Unsupported value: "Sometimes": supported values: "NonIndexed", '
-        '"Indexed"']
+        ('spec.completionMode: Unsupported value: "Sometimes": supported values: "NonIndexed", '
+        '"Indexed"')]
     assert _create("Job", job(backoffLimit=-2)) == [
         "spec.backoffLimit: Invalid value: -2: must be greater than or equal to 0"]
 
@@ -267,8 +267,8 @@ def test_job_manual_selector() -> None:
     mismatch = job(manualSelector=True, selector={"matchLabels": {"app": "x"}})
     mismatch["spec"]["template"]["metadata"] = {"labels": {"app": "pi"}}
     assert _create("Job", mismatch) == [
-        'spec.template.metadata.labels: Invalid value: map[string]string{"app":"pi"}: '
-        '`selector` does not match template `labels`']
+        ('spec.template.metadata.labels: Invalid value: map[string]string{"app":"pi"}: '
+        '`selector` does not match template `labels`')]
 
 
 def test_job_generated_labels_conflict() -> None:
@@ -338,8 +338,8 @@ def test_cronjob_bad_schedules(schedule: str, message: str) -> None:
 
 def test_cronjob_other_fields() -> None:
     assert _create("CronJob", cronjob(concurrencyPolicy="Sometimes")) == [
-        'spec.concurrencyPolicy: Unsupported value: "Sometimes": supported values: "Allow", '
-        '"Forbid", "Replace"']
+        ('spec.concurrencyPolicy: Unsupported value: "Sometimes": supported values: "Allow", '
+        '"Forbid", "Replace"')]
     obj = cronjob()
     del obj["spec"]["schedule"]
     assert _create("CronJob", obj) == ["spec.schedule: Required value"]
@@ -353,8 +353,8 @@ def test_cronjob_other_fields() -> None:
     bad = cronjob()
     bad["spec"]["jobTemplate"]["spec"]["template"]["spec"]["restartPolicy"] = "Always"
     assert _create("CronJob", bad) == [
-        'spec.jobTemplate.spec.template.spec.restartPolicy: Required value: valid values: '
-        '"OnFailure", "Never"']
+        ('spec.jobTemplate.spec.template.spec.restartPolicy: Required value: valid values: '
+        '"OnFailure", "Never"')]
 
 
 # --- Pod -------------------------------------------------------------------------------
@@ -369,32 +369,32 @@ def test_pod_create() -> None:
     assert _create("Pod", pod()) == []
     assert _create("Pod", pod(containers=[])) == ["spec.containers: Required value"]
     assert _create("Pod", pod(restartPolicy="Sometimes")) == [
-        'spec.restartPolicy: Unsupported value: "Sometimes": supported values: "Always", '
-        '"OnFailure", "Never"']
+        ('spec.restartPolicy: Unsupported value: "Sometimes": supported values: "Always", '
+        '"OnFailure", "Never"')]
     assert _create("Pod", pod(activeDeadlineSeconds=0)) == [
-        "spec.activeDeadlineSeconds: Invalid value: 0: must be between 1 and 2147483647, "
-        "inclusive"]
+        ("spec.activeDeadlineSeconds: Invalid value: 0: must be between 1 and 2147483647, "
+        "inclusive")]
     ports = [{"name": "c", "image": "x", "ports": [{"containerPort": 70000, "protocol": "XTP"}]}]
     assert _create("Pod", pod(containers=ports)) == [
-        "spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and "
-        "65535, inclusive",
-        'spec.containers[0].ports[0].protocol: Unsupported value: "XTP": supported values: '
-        '"SCTP", "TCP", "UDP"']
+        ("spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and "
+        "65535, inclusive"),
+        ('spec.containers[0].ports[0].protocol: Unsupported value: "XTP": supported values: '
+        '"SCTP", "TCP", "UDP"')]
     mounts = [{"name": "c", "image": "x", "volumeMounts": [{"name": "nope", "mountPath": "/x"}]}]
     assert _create("Pod", pod(containers=mounts)) == [
         'spec.containers[0].volumeMounts[0].name: Not found: "nope"']
     resources = [{"name": "c", "image": "x",
                   "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}}]
     assert _create("Pod", pod(containers=resources)) == [
-        'spec.containers[0].resources.requests: Invalid value: "2": must be less than or equal '
-        'to cpu limit of 1']
+        ('spec.containers[0].resources.requests: Invalid value: "2": must be less than or equal '
+        'to cpu limit of 1')]
     init = [{"name": "c", "image": "x"}]
     assert _create("Pod", pod(initContainers=init)) == [
         'spec.initContainers[0].name: Duplicate value: "c"']
     tolerations = [{"key": "k", "operator": "Exists", "effect": "Sometimes"}]
     assert _create("Pod", pod(tolerations=tolerations)) == [
-        'spec.tolerations[0].effect: Unsupported value: "Sometimes": supported values: '
-        '"NoSchedule", "PreferNoSchedule", "NoExecute"']
+        ('spec.tolerations[0].effect: Unsupported value: "Sometimes": supported values: '
+        '"NoSchedule", "PreferNoSchedule", "NoExecute"')]
 
 
 def test_pod_update_rules() -> None:
@@ -424,8 +424,8 @@ def test_pod_update_rules() -> None:
     removed = copy.deepcopy(old)
     removed["spec"]["tolerations"] = []
     assert _update("Pod", removed, old) == [
-        "spec.tolerations: Forbidden: existing toleration can not be modified except its "
-        "tolerationSeconds"]
+        ("spec.tolerations: Forbidden: existing toleration can not be modified except its "
+        "tolerationSeconds")]
     more = copy.deepcopy(old)
     more["spec"]["containers"].append({"name": "d", "image": "x"})
     assert _update("Pod", more, old) == [
@@ -435,8 +435,8 @@ def test_pod_update_rules() -> None:
     old_deadline = copy.deepcopy(deadline)
     deadline["spec"]["activeDeadlineSeconds"] = 20
     assert _update("Pod", deadline, old_deadline) == [
-        "spec.activeDeadlineSeconds: Invalid value: 20: must be less than or equal to previous "
-        "value"]
+        ("spec.activeDeadlineSeconds: Invalid value: 20: must be less than or equal to previous "
+        "value")]
 
 
 def test_pod_update_defaults_make_omissions_equal() -> None:
@@ -458,8 +458,8 @@ def test_pod_scheduling_gates() -> None:
     added = copy.deepcopy(old)
     added["spec"]["schedulingGates"].append({"name": "example.com/other"})
     assert _update("Pod", added, old) == [
-        "spec.schedulingGates: Forbidden: only deletion is allowed, but found new scheduling gate "
-        "'example.com/other'"]
+        ("spec.schedulingGates: Forbidden: only deletion is allowed, but found new scheduling gate "
+        "'example.com/other'")]
 
 
 def test_pod_status_update() -> None:
@@ -491,20 +491,22 @@ def test_service_create() -> None:
     assert _create("Service", obj)[0].startswith('metadata.name: Invalid value: "1web": a DNS-1035')
     assert _create("Service", service(ports=[])) == ["spec.ports: Required value"]
     assert _create("Service", service(clusterIP="None", ports=[])) == []
+    # targetPort defaults to the (invalid) port, so both are reported, as upstream.
     assert _create("Service", service(ports=[{"port": 0}])) == [
-        "spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive"]
+        "spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive",
+        "spec.ports[0].targetPort: Invalid value: 0: must be between 1 and 65535, inclusive"]
     assert _create("Service", service(type="Internal")) == [
-        'spec.type: Unsupported value: "Internal": supported values: "ClusterIP", "ExternalName", '
-        '"LoadBalancer", "NodePort"']
+        ('spec.type: Unsupported value: "Internal": supported values: "ClusterIP", "ExternalName", '
+        '"LoadBalancer", "NodePort"')]
     assert _create("Service", service(ports=[{"port": 80}, {"port": 81}])) == [
         "spec.ports[0].name: Required value", "spec.ports[1].name: Required value"]
     dup = _create("Service", service(ports=[{"name": "a", "port": 80}, {"name": "b", "port": 80}]))
-    assert dup == ['spec.ports[1]: Duplicate value: core.ServicePort{Name:"", Protocol:"TCP", '
+    assert dup == [('spec.ports[1]: Duplicate value: core.ServicePort{Name:"", Protocol:"TCP", '
                    'AppProtocol:(*string)(nil), Port:80, TargetPort:intstr.IntOrString{Type:0, '
-                   'IntVal:0, StrVal:""}, NodePort:0}']
+                   'IntVal:0, StrVal:""}, NodePort:0}')]
     assert _create("Service", service(clusterIP="10.0.0.300")) == [
-        'spec.clusterIPs[0]: Invalid value: "10.0.0.300": must be a valid IP address, (e.g. '
-        '10.9.8.7 or 2001:db8::ffff)']
+        ('spec.clusterIPs[0]: Invalid value: "10.0.0.300": must be a valid IP address, (e.g. '
+        '10.9.8.7 or 2001:db8::ffff)')]
 
 
 def test_service_cluster_ip_immutable() -> None:
@@ -527,9 +529,9 @@ def test_configmap() -> None:
     assert _create("ConfigMap", ok) == []
     bad = {"metadata": {"name": "cm", "namespace": "d"}, "data": {"a b": "x"}}
     assert _create("ConfigMap", bad) == [
-        "data[a b]: Invalid value: \"a b\": a valid config key must consist of alphanumeric "
+        ("data[a b]: Invalid value: \"a b\": a valid config key must consist of alphanumeric "
         "characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex "
-        "used for validation is '[-._a-zA-Z0-9]+')"]
+        "used for validation is '[-._a-zA-Z0-9]+')")]
     old = {"metadata": {"name": "cm", "namespace": "d"}, "data": {"a": "1"}, "immutable": True}
     new = copy.deepcopy(old)
     new["data"]["a"] = "2"
@@ -563,8 +565,8 @@ def test_namespace() -> None:
         "metadata.namespace: Forbidden: not allowed on this type"]
     ns = {"metadata": {"name": "a"}, "status": {"phase": "Terminating"}}
     assert _errors(validate_status_update("Namespace", ns, ns)) == [
-        "status.Phase: Invalid value: \"Terminating\": may only be 'Active' if `deletionTimestamp` "
-        "is empty"]
+        ("status.Phase: Invalid value: \"Terminating\": may only be 'Active' if `deletionTimestamp` "
+        "is empty")]
 
 
 def test_event_and_lease() -> None:
@@ -575,6 +577,24 @@ def test_event_and_lease() -> None:
         'involvedObject.namespace: Invalid value: "other": does not match event.namespace']
     event["involvedObject"]["namespace"] = "default"
     assert _create("Event", event) == []
+    # Event names are free-form, but must fit in a URL path segment.
+    event["metadata"]["name"] = "Pod.Name_1"
+    assert _create("Event", event) == []
+    event["metadata"]["name"] = "a/b"
+    assert _create("Event", event) == ["metadata.name: Invalid value: \"a/b\": may not contain '/'"]
+    new_style = {"metadata": {"name": "e", "namespace": "default"}, "eventTime": "2024-01-01T00:00:00Z",
+                 "involvedObject": {"kind": "Pod", "namespace": "default", "name": "p"}}
+    assert _create("Event", new_style) == [
+        "reportingComponent: Required value",
+        'reportingComponent: Invalid value: "": name part must be non-empty',
+        ('reportingComponent: Invalid value: "": name part must consist of alphanumeric characters, '
+        "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  "
+        "or 'my.name',  or '123-abc', regex used for validation is "
+        "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"),
+        "reportingInstance: Required value",
+        "action: Required value",
+        "reason: Required value",
+    ]
     lease = {"metadata": {"name": "l", "namespace": "d"},
              "spec": {"holderIdentity": "x", "leaseDurationSeconds": 0}}
     assert _create("Lease", lease) == [
@@ -595,9 +615,9 @@ def test_status_updates() -> None:
     assert _errors(validate_status_update("Deployment", new, dep)) == [
         "status.readyReplicas: Invalid value: 2: cannot be greater than status.replicas"]
     rs_old = {"status": {"replicas": 1}}
-    rs_new = {"status": {"replicas": -1}}
+    rs_new = {"status": {"replicas": 2, "readyReplicas": 2, "availableReplicas": -1}}
     assert _errors(validate_status_update("ReplicaSet", rs_new, rs_old)) == [
-        "status.replicas: Invalid value: -1: must be greater than or equal to 0"]
+        "status.availableReplicas: Invalid value: -1: must be greater than or equal to 0"]
     sts_old = {"status": {"replicas": 1, "collisionCount": 2}}
     sts_new = {"status": {"replicas": 1, "collisionCount": 1}}
     assert _errors(validate_status_update("StatefulSet", sts_new, sts_old)) == [

@@ -85,13 +85,13 @@ def test_empty_and_nothing() -> None:
         ("!a=b", "found '=', expected: ',' or 'end of string'"),
         ("!=b", "found '!=', expected: !, identifier, or 'end of string'"),
         ("! =b", "unable to parse requirement: found '=', expected: identifier"),
-        ("a<-3", "unable to parse requirement: values[0][a]: Invalid value: \"-3\": a valid label "
+        ("a<-3", ("unable to parse requirement: values[0][a]: Invalid value: \"-3\": a valid label "
                  "must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
                  "and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
                  "'my_value',  or '12345', regex used for validation is "
-                 "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"),
-        ("a>b", "unable to parse requirement: values[0]: Invalid value: \"b\": "
-                "for 'Gt', 'Lt' operators, the value must be an integer"),
+                 "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")),
+        ("a>b", ("unable to parse requirement: values[0]: Invalid value: \"b\": "
+                "for 'Gt', 'Lt' operators, the value must be an integer")),
     ],
 )
 def test_parse_errors(text: str, message: str) -> None:

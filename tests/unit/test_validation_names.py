@@ -88,9 +88,9 @@ def test_qualified_name() -> None:
     assert is_qualified_name("/a") == ["prefix part must be non-empty"]
     assert is_qualified_name("a/") == [
         "name part must be non-empty",
-        "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
+        ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
         "end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex "
-        "used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+        "used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"),
     ]
     assert is_qualified_name("Bad_/x") == ["prefix part " + SUBDOMAIN_MSG]
     assert is_qualified_name("a/b/c")[0].startswith(
@@ -278,8 +278,8 @@ def test_finalizers() -> None:
     assert validate_finalizers(["kubernetes", "example.com/f", "foregroundDeletion"]) == []
     errs = validate_finalizers(["custom"])
     assert [c.error() for c in errs] == [
-        'metadata.finalizers[0]: Invalid value: "custom": name is neither a standard finalizer '
-        'name nor is it fully qualified']
+        ('metadata.finalizers[0]: Invalid value: "custom": name is neither a standard finalizer '
+        'name nor is it fully qualified')]
     errs = validate_finalizers(["orphan", "foregroundDeletion"])
     assert errs[0].detail == "finalizer orphan and foregroundDeletion cannot be both set"
 
@@ -311,8 +311,8 @@ def test_object_meta_update() -> None:
            "generation": 3}
     new = {"name": "a", "finalizers": ["a.io/x", "b.io/y"], "generation": 2}
     assert [c.error() for c in validate_object_meta_update(new, old)] == [
-        'metadata.finalizers: Forbidden: no new finalizers can be added if the object is being '
-        'deleted, found new finalizers []string{"b.io/y"}',
+        ('metadata.finalizers: Forbidden: no new finalizers can be added if the object is being '
+        'deleted, found new finalizers []string{"b.io/y"}'),
         "metadata.generation: Invalid value: 2: must not be decremented",
     ]
 
@@ -325,12 +325,12 @@ def test_label_selector_validation() -> None:
         {"key": "c", "operator": "Gt", "values": ["1"]},
     ]}, "spec.selector")
     assert [c.error() for c in errs] == [
-        "spec.selector.matchExpressions[0].values: Required value: must be specified when "
-        "`operator` is 'In' or 'NotIn'",
-        "spec.selector.matchExpressions[1].values: Forbidden: may not be specified when "
-        "`operator` is 'Exists' or 'DoesNotExist'",
-        'spec.selector.matchExpressions[2].operator: Invalid value: "Gt": not a valid selector '
-        'operator',
+        ("spec.selector.matchExpressions[0].values: Required value: must be specified when "
+        "`operator` is 'In' or 'NotIn'"),
+        ("spec.selector.matchExpressions[1].values: Forbidden: may not be specified when "
+        "`operator` is 'Exists' or 'DoesNotExist'"),
+        ('spec.selector.matchExpressions[2].operator: Invalid value: "Gt": not a valid selector '
+        'operator'),
     ]
 
 

@@ -1,0 +1,58 @@
+"""Fixtures for end-to-end tests: real clients (kubernetes, kubectl, aiohttp) against the server."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pykcm.testing.server_thread import ServerThread
+
+REQUEST_TIMEOUT = "--request-timeout=20s"
+
+
+def _kubectl_path() -> str:
+    here = Path(sys.executable).parent / "kubectl"
+    if here.exists():
+        return str(here)
+    found = shutil.which("kubectl")
+    if found is None:
+        pytest.skip("kubectl is not installed")
+    return found
+
+
+@dataclass
+class Kubectl:
+    """Runs the real kubectl against the test server, with bounded timeouts."""
+
+    binary: str
+    env: dict[str, str]
+
+    def run(self, *args: str, stdin: str | None = None, timeout: float = 60
+            ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([self.binary, *args, REQUEST_TIMEOUT], input=stdin,
+                              capture_output=True, text=True, env=self.env, timeout=timeout)
+
+    def ok(self, *args: str, stdin: str | None = None) -> str:
+        r = self.run(*args, stdin=stdin)
+        assert r.returncode == 0, f"kubectl {' '.join(args)}: rc={r.returncode}\n{r.stderr}"
+        return r.stdout
+
+    def popen(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen([self.binary, *args, REQUEST_TIMEOUT], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=self.env, bufsize=1)
+
+
+@pytest.fixture(scope="session")
+def kubectl(pykcm_apiserver: ServerThread) -> Iterator[Kubectl]:
+    cache = tempfile.mkdtemp(prefix="kubectl-cache-")
+    env = {**os.environ, "KUBECONFIG": pykcm_apiserver.kubeconfig_path, "KUBECACHEDIR": cache}
+    yield Kubectl(_kubectl_path(), env)
+    shutil.rmtree(cache, ignore_errors=True)
