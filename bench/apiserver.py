@@ -51,7 +51,7 @@ from typing import Any
 
 import aiohttp
 import orjson
-import yaml  # type: ignore[import-untyped]
+import yaml  # type: ignore[import-untyped, unused-ignore]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -88,7 +88,7 @@ class BenchError(Exception):
     """Aborts the benchmark with one line."""
 
 
-# -- the workload --------------------------------------------------------------------------
+# -- the workload ---------------------------------------------------------------------------
 
 
 def make_pod(i: int) -> dict[str, Any]:
@@ -177,7 +177,7 @@ def patch_body(gen: int, i: int) -> bytes:
         "annotations": {"bench.pykcm.io/generation": str(gen)}}})
 
 
-# -- errors ----------------------------------------------------------------------------------
+# -- errors ---------------------------------------------------------------------------------
 
 
 @dataclass
@@ -211,7 +211,7 @@ class Failures:
 FAIL = Failures()
 
 
-# -- the server subprocess ---------------------------------------------------------------------
+# -- the server subprocess ------------------------------------------------------------------
 
 
 class ServerProc:
@@ -318,7 +318,7 @@ class ServerProc:
         shutil.rmtree(self.work, ignore_errors=True)
 
 
-# -- the client ----------------------------------------------------------------------------------
+# -- the client -----------------------------------------------------------------------------
 
 
 class Client:
@@ -410,7 +410,7 @@ def pct(values: list[float], p: float) -> float:
     return s[min(len(s) - 1, int(p / 100 * len(s)))]
 
 
-# -- the phases ----------------------------------------------------------------------------------
+# -- the phases -----------------------------------------------------------------------------
 
 
 async def ensure_namespace(c: Client) -> None:
@@ -608,7 +608,7 @@ async def bench_deletecollection(c: Client) -> dict[str, Any]:
     return {"secs": secs, "status": st, "deleted": deleted, "remaining": remaining}
 
 
-# -- runs -------------------------------------------------------------------------------------------
+# -- runs -----------------------------------------------------------------------------------
 
 
 async def run_durable(args: argparse.Namespace, n: int) -> dict[str, Any]:
@@ -712,6 +712,7 @@ async def measured(srv: ServerProc, coro: Awaitable[dict[str, Any]]) -> dict[str
     wall = time.perf_counter() - t0
     srv_s, cli_s = srv.cpu_seconds() - s0, time.process_time() - c0
     out["server_cpu"] = srv_s / wall
+    out["server_cpu_s"] = srv_s
     out["client_cpu"] = cli_s / wall
     out["other_cpu"] = max(0.0, busy_cpu_seconds() - b0 - srv_s - cli_s) / wall
     return out
@@ -721,7 +722,7 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-# -- report ----------------------------------------------------------------------------------------
+# -- report ---------------------------------------------------------------------------------
 
 
 def machine() -> str:
@@ -815,6 +816,11 @@ def report(args: argparse.Namespace, n: int, d: dict[str, Any], m: dict[str, Any
         if cr and m.get("creates"):
             L.append(f"| creates/s | {fmt(cr['rate'], '/s')} | {fmt(m['creates']['rate'], '/s')}"
                      f" | {cr['rate'] / m['creates']['rate']:.2f} |")
+        if cr and m.get("creates"):
+            a, b = (r["server_cpu_s"] / r["ok"] * 1e6 if r["ok"] else float("nan")
+                    for r in (cr, m["creates"]))
+            L.append(f"| server CPU per create (contention-proof) | {a:,.0f} µs | {b:,.0f} µs"
+                     f" | {a / b:.2f} |")
         if ls and m.get("list"):
             for k, lab in (("unset", "rv unset"), ("0", "rv=0")):
                 a, b = ls[k]["median_ms"], m["list"][k]["median_ms"]
@@ -841,6 +847,13 @@ def report(args: argparse.Namespace, n: int, d: dict[str, Any], m: dict[str, Any
            for k, r in (("creates", cr), ("updates", up), ("watch", w),
                         ("deletecollection", dc), ("in-memory creates", (m or {}).get("creates")),
                         ("https creates", (h or {}).get("creates"))) if r]
+    per = [f"{k} {r['server_cpu_s'] / r['ok'] * 1e6:,.0f} µs "
+           f"(≤ {r['ok'] / r['server_cpu_s']:,.0f}/s on a core of its own)"
+           for k, r in (("create", cr), ("update", up), ("https create",
+                                                          (h or {}).get("creates")))
+           if r and r.get("ok") and r.get("server_cpu_s")]
+    if per:
+        det.append("server CPU per request: " + ", ".join(per))
     if cpu:
         det.append("CPU as share of one core, server/bench client/other processes: "
                    + ", ".join(cpu))

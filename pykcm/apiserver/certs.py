@@ -72,7 +72,7 @@ def ensure_serving_certs(directory: str, hosts: tuple[str, ...] = ()) -> Serving
                               encipher_only=False, decipher_only=False),
                 critical=True,
             )
-            .sign(ca_private, hashes.SHA256())  # type: ignore[arg-type]
+            .sign(ca_private, hashes.SHA256())
         )
         _write_private(ca_key, ca_private.private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,

@@ -274,9 +274,9 @@ class APIHandlers:
                 raise errors.method_not_allowed(
                     "the server does not allow this method on the requested resource")
             body = await self._body(request) if request.can_read_body else None
-            opts = delete_options(q, body if isinstance(body, dict) else None)
-            opts.dry_run = opts.dry_run or dry
-            deleted, entry = await rest.delete(res, ns, info.name, opts)
+            del_opts = delete_options(q, body if isinstance(body, dict) else None)
+            del_opts.dry_run = del_opts.dry_run or dry
+            deleted, entry = await rest.delete(res, ns, info.name, del_opts)
             if deleted and res.kind not in ("Pod",):
                 meta = entry.obj["metadata"]
                 details = {"name": meta["name"], "kind": res.plural, "uid": meta.get("uid")}

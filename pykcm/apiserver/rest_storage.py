@@ -20,6 +20,7 @@ revision.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import os
 import random
 import time
@@ -127,8 +128,7 @@ class RESTStorage:
         try:
             lsel = _labels.parse_label_selector(opts.label_selector) if opts.label_selector else None
         except ValueError as exc:
-            raise errors.bad_request(f"unable to parse requirement: {exc}" if "unable" not in str(
-                exc) else str(exc)) from None
+            raise errors.bad_request(str(exc)) from None
         fsel = None
         if opts.field_selector or name:
             fs = opts.field_selector
@@ -142,6 +142,8 @@ class RESTStorage:
                 msg = _selectable.check_field_selector(info.kind, fsel)
                 if msg:
                     raise errors.bad_request(msg)
+                # Legacy aliases (spec.host → spec.nodeName) as upstream converts them.
+                fsel = _selectable.normalize_field_selector(info.kind, fsel)
         if lsel is not None and lsel.empty:
             lsel = None
         if fsel is not None and fsel.empty:
@@ -439,7 +441,7 @@ class RESTStorage:
             return False
         if info.kind == "Namespace":
             return not (new.get("spec") or {}).get("finalizers")
-        return old_meta.get("deletionGracePeriodSeconds") == 0
+        return bool(old_meta.get("deletionGracePeriodSeconds") == 0)
 
     # -- delete ---------------------------------------------------------------------
 
@@ -541,17 +543,17 @@ class RESTStorage:
         return await self.store.write(rs, key, None, current)
 
     async def delete_collection(self, info: ResourceInfo, namespace: str, list_opts: ListOptions,
-                                opts: DeleteOptions) -> list[Entry]:
+                                opts: DeleteOptions) -> builtins.list[Entry]:
         rs = self.rs(info)
         ns = namespace if info.namespaced else ""
         flt = self.build_filter(info, "", list_opts)
-        names: list[str] = []
-        for k in list(rs.keys_in(rs.sorted_keys(), ns)):
+        names: builtins.list[str] = []
+        for k in builtins.list(rs.keys_in(rs.sorted_keys(), ns)):
             e = rs.items.get(k)
             if e is None or (flt is not None and not flt(k, e)):
                 continue
             names.append(e.obj["metadata"]["name"])
-        out: list[Entry] = []
+        out: builtins.list[Entry] = []
 
         async def one(n: str) -> None:
             try:

@@ -13,6 +13,7 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from pykcm import __version__
 
@@ -55,7 +56,7 @@ async def _run_apiserver(args: argparse.Namespace) -> int:
         loop.add_signal_handler(sig, stop.set)
     assert server.fatal is not None
     fatal = server.fatal
-    waiter = asyncio.ensure_future(stop.wait())
+    waiter: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
     await asyncio.wait([waiter, fatal], return_when=asyncio.FIRST_COMPLETED)
     waiter.cancel()
     await server.stop()

@@ -120,3 +120,23 @@ def test_too_many_requests_has_retry_after(pykcm_apiserver_factory: object) -> N
     assert r.json()["details"]["retryAfterSeconds"] == 1
     st.server.inflight_mutating = 0
     assert a.post("/api/v1/namespaces/default/configmaps", {"metadata": {"name": "x"}})[0] == 201
+
+
+def test_owner_references_and_immutable_fields(api: Api) -> None:
+    ns = api.ns()
+    refs = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": n, "uid": f"uid-{n}",
+             "controller": True} for n in ("a", "b")]
+    code, body = api.post(f"/api/v1/namespaces/{ns}/pods",
+                          {**pod("p"), "metadata": {"name": "p", "ownerReferences": refs}})
+    _status(body, 422, "Invalid")
+    assert "Only one reference can have Controller set to true" in body["message"]
+    base = f"/apis/apps/v1/namespaces/{ns}/deployments"
+    code, d = api.post(base, deployment("web"))
+    assert code == 201
+    code, body = api.patch(f"{base}/web", {"spec": {"selector": {"matchLabels": {"app": "x"}},
+                                                    "template": {"metadata": {"labels": {
+                                                        "app": "x"}}}}})
+    _status(body, 422, "Invalid")
+    assert "field is immutable" in body["message"]
+    code, body = api.patch(f"/api/v1/namespaces/{ns}/pods/nope", {})
+    assert code == 404
