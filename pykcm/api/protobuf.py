@@ -35,6 +35,7 @@ from __future__ import annotations
 import base64
 import functools
 import json
+import math
 import struct
 from importlib import resources
 from typing import Any, Final
@@ -43,6 +44,7 @@ __all__ = [
     "K8S_PROTOBUF_MAGIC",
     "PROTOBUF_CONTENT_TYPE",
     "ProtobufDecodeError",
+    "ProtobufUnsupportedKindError",
     "decode_k8s_protobuf",
     "is_k8s_protobuf",
     "load_schema",
@@ -92,6 +94,10 @@ _MAX_NESTING: Final = 64  # nested protobuf RawExtension bodies
 
 class ProtobufDecodeError(ValueError):
     """A protobuf request body that cannot be decoded (the server answers 400)."""
+
+
+class ProtobufUnsupportedKindError(ProtobufDecodeError):
+    """A well-formed body of a kind the schema table lacks (answer 415, ask for JSON)."""
 
 
 class Message:
@@ -154,7 +160,7 @@ def lookup_kind(api_version: str, kind: str) -> Message:
     if msg is None:
         msg = schema.any_version_kinds.get(kind)
     if msg is None:
-        raise ProtobufDecodeError(
+        raise ProtobufUnsupportedKindError(
             f"protobuf decoding of kind {kind or '<empty>'} (apiVersion "
             f"{api_version or '<empty>'}) is not supported; send JSON"
         )
@@ -452,7 +458,7 @@ def _decode_value(
         if pos + 8 > end:
             raise ProtobufDecodeError("truncated 64-bit field")
         (f,) = struct.unpack_from("<d", buf, pos)
-        if f != f or f in (float("inf"), float("-inf")):
+        if not math.isfinite(f):
             raise ProtobufDecodeError(f"{msg.name}.{name}: {f} has no JSON form")
         return f, pos + 8
     _expect(wt, WT_BYTES, msg, name)

@@ -153,15 +153,15 @@ class RESTStorage:
             return None
         kind = info.kind
 
+        def extract(obj: dict[str, Any]) -> dict[str, str]:
+            return _selectable.field_set(kind, obj)
+
         def flt(key: str, entry: Entry) -> bool:
             if ns_prefix and not key.startswith(ns_prefix):
                 return False
-            if lsel is None and fsel is None:
-                return True
-            obj = entry.obj
-            if lsel is not None and not lsel.matches(obj["metadata"].get("labels") or {}):
+            if lsel is not None and not lsel.matches(entry.labels):
                 return False
-            if fsel is not None and not fsel.matches(_selectable.field_set(kind, obj)):
+            if fsel is not None and not fsel.matches(entry.fields(extract)):
                 return False
             return True
 
@@ -247,9 +247,7 @@ class RESTStorage:
         ns_entry = self.rs(self.ns_info).current(namespace)
         if ns_entry is None:
             raise errors.not_found("namespaces", "", namespace)
-        ns = ns_entry.obj
-        if ns["metadata"].get("deletionTimestamp") or (ns.get("status") or {}).get(
-                "phase") == "Terminating":
+        if b'"deletionTimestamp"' in ns_entry.raw and _terminating(ns_entry.obj):
             err = errors.forbidden(
                 info.plural, info.group, name,
                 f"unable to create new content in namespace {namespace} because it is "
@@ -552,7 +550,7 @@ class RESTStorage:
             e = rs.items.get(k)
             if e is None or (flt is not None and not flt(k, e)):
                 continue
-            names.append(e.obj["metadata"]["name"])
+            names.append(k.rpartition("/")[2])
         out: builtins.list[Entry] = []
 
         async def one(n: str) -> None:
@@ -613,6 +611,11 @@ def _new_uid() -> str:
         _uid_pool.extend(str(uuid.UUID(bytes=raw[i:i + 16], version=4))
                          for i in range(0, len(raw), 16))
     return _uid_pool.pop()
+
+
+def _terminating(ns: dict[str, Any]) -> bool:
+    return bool(ns["metadata"].get("deletionTimestamp")) or (ns.get("status") or {}).get(
+        "phase") == "Terminating"
 
 
 def _canonical_order(obj: dict[str, Any], info: ResourceInfo) -> None:

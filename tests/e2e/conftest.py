@@ -38,7 +38,8 @@ class Kubectl:
     def run(self, *args: str, stdin: str | None = None, timeout: float = 60
             ) -> subprocess.CompletedProcess[str]:
         return subprocess.run([self.binary, *args, REQUEST_TIMEOUT], input=stdin,
-                              capture_output=True, text=True, env=self.env, timeout=timeout)
+                              capture_output=True, text=True, env=self.env, timeout=timeout,
+                              check=False)
 
     def ok(self, *args: str, stdin: str | None = None) -> str:
         r = self.run(*args, stdin=stdin)

@@ -57,26 +57,50 @@ COMPACT_INTERVAL = 30.0
 
 
 class Entry:
-    """One stored revision of an object: its JSON bytes and (lazily) its dict."""
+    """One stored revision of an object: its JSON bytes, and its dict while a write holds it.
 
-    __slots__ = ("_obj", "raw", "rv")
+    At rest an entry keeps only the bytes plus its labels: bytes are not
+    tracked by Python's cyclic GC, whereas a parsed pod is some 60 tracked
+    dicts and lists, and with tens of thousands of objects the collector's
+    scans of them cost more than all request handling together. `obj`
+    parses on demand (without caching) once the write is committed.
+    """
+
+    __slots__ = ("_obj", "raw", "rv", "labels", "_fields")
 
     def __init__(self, obj: dict[str, Any] | None, raw: bytes, rv: int) -> None:
         self._obj = obj
         self.raw = raw
         self.rv = rv
+        if obj is None:
+            obj = orjson.loads(raw)
+        meta = obj.get("metadata")
+        # A str→str dict is not GC-tracked, so keeping it costs the collector nothing.
+        self.labels: dict[str, str] = (meta.get("labels") or {}) if isinstance(meta, dict) else {}
+        self._fields: dict[str, str] | None = None
 
     @property
     def obj(self) -> dict[str, Any]:
+        """The object as a dict: shared while its write is in flight, else freshly parsed.
+
+        Read-only either way; take `copy()` to build a write.
+        """
         o = self._obj
         if o is None:
-            o = self._obj = orjson.loads(self.raw)
+            o = orjson.loads(self.raw)
         return o
 
     def copy(self) -> dict[str, Any]:
         """A private deep copy (parsing the bytes is faster than copy.deepcopy)."""
         result: dict[str, Any] = orjson.loads(self.raw)
         return result
+
+    def fields(self, extract: Callable[[dict[str, Any]], dict[str, str]]) -> dict[str, str]:
+        """The selectable fields (cached: str→str, untracked by the GC)."""
+        f = self._fields
+        if f is None:
+            f = self._fields = extract(self.obj)
+        return f
 
     def release(self) -> None:
         self._obj = None
@@ -420,8 +444,7 @@ class Store:
             if rs.watchers:
                 for w in list(rs.watchers):
                     w.on_event(ev)
-            if ev.prev is not None:
-                ev.prev.release()
+            ev.entry.release()
         if self._rv_waiters:
             still = []
             for want, fut in self._rv_waiters:
