@@ -173,14 +173,14 @@ class Universe:
 
 
 def strip_comments(text: str) -> str:
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.DOTALL)
     out = []
     for line in text.splitlines():
         # drop // comments that are not inside a struct tag (tags never contain //
         # outside of quoted URLs, and tags sit between backticks)
         if "`" in line:
             head, _, rest = line.partition("`")
-            tag, _, tail = rest.partition("`")
+            tag, _, _tail = rest.partition("`")
             head = head.split("//", 1)[0]
             line = f"{head}`{tag}`"
         else:

@@ -19,6 +19,12 @@ import orjson
 import yaml
 from aiohttp import web
 
+from pykcm.api.protobuf import (
+    ProtobufDecodeError,
+    ProtobufUnsupportedKindError,
+    decode_k8s_protobuf,
+    is_k8s_protobuf,
+)
 from pykcm.api.resources import ResourceInfo, ResourceRegistry
 from pykcm.apiserver import errors
 from pykcm.apiserver.discovery import Discovery
@@ -495,10 +501,13 @@ def decode_body(raw: bytes, content_type: str) -> Any:
             return yaml.safe_load(raw)
         except yaml.YAMLError as exc:
             raise errors.bad_request(f"error converting YAML to JSON: {exc}") from None
-    if ctype == "application/vnd.kubernetes.protobuf":
-        raise errors.unsupported_media_type(
-            'the body of the request was in an unknown format - accepted media types include: '
-            'application/json, application/yaml')
+    if is_k8s_protobuf(ctype):
+        try:
+            return decode_k8s_protobuf(raw)
+        except ProtobufUnsupportedKindError as exc:
+            raise errors.unsupported_media_type(str(exc)) from None
+        except ProtobufDecodeError as exc:
+            raise errors.bad_request(f"error decoding protobuf body: {exc}") from None
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

@@ -45,6 +45,7 @@ from pykcm.api.resources import ResourceInfo, ResourceRegistry
 from pykcm.apiserver import errors, strategy
 from pykcm.apiserver import selectable_fields as _selectable
 from pykcm.apiserver.errors import StatusError
+from pykcm.apiserver.service_allocator import ServiceAllocator
 from pykcm.apiserver.storage import Entry, ResourceStore, Store, object_key, resource_id
 
 GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -102,6 +103,7 @@ class RESTStorage:
         ns_info = registry.get("", "v1", "namespaces")
         assert ns_info is not None
         self.ns_info = ns_info
+        self.services = ServiceAllocator()
 
     def rs(self, info: ResourceInfo) -> ResourceStore:
         return self.store.resource(resource_id(info.group, info.plural))
@@ -113,6 +115,16 @@ class RESTStorage:
         for name in SYSTEM_NAMESPACES:
             if rs.current(name) is None:
                 await self.create(self.ns_info, "", {"metadata": {"name": name}})
+        svc_info = self.registry.get("", "v1", "services")
+        if svc_info is not None and self.rs(svc_info).current("default/kubernetes") is None:
+            # The API server's own Service, as every cluster has it.
+            await self.create(svc_info, "default", {
+                "metadata": {"name": "kubernetes", "labels": {
+                    "component": "apiserver", "provider": "kubernetes"}},
+                "spec": {"clusterIP": "10.96.0.1", "type": "ClusterIP",
+                         "ports": [{"name": "https", "port": 443, "protocol": "TCP",
+                                    "targetPort": 6443}]},
+            })
 
     # -- reads ----------------------------------------------------------------
 
@@ -292,7 +304,27 @@ class RESTStorage:
             meta["name"] = _generate_name(meta["generateName"])
         if dry_run:
             return Entry(obj, orjson.dumps(obj), 0)
+        if info.kind == "Service" and not info.group:
+            self._allocate_service(info, obj)
+            try:
+                return await self.store.write(rs, key, obj, None)
+            except BaseException:
+                self.services.release(obj)
+                raise
         return await self.store.write(rs, key, obj, None)
+
+    def _service_allocator(self) -> ServiceAllocator:
+        alloc = self.services
+        if not alloc.loaded:
+            rs = self.rs(self.registry.get("", "v1", "services") or self.ns_info)
+            alloc.load(e.obj for e in rs.items.values())
+        return alloc
+
+    def _allocate_service(self, info: ResourceInfo, obj: dict[str, Any]) -> None:
+        causes = self._service_allocator().allocate(obj)
+        if causes:
+            raise errors.invalid(info.kind, info.group, obj["metadata"].get("name", ""),
+                                 [c.to_status_cause() for c in causes])
 
     # -- update / patch -------------------------------------------------------
 
@@ -425,7 +457,7 @@ class RESTStorage:
         if dry_run:
             return Entry(new, orjson.dumps(new), current.rv)
         if self._should_delete_during_update(info, new, old):
-            await self.store.write(rs, key, None, current)
+            await self._remove(rs, key, current, False)
             return Entry(new, orjson.dumps(new), current.rv)
         return await self.store.write(rs, key, new, current)
 
@@ -538,7 +570,10 @@ class RESTStorage:
     async def _remove(self, rs: ResourceStore, key: str, current: Entry, dry_run: bool) -> Entry:
         if dry_run:
             return current
-        return await self.store.write(rs, key, None, current)
+        entry = await self.store.write(rs, key, None, current)
+        if rs.rid == "core/services":
+            self._service_allocator().release(entry.obj)
+        return entry
 
     async def delete_collection(self, info: ResourceInfo, namespace: str, list_opts: ListOptions,
                                 opts: DeleteOptions) -> builtins.list[Entry]:

@@ -120,6 +120,8 @@ def prepare_for_update(
             new["status"] = old["status"]
         else:
             new.pop("status", None)
+    if info.kind == "Service" and not info.group:
+        _keep_service_addresses(new, old)
     if info.kind == "Namespace":
         # Namespace status is kept by the main resource; phase moves only via delete.
         if "status" in old:
@@ -135,6 +137,27 @@ def prepare_for_update(
         if "generation" in old_meta:
             meta["generation"] = old_meta["generation"]
     return new
+
+
+def _keep_service_addresses(new: dict[str, Any], old: dict[str, Any]) -> None:
+    """An update that leaves out the allocated addresses keeps them (upstream patches them back)."""
+    spec = new.get("spec")
+    old_spec = old.get("spec") or {}
+    if not isinstance(spec, dict):
+        return
+    if not spec.get("clusterIP") and not spec.get("clusterIPs") and old_spec.get("clusterIP"):
+        if spec.get("type", "ClusterIP") != "ExternalName":
+            spec["clusterIP"] = old_spec["clusterIP"]
+            if old_spec.get("clusterIPs"):
+                spec["clusterIPs"] = old_spec["clusterIPs"]
+    if spec.get("type") in ("NodePort", "LoadBalancer"):
+        old_ports = {(p.get("port"), p.get("protocol", "TCP")): p.get("nodePort")
+                     for p in old_spec.get("ports") or [] if isinstance(p, dict)}
+        for p in spec.get("ports") or []:
+            if isinstance(p, dict) and not p.get("nodePort"):
+                np = old_ports.get((p.get("port"), p.get("protocol", "TCP")))
+                if np:
+                    p["nodePort"] = np
 
 
 def strip_for_compare(obj: dict[str, Any]) -> dict[str, Any]:

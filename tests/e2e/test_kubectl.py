@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import queue
+import re
 import threading
 import time
 import uuid
@@ -325,3 +326,57 @@ def test_get_missing_object_is_not_found(api: Api, kubectl: Kubectl) -> None:
     r = kubectl.run("get", "nosuchkind")
     assert r.returncode == 1
     assert 'the server doesn\'t have a resource type "nosuchkind"' in r.stderr
+
+
+def test_apply_three_way_merge(api: Api, kubectl: Kubectl) -> None:
+    ns = api.ns()
+
+    def cm(data: dict[str, str]) -> str:
+        lines = "".join(f"  {k}: \"{v}\"\n" for k, v in data.items())
+        return f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ap\ndata:\n{lines}"
+
+    out = kubectl.ok("apply", "-f", "-", "-n", ns, "--validate=false", stdin=cm({"a": "1",
+                                                                                "b": "2"}))
+    assert out.strip() == "configmap/ap created"
+    # a change made by someone else survives the next apply; a field dropped from the
+    # manifest is removed (three-way strategic merge with last-applied-configuration)
+    api.patch(f"/api/v1/namespaces/{ns}/configmaps/ap", {"data": {"other": "x"}})
+    out = kubectl.ok("apply", "-f", "-", "-n", ns, "--validate=false", stdin=cm({"a": "1",
+                                                                                "c": "3"}))
+    assert out.strip() == "configmap/ap configured"
+    got = _get_json(kubectl, "cm", "ap", "-n", ns)
+    assert got["data"] == {"a": "1", "c": "3", "other": "x"}
+    last = json.loads(got["metadata"]["annotations"][
+        "kubectl.kubernetes.io/last-applied-configuration"])
+    assert last["data"] == {"a": "1", "c": "3"}
+    out = kubectl.ok("apply", "-f", "-", "-n", ns, "--validate=false", stdin=cm({"a": "1",
+                                                                                "c": "3"}))
+    assert out.strip() == "configmap/ap unchanged"
+
+
+def test_describe_pod_shows_its_events(api: Api, kubectl: Kubectl) -> None:
+    ns = api.ns()
+    code, p = api.post(f"/api/v1/namespaces/{ns}/pods", pod("p", {"app": "x"}))
+    assert code == 201, p
+    ref = {"kind": "Pod", "apiVersion": "v1", "namespace": ns, "name": "p",
+           "uid": p["metadata"]["uid"]}
+    for i, (reason, msg) in enumerate((("Scheduled", "Successfully assigned to n1"),
+                                       ("Pulling", 'Pulling image "nginx:1.27"'))):
+        code, ev = api.post(f"/api/v1/namespaces/{ns}/events", {
+            "metadata": {"name": f"p.{i}"}, "involvedObject": ref, "reason": reason,
+            "message": msg, "type": "Normal", "count": 1,
+            "source": {"component": "e2e"},
+            "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-01T00:00:00Z"})
+        assert code == 201, ev
+    # an event about another object is not shown
+    code, ev = api.post(f"/api/v1/namespaces/{ns}/events", {
+        "metadata": {"name": "q.0"}, "involvedObject": {**ref, "name": "q", "uid": "u"},
+        "reason": "Other", "message": "not mine", "type": "Normal"})
+    assert code == 201, ev
+    out = kubectl.ok("describe", "pod", "p", "-n", ns)
+    assert out.splitlines()[0].split() == ["Name:", "p"]
+    assert re.search(r"^Status:\s+Pending$", out, re.M), out
+    events = out[out.index("Events:"):]
+    assert "Scheduled" in events and "Successfully assigned to n1" in events
+    assert 'Pulling image "nginx:1.27"' in events
+    assert "not mine" not in events

@@ -270,3 +270,35 @@ def test_list_resource_version_semantics(api: Api) -> None:
     code, err = api.get(path, params={"resourceVersion": str(rv + 10**9)})
     assert code == 504 and err["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
     assert api.get("/api/v1/configmaps")[1]["items"] is not None
+
+
+def test_service_addresses_allocated_and_kept(api: Api) -> None:
+    ns = api.ns()
+    path = f"/api/v1/namespaces/{ns}/services"
+    code, k = api.get("/api/v1/namespaces/default/services/kubernetes")
+    assert code == 200 and k["spec"]["clusterIP"] == "10.96.0.1"
+    code, a = api.post(path, {"metadata": {"name": "a"}, "spec": {"ports": [{"port": 80}],
+                                                                   "selector": {"app": "a"}}})
+    assert code == 201, a
+    ip = a["spec"]["clusterIP"]
+    assert ip.startswith("10.") and a["spec"]["clusterIPs"] == [ip]
+    code, b = api.post(path, {"metadata": {"name": "b"}, "spec": {
+        "type": "NodePort", "ports": [{"port": 80}]}})
+    assert b["spec"]["clusterIP"] != ip
+    assert 30000 <= b["spec"]["ports"][0]["nodePort"] <= 32767
+    code, err = api.post(path, {"metadata": {"name": "c"}, "spec": {"clusterIP": ip,
+                                                                     "ports": [{"port": 80}]}})
+    assert code == 422 and "already allocated" in err["message"]
+    code, h = api.post(path, {"metadata": {"name": "h"}, "spec": {"clusterIP": "None",
+                                                                   "ports": [{"port": 80}]}})
+    assert h["spec"]["clusterIPs"] == ["None"]
+    # an update that leaves the addresses out keeps them
+    code, a2 = api.put(f"{path}/a", {"metadata": {"name": "a", "resourceVersion": a[
+        "metadata"]["resourceVersion"]}, "spec": {"ports": [{"port": 81}]}})
+    assert code == 200, a2
+    assert a2["spec"]["clusterIP"] == ip
+    # a deleted service frees its address
+    api.delete(f"{path}/a")
+    code, c = api.post(path, {"metadata": {"name": "c"}, "spec": {"clusterIP": ip,
+                                                                   "ports": [{"port": 80}]}})
+    assert code == 201, c

@@ -1020,8 +1020,10 @@ def test_decoding_a_deployment_is_fast() -> None:
 
     body = _body("deployment_port")
     decode_k8s_protobuf(body)
-    start = time.perf_counter()
-    for _ in range(200):
-        decode_k8s_protobuf(body)
-    per_call = (time.perf_counter() - start) / 200
-    assert per_call < 0.001, per_call
+    best = float("inf")
+    for _ in range(5):  # best of 5 batches: robust against a loaded machine
+        start = time.perf_counter()
+        for _ in range(50):
+            decode_k8s_protobuf(body)
+        best = min(best, (time.perf_counter() - start) / 50)
+    assert best < 0.001, best
