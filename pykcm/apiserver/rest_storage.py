@@ -352,7 +352,8 @@ class RESTStorage:
             if parse_rv_or_conflict(info, name, body_rv) != current.rv:
                 raise errors.conflict(info.plural, info.group, name, errors.OPTIMISTIC_LOCK_MSG)
         elif info.require_resource_version_on_update:
-            raise errors.invalid(info.kind, info.group, name, [{
+            # Upstream names the resource (not the kind) in this one message.
+            raise errors.invalid(info.plural, info.group, name, [{
                 "reason": "FieldValueInvalid",
                 "message": 'Invalid value: 0x0: must be specified for an update',
                 "field": "metadata.resourceVersion",

@@ -103,6 +103,14 @@ class APIServer:
     # -- lifecycle ---------------------------------------------------------------
 
     async def start(self) -> None:
+        try:
+            await self._start()
+        except BaseException:
+            # Leave nothing behind: lock, temp dir, half-started store or site.
+            await self.stop()
+            raise
+
+    async def _start(self) -> None:
         loop = asyncio.get_running_loop()
         self.fatal = loop.create_future()
         state_dir = self.data_dir

@@ -83,9 +83,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except OSError as exc:
-        print(f"pykcm: error: {exc.strerror or exc}"
-              + (f" (address {args.bind}:{args.port})" if exc.errno in (98, 13, 99) else ""),
-              file=sys.stderr)
+        where = ""
+        if exc.filename:
+            where = f": {exc.filename}"
+        elif exc.errno in (98, 13, 99):
+            where = f" (address {args.bind}:{args.port})"
+        print(f"pykcm: error: {exc.strerror or exc}{where}", file=sys.stderr)
         return 1
     except Exception as exc:  # one clear line, never a traceback
         print(f"pykcm: error: {exc}", file=sys.stderr)

@@ -375,8 +375,23 @@ def test_describe_pod_shows_its_events(api: Api, kubectl: Kubectl) -> None:
     assert code == 201, ev
     out = kubectl.ok("describe", "pod", "p", "-n", ns)
     assert out.splitlines()[0].split() == ["Name:", "p"]
-    assert re.search(r"^Status:\s+Pending$", out, re.M), out
+    assert re.search(r"^Status:\s+Pending$", out, re.MULTILINE), out
     events = out[out.index("Events:"):]
     assert "Scheduled" in events and "Successfully assigned to n1" in events
     assert 'Pulling image "nginx:1.27"' in events
     assert "not mine" not in events
+
+
+def test_get_pages_with_chunk_size(api: Api, kubectl: Kubectl) -> None:
+    # --chunk-size=N makes kubectl page with limit=N and follow `continue` tokens
+    ns = api.ns()
+    for i in range(5):
+        code, body = api.post(f"/api/v1/namespaces/{ns}/configmaps",
+                              {"metadata": {"name": f"c{i}"}})
+        assert code == 201, body
+    out = kubectl.ok("get", "cm", "-n", ns, "--chunk-size=2", "-o", "name")
+    assert out.split() == [f"configmap/c{i}" for i in range(5)]
+    r = kubectl.run("get", "cm", "-n", ns, "--chunk-size=2", "-o", "name", "-v=6")
+    assert r.returncode == 0
+    pages = [ln for ln in r.stderr.splitlines() if "/configmaps?" in ln and "limit=2" in ln]
+    assert len(pages) == 3 and sum("continue=" in ln for ln in pages) == 2, r.stderr

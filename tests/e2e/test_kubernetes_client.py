@@ -492,3 +492,31 @@ def test_lease_update_requires_resource_version(api: Api, kube: client.ApiClient
     code, body = api.put(f"/api/v1/namespaces/{ns}/configmaps/cm",
                          {"metadata": {"name": "cm"}, "data": {"x": "1"}})
     assert code == 200 and body["data"] == {"x": "1"}, body
+
+
+def test_lease_update_without_resource_version_error_wording(
+        api: Api, kube: client.ApiClient) -> None:
+    # upstream (registry Store.Update) builds this Invalid error from the *resource*:
+    # qualifiedKind := GroupKind{Group: qualifiedResource.Group, Kind: qualifiedResource.Resource}
+    # so the message starts `leases.coordination.k8s.io "leader"` and details.kind is "leases"
+    ns = api.ns()
+    coord = client.CoordinationV1Api(kube)
+    coord.create_namespaced_lease(ns, client.V1Lease(
+        metadata=client.V1ObjectMeta(name="leader"), spec=client.V1LeaseSpec()),
+        _request_timeout=TIMEOUT)
+    with pytest.raises(ApiException) as ei:
+        coord.replace_namespaced_lease("leader", ns, client.V1Lease(
+            metadata=client.V1ObjectMeta(name="leader"), spec=client.V1LeaseSpec()),
+            _request_timeout=TIMEOUT)
+    err = _status(ei.value)
+    assert err["code"] == 422
+    assert err["message"] == ('leases.coordination.k8s.io "leader" is invalid: '
+                              'metadata.resourceVersion: Invalid value: 0x0: '
+                              'must be specified for an update')
+    assert err["details"]["kind"] == "leases"
+    assert err["details"]["group"] == "coordination.k8s.io"
+    assert err["details"]["name"] == "leader"
+    assert err["details"]["causes"] == [{
+        "reason": "FieldValueInvalid",
+        "message": "Invalid value: 0x0: must be specified for an update",
+        "field": "metadata.resourceVersion"}]
