@@ -381,7 +381,9 @@ class RESTStorage:
         current = rs.current(key)
         if current is None:
             raise errors.not_found(info.plural, info.group, name)
-        original = current.obj
+        # Patch a private copy: the result shares unchanged subtrees with it and
+        # is then ours to mutate. `old` stays a separate, read-only view.
+        original = current.copy()
         try:
             if ptype == "json":
                 if not isinstance(patch_doc, list):
@@ -408,8 +410,6 @@ class RESTStorage:
             raise StatusError(422, "Invalid", str(exc) or "invalid patch") from None
         if not isinstance(patched, dict):
             raise errors.bad_request("the patched object is not a JSON object")
-        # The patch result is ours to mutate: make sure it shares nothing with the store.
-        patched = orjson.loads(orjson.dumps(patched))
         meta = patched.get("metadata")
         if not isinstance(meta, dict):
             raise errors.bad_request("the patched object has no metadata")
@@ -430,7 +430,7 @@ class RESTStorage:
     async def _commit_update(self, info: ResourceInfo, rs: ResourceStore, key: str, name: str,
                              obj: dict[str, Any], current: Entry, subresource: str,
                              dry_run: bool) -> Entry:
-        old = current.obj
+        old = current.obj  # read-only: shared with a pending write, or freshly parsed
         new = strategy.prepare_for_update(info, obj, old, subresource)
         if new is not obj:
             # Status-style writes build the result from the stored object:
@@ -484,8 +484,11 @@ class RESTStorage:
         current = rs.current(key)
         if current is None:
             raise errors.not_found(info.plural, info.group, name)
-        obj = current.obj
-        meta = obj["metadata"]
+        # One private parse serves both as the view of the current state (read
+        # before any change below) and as the object to write.
+        new = current.copy()
+        new_meta = new["metadata"]
+        meta = dict(new_meta)
         if opts.precondition_uid is not None and opts.precondition_uid != meta.get("uid"):
             raise errors.conflict(
                 info.plural, info.group, name,
@@ -499,8 +502,9 @@ class RESTStorage:
         if info.kind == "Namespace":
             if name in UNDELETABLE_NAMESPACES:
                 raise errors.forbidden("namespaces", "", name, "this namespace may not be deleted")
-        new = current.copy()
-        new_meta = new["metadata"]
+        ns_spec_finalizers = bool((new.get("spec") or {}).get("finalizers"))
+        pod_grace = (strategy.pod_grace_period(new, opts.grace_period_seconds)
+                     if info.kind == "Pod" else 0)
         finalizers = list(new_meta.get("finalizers") or [])
         policy = _propagation(info, opts)
         changed_finalizers = False
@@ -534,16 +538,12 @@ class RESTStorage:
                 new_meta["deletionGracePeriodSeconds"] = 0
                 new.setdefault("status", {})["phase"] = "Terminating"
                 return False, await self._write_or_dry(rs, key, new, current, opts.dry_run)
-            if (obj.get("spec") or {}).get("finalizers") or finalizers:
+            if ns_spec_finalizers or finalizers:
                 if changed_finalizers:
                     return False, await self._write_or_dry(rs, key, new, current, opts.dry_run)
                 return False, current
-            return True, await self._remove(rs, key, current, opts.dry_run)
-        grace = 0
-        if info.kind == "Pod":
-            grace = strategy.pod_grace_period(obj, opts.grace_period_seconds)
-        elif opts.grace_period_seconds is not None:
-            grace = 0
+            return True, await self._remove(rs, key, current, opts.dry_run, new)
+        grace = pod_grace
         if meta.get("deletionTimestamp"):
             # Already deleting: a second delete may only shorten the grace period.
             old_grace = meta.get("deletionGracePeriodSeconds")
@@ -551,13 +551,13 @@ class RESTStorage:
                 new_meta["deletionGracePeriodSeconds"] = grace
                 new_meta["deletionTimestamp"] = strategy.rfc3339(now + grace)
                 if grace == 0 and not finalizers:
-                    return True, await self._remove(rs, key, current, opts.dry_run)
+                    return True, await self._remove(rs, key, current, opts.dry_run, new)
                 return False, await self._write_or_dry(rs, key, new, current, opts.dry_run)
             if changed_finalizers:
                 return False, await self._write_or_dry(rs, key, new, current, opts.dry_run)
             return False, current
         if grace == 0 and not finalizers:
-            return True, await self._remove(rs, key, current, opts.dry_run)
+            return True, await self._remove(rs, key, current, opts.dry_run, new)
         new_meta["deletionTimestamp"] = strategy.rfc3339(now + grace)
         new_meta["deletionGracePeriodSeconds"] = grace
         return False, await self._write_or_dry(rs, key, new, current, opts.dry_run)
@@ -568,10 +568,12 @@ class RESTStorage:
             return Entry(new, orjson.dumps(new), current.rv)
         return await self.store.write(rs, key, new, current)
 
-    async def _remove(self, rs: ResourceStore, key: str, current: Entry, dry_run: bool) -> Entry:
+    async def _remove(self, rs: ResourceStore, key: str, current: Entry, dry_run: bool,
+                      final: dict[str, Any] | None = None) -> Entry:
+        """Remove the object; `final`, if given, is a private parse of its current state."""
         if dry_run:
             return current
-        entry = await self.store.write(rs, key, None, current)
+        entry = await self.store.write(rs, key, None, current, final=final)
         if rs.rid == "core/services":
             self._service_allocator().release(entry.obj)
         return entry

@@ -338,12 +338,14 @@ class Store:
     # -- writes ---------------------------------------------------------------------------
 
     async def write(
-        self, rs: ResourceStore, key: str, obj: dict[str, Any] | None, prev: Entry | None
+        self, rs: ResourceStore, key: str, obj: dict[str, Any] | None, prev: Entry | None,
+        *, final: dict[str, Any] | None = None,
     ) -> Entry:
         """Store obj as the new version of key (None deletes it); returns the committed entry.
 
         `obj` is owned by the store from now on: the caller must not touch it
         again. `prev` must be `rs.current(key)` read without an await since.
+        For a delete, `final` may hand over a private parse of prev (saves one).
         """
         if self._failed is not None:
             raise errors.internal(f"storage failed: {self._failed}")
@@ -356,7 +358,8 @@ class Store:
         self._next_rv = rv
         if obj is None:
             assert prev is not None
-            final = prev.copy()
+            if final is None:
+                final = prev.copy()
             final["metadata"]["resourceVersion"] = str(rv)
             raw = orjson.dumps(final)
             entry = Entry(final, raw, rv)
