@@ -26,7 +26,7 @@ from pykcm.api.protobuf import (
     is_k8s_protobuf,
 )
 from pykcm.api.resources import ResourceInfo, ResourceRegistry
-from pykcm.apiserver import errors
+from pykcm.apiserver import errors, tables
 from pykcm.apiserver.discovery import Discovery
 from pykcm.apiserver.errors import StatusError
 from pykcm.apiserver.request_info import RequestInfo, resolve
@@ -230,19 +230,34 @@ class APIHandlers:
         rest = self.rest
         sub = info.subresource
         dry = _dry_run(q.getall("dryRun", []))
+        table = _table_request(request) if verb in ("list", "watch", "get") else None
         if verb == "list":
             opts = list_options(q)
             validate_list_options(opts, watch=False)
             await self._wait_fresh(opts)
+            if table is not None:
+                meta, raws = rest.list_raw(res, ns, opts)
+                objs = [orjson.loads(r) for r in raws]
+                return table_response(tables.table(res.kind, res.group, objs, list_meta=meta,
+                                                   include_object=table, api_version=_TABLE_GV))
             return json_response(rest.list(res, ns, opts))
         if verb == "watch":
             opts = list_options(q)
             validate_list_options(opts, watch=True)
-            return await self.watch(request, res, ns, info.name, opts)
+            return await self.watch(request, res, ns, info.name, opts, table)
         if verb == "get":
             entry = rest.get(res, ns, info.name)
             if sub == "scale":
-                return json_response(orjson.dumps(to_scale(res, entry.obj)))
+                scale = to_scale(res, entry.obj)
+                if table is not None:
+                    return table_response(tables.table("Scale", "autoscaling", [scale],
+                                                       list_meta=None, include_object=table,
+                                                       api_version=_TABLE_GV))
+                return json_response(orjson.dumps(scale))
+            if table is not None:
+                return table_response(tables.table(res.kind, res.group, [entry.obj],
+                                                   list_meta=None, include_object=table,
+                                                   api_version=_TABLE_GV))
             return json_response(entry.raw)
         if verb == "create":
             if sub == "binding":
@@ -398,7 +413,7 @@ class APIHandlers:
     # -- watch ---------------------------------------------------------------------
 
     async def watch(self, request: web.Request, res: ResourceInfo, ns: str, name: str,
-                    opts: ListOptions) -> web.StreamResponse:
+                    opts: ListOptions, table: str | None = None) -> web.StreamResponse:
         rest = self.rest
         store = rest.store
         rs = rest.rs(res)
@@ -437,8 +452,10 @@ class APIHandlers:
                 w.start_rv = store.rv
         if expired is None:
             w.register()
-        resp = web.StreamResponse(status=200, headers={"Content-Type": JSON,
-                                                       "Cache-Control": "no-cache, private"})
+        resp = web.StreamResponse(status=200, headers={
+            "Content-Type": TABLE_CONTENT_TYPE if table is not None else JSON,
+            "Cache-Control": "no-cache, private"})
+        to_table = _TableWatchEncoder(res, table) if table is not None else None
         resp.enable_chunked_encoding()
         task = asyncio.current_task()
         if task is not None:
@@ -455,6 +472,8 @@ class APIHandlers:
             while True:
                 if w.queue:
                     lines = w.drain()
+                    if to_table is not None:
+                        lines = [to_table(line) for line in lines]
                     await resp.write(b"".join(lines))
                 if w.closed or self.shutting_down.is_set():
                     break
@@ -484,6 +503,51 @@ class APIHandlers:
             if task is not None:
                 self.watch_tasks.discard(task)
         return resp
+
+
+_TABLE_GV = "meta.k8s.io/v1"
+TABLE_CONTENT_TYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+
+
+def _table_request(request: web.Request) -> str | None:
+    """The includeObject policy when the client asked for a Table, else None."""
+    version = tables.parse_table_accept(request.headers.get("Accept"))
+    if version is None:
+        return None
+    try:
+        return tables.parse_include_object(request.query.get("includeObject"))
+    except ValueError as exc:
+        raise errors.bad_request(str(exc)) from None
+
+
+def table_response(body: dict[str, Any]) -> web.Response:
+    return web.Response(body=orjson.dumps(body), status=200,
+                        headers={"Content-Type": TABLE_CONTENT_TYPE})
+
+
+class _TableWatchEncoder:
+    """Turns JSON watch lines into one-row Table events (column definitions in the first only)."""
+
+    def __init__(self, res: ResourceInfo, include_object: str) -> None:
+        self.res = res
+        self.include_object = include_object
+        self.first = True
+
+    def __call__(self, line: bytes) -> bytes:
+        ev = orjson.loads(line)
+        obj = ev.get("object") or {}
+        if ev.get("type") == "BOOKMARK" or ev.get("type") == "ERROR":
+            if ev.get("type") == "BOOKMARK":
+                # A bookmark carries only its revision: an empty Table.
+                ev["object"] = {"kind": "Table", "apiVersion": _TABLE_GV,
+                                "metadata": obj.get("metadata") or {},
+                                "columnDefinitions": [], "rows": []}
+            return orjson.dumps(ev) + b"\n"
+        t = tables.table(self.res.kind, self.res.group, [obj], list_meta=None,
+                         include_object=self.include_object, api_version=_TABLE_GV,
+                         with_column_definitions=self.first)
+        self.first = False
+        return orjson.dumps({"type": ev["type"], "object": t}) + b"\n"
 
 
 def _expect_object(body: Any) -> dict[str, Any]:

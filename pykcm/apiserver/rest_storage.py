@@ -180,6 +180,15 @@ class RESTStorage:
         return flt
 
     def list(self, info: ResourceInfo, namespace: str, opts: ListOptions) -> bytes:
+        """The list response body, assembled from the stored bytes."""
+        meta, raws = self.list_raw(info, namespace, opts)
+        head = orjson.dumps({"kind": info.list_kind, "apiVersion": info.api_version,
+                             "metadata": meta})
+        return head[:-1] + b',"items":[' + b",".join(raws) + b"]}"
+
+    def list_raw(self, info: ResourceInfo, namespace: str,
+                 opts: ListOptions) -> tuple[dict[str, Any], builtins.list[bytes]]:
+        """(list metadata, the items' bytes) for a LIST with its selectors and paging."""
         rs = self.rs(info)
         ns = namespace if info.namespaced else ""
         flt = self.build_filter(info, ns, opts)
@@ -247,9 +256,7 @@ class RESTStorage:
             meta["continue"] = encode_continue(list_rv, next_key)
             if remaining is not None:
                 meta["remainingItemCount"] = remaining
-        head = orjson.dumps({"kind": info.list_kind, "apiVersion": info.api_version,
-                             "metadata": meta})
-        return head[:-1] + b',"items":[' + b",".join(out) + b"]}"
+        return meta, out
 
     # -- create ------------------------------------------------------------------
 
