@@ -16,11 +16,16 @@ STAMP="$VENV/.pykcm-installed"
 WANT="$( (cat "$ROOT/pyproject.toml"; echo "extras=$EXTRAS") | sha256sum | cut -d' ' -f1)"
 HAVE="$(cat "$STAMP" 2>/dev/null || true)"
 if [ "$WANT" != "$HAVE" ] && ! grep -qx "$WANT" "$STAMP" 2>/dev/null; then
-    "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
-    if [ -n "$EXTRAS" ]; then
-        "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e "$ROOT[$EXTRAS]"
-    else
-        "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e "$ROOT"
+    echo "pykcm: installing into $VENV (first run or pyproject.toml changed) ..." >&2
+    LOG="$VENV/.install.log"
+    TARGET="$ROOT"
+    [ -n "$EXTRAS" ] && TARGET="$ROOT[$EXTRAS]"
+    if ! { "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip &&
+           "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e "$TARGET"; } \
+           >"$LOG" 2>&1; then
+        cat "$LOG" >&2
+        echo "pykcm: error: installing dependencies failed (log above, also in $LOG)" >&2
+        exit 1
     fi
     echo "$WANT" >> "$STAMP"
 fi
