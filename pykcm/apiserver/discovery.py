@@ -82,6 +82,70 @@ def api_resource_list(registry: ResourceRegistry, group: str, version: str) -> d
     }
 
 
+AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+AGGREGATED_V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+
+
+def wants_aggregated(accept: str | None) -> str | None:
+    """"v2" or "v2beta1" when the Accept header asks for aggregated discovery first."""
+    if not accept:
+        return None
+    for clause in accept.split(","):
+        parts = [p.strip() for p in clause.split(";")]
+        params = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
+        if parts[0] not in ("application/json", "*/*"):
+            continue
+        if params.get("g") == "apidiscovery.k8s.io" and params.get(
+                "as") == "APIGroupDiscoveryList" and params.get("v") in ("v2", "v2beta1"):
+            return params["v"]
+        if not params.get("as"):
+            return None  # plain JSON is preferred over what follows
+    return None
+
+
+def aggregated_discovery(registry: ResourceRegistry, legacy: bool,
+                         version: str = "v2") -> dict[str, Any]:
+    """apidiscovery.k8s.io APIGroupDiscoveryList for /api (legacy) or /apis."""
+    items: list[dict[str, Any]] = []
+    for group, versions in registry.group_versions().items():
+        if (group == "") != legacy:
+            continue
+        vlist = []
+        for v in versions:
+            resources = []
+            for r in sorted(registry.all(), key=lambda r: r.plural):
+                if r.group != group or r.version != v:
+                    continue
+                entry: dict[str, Any] = {
+                    "resource": r.plural,
+                    "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
+                    "scope": "Namespaced" if r.namespaced else "Cluster",
+                    "singularResource": r.singular,
+                    "verbs": list(r.verbs),
+                }
+                if r.short_names:
+                    entry["shortNames"] = list(r.short_names)
+                if r.categories:
+                    entry["categories"] = list(r.categories)
+                subs = []
+                for sub in r.subresources:
+                    kind = {"group": r.group, "version": r.version, "kind": r.kind}
+                    if sub == "scale":
+                        kind = {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+                    elif sub == "binding":
+                        kind = {"group": "", "version": "v1", "kind": "Binding"}
+                    subs.append({"subresource": sub, "responseKind": kind,
+                                 "verbs": list(_SUBRESOURCE_VERBS.get(sub, ("get",)))})
+                if subs:
+                    entry["subresources"] = subs
+                resources.append(entry)
+            vlist.append({"version": v, "resources": resources, "freshness": "Current"})
+        items.append({"metadata": {"name": group, "creationTimestamp": None},
+                      "versions": vlist})
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": f"apidiscovery.k8s.io/{version}",
+            "metadata": {}, "items": items}
+
+
 class Discovery:
     def __init__(self, registry: ResourceRegistry) -> None:
         self.registry = registry
@@ -130,6 +194,14 @@ class Discovery:
                 return web.Response(text="[-]shutdown failed: reason withheld\nreadyz check "
                                          "failed", status=500, content_type="text/plain")
             return web.Response(text="ok", content_type="text/plain")
+        if head in ("api", "apis") and len(parts) == 1:
+            agg = wants_aggregated(request.headers.get("Accept"))
+            if agg is not None:
+                body = orjson.dumps(aggregated_discovery(self.registry, head == "api", agg))
+                ctype = AGGREGATED_V2 if agg == "v2" else AGGREGATED_V2BETA1
+                etag = '"' + hashlib.sha256(body).hexdigest()[:32].upper() + '"'
+                return web.Response(body=body, headers={"Content-Type": ctype, "ETag": etag,
+                                                        "Vary": "Accept"})
         if head == "api":
             if len(parts) == 1:
                 return _json({

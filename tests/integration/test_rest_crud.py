@@ -302,3 +302,26 @@ def test_service_addresses_allocated_and_kept(api: Api) -> None:
     code, c = api.post(path, {"metadata": {"name": "c"}, "spec": {"clusterIP": ip,
                                                                    "ports": [{"port": 80}]}})
     assert code == 201, c
+
+
+def test_aggregated_discovery(api: Api) -> None:
+    accept = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+              "application/json")
+    r = api.session.get(api.base + "/apis", headers={"Accept": accept}, timeout=10)
+    assert r.headers["Content-Type"].startswith("application/json;g=apidiscovery.k8s.io;v=v2")
+    body = r.json()
+    assert body["kind"] == "APIGroupDiscoveryList"
+    apps = next(i for i in body["items"] if i["metadata"]["name"] == "apps")
+    deploy = next(x for x in apps["versions"][0]["resources"] if x["resource"] == "deployments")
+    assert deploy["scope"] == "Namespaced" and deploy["shortNames"] == ["deploy"]
+    assert {"subresource": "scale", "responseKind": {
+        "group": "autoscaling", "version": "v1", "kind": "Scale"},
+        "verbs": ["get", "patch", "update"]} in deploy["subresources"]
+    r = api.session.get(api.base + "/api", headers={"Accept": accept}, timeout=10)
+    core = r.json()["items"][0]
+    assert core["metadata"]["name"] == ""
+    pods = next(x for x in core["versions"][0]["resources"] if x["resource"] == "pods")
+    assert pods["singularResource"] == "pod" and "all" in pods["categories"]
+    # plain JSON first: the legacy documents
+    r = api.session.get(api.base + "/api", headers={"Accept": "application/json"}, timeout=10)
+    assert r.json()["kind"] == "APIVersions"
