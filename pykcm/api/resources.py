@@ -139,6 +139,10 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
        generation=True),
     # coordination.k8s.io/v1
     _r("coordination.k8s.io", "Lease", "leases", require_rv=True),
+    # apiextensions.k8s.io/v1
+    _r("apiextensions.k8s.io", "CustomResourceDefinition", "customresourcedefinitions",
+       namespaced=False, short=("crd", "crds"), categories=("api-extensions",),
+       sub=("status",), generation=True),
 )
 
 

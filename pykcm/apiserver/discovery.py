@@ -224,9 +224,9 @@ class Discovery:
             g = parts[1]
             if g in groups and g:
                 if len(parts) == 2:
-                    body = self._group(g, groups[g])
-                    body.update({"kind": "APIGroup", "apiVersion": "v1"})
-                    return _json(body)
+                    group_doc = self._group(g, groups[g])
+                    group_doc.update({"kind": "APIGroup", "apiVersion": "v1"})
+                    return _json(group_doc)
                 if len(parts) == 3 and parts[2] in groups[g]:
                     return _json(api_resource_list(self.registry, g, parts[2]))
         raise errors.StatusError(404, "NotFound", "the server could not find the requested resource",

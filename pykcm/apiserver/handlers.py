@@ -27,7 +27,14 @@ from pykcm.api.protobuf import (
 )
 from pykcm.api.resources import ResourceInfo, ResourceRegistry
 from pykcm.apiserver import errors, tables
+from pykcm.apiserver.custom_resources import json_path, set_json_path
 from pykcm.apiserver.discovery import Discovery
+from pykcm.apiserver.openapi import (
+    OpenAPI,
+    field_warning_headers,
+    parse_field_validation,
+    strict_error,
+)
 from pykcm.apiserver.errors import StatusError
 from pykcm.apiserver.request_info import RequestInfo, resolve
 from pykcm.apiserver.rest_storage import (
@@ -181,17 +188,21 @@ def _dry_run(values: list[str]) -> bool:
 
 class APIHandlers:
     def __init__(self, rest: RESTStorage, registry: ResourceRegistry,
-                 discovery: Discovery) -> None:
+                 discovery: Discovery, openapi: OpenAPI) -> None:
         self.rest = rest
         self.registry = registry
         self.discovery = discovery
+        self.openapi = openapi
         self.watch_tasks: set[asyncio.Task[Any]] = set()
         self.shutting_down = asyncio.Event()
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         try:
             q = request.query
-            info = resolve(request.method, request.path, bool(_bool(q.get("watch"))))
+            path = request.path
+            if path == "/openapi/v3" or path.startswith("/openapi/v3/"):
+                return self._openapi(request)
+            info = resolve(request.method, path, bool(_bool(q.get("watch"))))
             if not info.is_resource_request:
                 return await self.discovery.handle(request, info)
             return await self._resource(request, info)
@@ -205,6 +216,23 @@ class APIHandlers:
         except Exception as exc:  # a bug must answer 500, never drop the connection
             log.exception("internal error serving %s %s", request.method, request.path)
             return status_response(errors.internal(str(exc)))
+
+    def _openapi(self, request: web.Request) -> web.StreamResponse:
+        if request.method not in ("GET", "HEAD"):
+            raise errors.method_not_allowed(
+                "the server does not allow this method on the requested resource")
+        h = request.headers
+        r = self.openapi.respond(request.path, request.query.get("hash"),
+                                 accept=h.get("Accept", ""),
+                                 accept_encoding=h.get("Accept-Encoding", ""),
+                                 if_none_match=h.get("If-None-Match", ""))
+        return web.Response(status=r.status, body=r.body, headers=r.headers)
+
+    def _field_validation(self, request: web.Request, res: ResourceInfo, verb: str,
+                          sub: str) -> _FieldValidation:
+        kind = {"create": "CreateOptions", "update": "UpdateOptions"}.get(verb, "PatchOptions")
+        directive = parse_field_validation(request.query.get("fieldValidation"), kind)
+        return _FieldValidation(self.openapi, res, sub, directive)
 
     def _resource_info(self, info: RequestInfo) -> ResourceInfo:
         res = self.registry.get(info.group, info.version, info.resource)
@@ -238,8 +266,7 @@ class APIHandlers:
             if table is not None:
                 meta, raws = rest.list_raw(res, ns, opts)
                 objs = [orjson.loads(r) for r in raws]
-                return table_response(tables.table(res.kind, res.group, objs, list_meta=meta,
-                                                   include_object=table, api_version=_TABLE_GV))
+                return table_response(self._table(res, objs, meta, table))
             return json_response(rest.list(res, ns, opts))
         if verb == "watch":
             opts = list_options(q)
@@ -248,16 +275,14 @@ class APIHandlers:
         if verb == "get":
             entry = rest.get(res, ns, info.name)
             if sub == "scale":
-                scale = to_scale(res, entry.obj)
+                scale = self._to_scale(res, entry.obj)
                 if table is not None:
                     return table_response(tables.table("Scale", "autoscaling", [scale],
                                                        list_meta=None, include_object=table,
                                                        api_version=_TABLE_GV))
                 return json_response(orjson.dumps(scale))
             if table is not None:
-                return table_response(tables.table(res.kind, res.group, [entry.obj],
-                                                   list_meta=None, include_object=table,
-                                                   api_version=_TABLE_GV))
+                return table_response(self._table(res, [entry.obj], None, table))
             return json_response(entry.raw)
         if verb == "create":
             if sub == "binding":
@@ -270,26 +295,32 @@ class APIHandlers:
             if sub:
                 raise errors.method_not_allowed(
                     "the server does not allow this method on the requested resource")
-            body = await self._body(request)
-            entry = await rest.create(res, ns, _expect_object(body), dry)
-            return json_response(entry.raw, 201)
+            body = _expect_object(await self._body(request))
+            fv = self._field_validation(request, res, verb, sub)
+            fv.check(body, from_body=True)
+            entry = await rest.create(res, ns, body, dry)
+            return fv.respond(json_response(entry.raw, 201))
         if verb == "update":
             body = _expect_object(await self._body(request))
+            fv = self._field_validation(request, res, verb, sub)
+            fv.check(body, from_body=True)
             if sub == "scale":
                 entry = await self._update_scale(res, ns, info.name, body, dry)
-                return json_response(orjson.dumps(to_scale(res, entry.obj)))
+                return fv.respond(json_response(orjson.dumps(self._to_scale(res, entry.obj))))
             code, entry = await rest.update(res, ns, info.name, body, sub, dry)
-            return json_response(entry.raw, code)
+            return fv.respond(json_response(entry.raw, code))
         if verb == "patch":
             raw = await request.read()
             if len(raw) > MAX_BODY:
                 raise errors.request_entity_too_large("the request body is too large")
             ctype = request.headers.get("Content-Type", "")
+            fv = self._field_validation(request, res, verb, sub)
             if sub == "scale":
-                entry = await self._patch_scale(res, ns, info.name, ctype, raw, dry)
-                return json_response(orjson.dumps(to_scale(res, entry.obj)))
-            entry = await rest.patch(res, ns, info.name, ctype, raw, sub, dry)
-            return json_response(entry.raw)
+                entry = await self._patch_scale(res, ns, info.name, ctype, raw, dry, fv)
+                return fv.respond(json_response(orjson.dumps(self._to_scale(res, entry.obj))))
+            entry = await rest.patch(res, ns, info.name, ctype, raw, sub, dry,
+                                     on_patched=fv.check_patched)
+            return fv.respond(json_response(entry.raw))
         if verb == "delete":
             if sub:
                 raise errors.method_not_allowed(
@@ -318,6 +349,31 @@ class APIHandlers:
                 e.raw for e in entries) + b"]}")
         raise errors.method_not_allowed(
             "the server does not allow this method on the requested resource")
+
+    def _table(self, res: ResourceInfo, objs: list[dict[str, Any]],
+               list_meta: dict[str, Any] | None, include_object: str,
+               with_column_definitions: bool = True) -> dict[str, Any]:
+        crv = self.rest.custom.get(res)
+        if crv is not None:
+            return crv.table(objs, list_meta=list_meta, include_object=include_object,
+                             with_column_definitions=with_column_definitions)
+        return tables.table(res.kind, res.group, objs, list_meta=list_meta,
+                            include_object=include_object, api_version=_TABLE_GV,
+                            with_column_definitions=with_column_definitions)
+
+    def _to_scale(self, res: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
+        crv = self.rest.custom.get(res)
+        if crv is None:
+            return to_scale(res, obj)
+        spec_path, status_path, selector_path = crv.scale_paths()
+        scale = to_scale(res, {"metadata": obj["metadata"]})
+        scale["spec"]["replicas"] = json_path(obj, spec_path) or 0
+        scale["status"] = {"replicas": json_path(obj, status_path) or 0}
+        if selector_path:
+            sel = json_path(obj, selector_path)
+            if sel:
+                scale["status"]["selector"] = sel
+        return scale
 
     async def _wait_fresh(self, opts: ListOptions) -> None:
         rv = opts.resource_version
@@ -375,17 +431,21 @@ class APIHandlers:
                 "message": f"Invalid value: {replicas}: must be greater than or equal to 0",
                 "field": "spec.replicas"}])
         obj = entry.copy()
-        obj.setdefault("spec", {})["replicas"] = replicas
+        crv = self.rest.custom.get(res)
+        if crv is not None:
+            set_json_path(obj, crv.scale_paths()[0], replicas)
+        else:
+            obj.setdefault("spec", {})["replicas"] = replicas
         _, new = await self.rest.update(res, ns, name, obj, "", dry)
         return new
 
     async def _patch_scale(self, res: ResourceInfo, ns: str, name: str, ctype: str, raw: bytes,
-                           dry: bool) -> Any:
+                           dry: bool, fv: _FieldValidation) -> Any:
         from pykcm.api.patch import (apply_json_patch, apply_merge_patch,
                                      apply_strategic_merge_patch, schema_ref_for)
 
         entry = self.rest.get(res, ns, name)
-        scale = to_scale(res, entry.obj)
+        scale = self._to_scale(res, entry.obj)
         try:
             doc = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
@@ -408,6 +468,7 @@ class APIHandlers:
             raise
         except Exception as exc:
             raise StatusError(422, "Invalid", str(exc)) from None
+        fv.check_patched(patched)
         return await self._update_scale(res, ns, name, patched, dry)
 
     # -- watch ---------------------------------------------------------------------
@@ -455,7 +516,7 @@ class APIHandlers:
         resp = web.StreamResponse(status=200, headers={
             "Content-Type": TABLE_CONTENT_TYPE if table is not None else JSON,
             "Cache-Control": "no-cache, private"})
-        to_table = _TableWatchEncoder(res, table) if table is not None else None
+        to_table = _TableWatchEncoder(self, res, table) if table is not None else None
         resp.enable_chunked_encoding()
         task = asyncio.current_task()
         if task is not None:
@@ -505,6 +566,37 @@ class APIHandlers:
         return resp
 
 
+class _FieldValidation:
+    """fieldValidation=Strict|Warn|Ignore for one write: unknown fields are never stored."""
+
+    def __init__(self, openapi: OpenAPI, res: ResourceInfo, sub: str, directive: str) -> None:
+        self.openapi = openapi
+        self.res = res
+        self.sub = sub
+        self.directive = directive
+        self.warnings: list[str] = []
+
+    def check(self, obj: dict[str, Any], from_body: bool = False) -> None:
+        unknown = self.openapi.drop_unknown_fields_for(self.res, obj, self.sub)
+        if not unknown or self.directive == "Ignore":
+            return
+        if self.directive == "Strict":
+            version = None
+            if from_body:
+                version = str(obj.get("apiVersion") or self.res.api_version).rpartition("/")[2]
+            kind = "Scale" if self.sub == "scale" else self.res.kind
+            raise strict_error(kind, unknown, version=version)
+        self.warnings.extend(unknown)
+
+    def check_patched(self, obj: dict[str, Any]) -> None:
+        self.check(obj, from_body=False)
+
+    def respond(self, resp: web.Response) -> web.Response:
+        for w in field_warning_headers(self.warnings):
+            resp.headers.add("Warning", w)
+        return resp
+
+
 _TABLE_GV = "meta.k8s.io/v1"
 TABLE_CONTENT_TYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 
@@ -528,7 +620,8 @@ def table_response(body: dict[str, Any]) -> web.Response:
 class _TableWatchEncoder:
     """Turns JSON watch lines into one-row Table events (column definitions in the first only)."""
 
-    def __init__(self, res: ResourceInfo, include_object: str) -> None:
+    def __init__(self, handlers: APIHandlers, res: ResourceInfo, include_object: str) -> None:
+        self.handlers = handlers
         self.res = res
         self.include_object = include_object
         self.first = True
@@ -543,9 +636,8 @@ class _TableWatchEncoder:
                                 "metadata": obj.get("metadata") or {},
                                 "columnDefinitions": [], "rows": []}
             return orjson.dumps(ev) + b"\n"
-        t = tables.table(self.res.kind, self.res.group, [obj], list_meta=None,
-                         include_object=self.include_object, api_version=_TABLE_GV,
-                         with_column_definitions=self.first)
+        t = self.handlers._table(self.res, [obj], None, self.include_object,
+                                 with_column_definitions=self.first)
         self.first = False
         return orjson.dumps({"type": ev["type"], "object": t}) + b"\n"
 

@@ -45,6 +45,12 @@ from pykcm.api.resources import ResourceInfo, ResourceRegistry
 from pykcm.apiserver import errors, strategy
 from pykcm.apiserver import selectable_fields as _selectable
 from pykcm.apiserver.errors import StatusError
+from pykcm.apiserver import crd_strategy
+from pykcm.apiserver.custom_resources import (
+    CLEANUP_FINALIZER,
+    CRD_GROUP,
+    CustomResources,
+)
 from pykcm.apiserver.service_allocator import ServiceAllocator
 from pykcm.apiserver.storage import Entry, ResourceStore, Store, object_key, resource_id
 
@@ -104,13 +110,34 @@ class RESTStorage:
         assert ns_info is not None
         self.ns_info = ns_info
         self.services = ServiceAllocator()
+        self.custom = CustomResources(registry)
+        self._tasks: set[asyncio.Task[None]] = set()
 
     def rs(self, info: ResourceInfo) -> ResourceStore:
         return self.store.resource(resource_id(info.group, info.plural))
 
+    async def close(self) -> None:
+        """Stop background work (CRD cleanups resume at the next start)."""
+        for t in builtins.list(self._tasks):
+            t.cancel()
+        for t in builtins.list(self._tasks):
+            try:
+                await t
+            except (asyncio.CancelledError, Exception):
+                pass
+
     # -- bootstrap -----------------------------------------------------------
 
     async def ensure_system_namespaces(self) -> None:
+        crd_info = self.registry.get(CRD_GROUP, "v1", "customresourcedefinitions")
+        if crd_info is not None:
+            # Serve what the stored CRDs declare; resume unfinished CRD deletions.
+            for e in list(self.rs(crd_info).items.values()):
+                crd = e.obj
+                if _established(crd):
+                    self.custom.sync_crd(crd)
+                if crd["metadata"].get("deletionTimestamp"):
+                    self._start_crd_cleanup(crd["metadata"]["name"])
         rs = self.rs(self.ns_info)
         for name in SYSTEM_NAMESPACES:
             if rs.current(name) is None:
@@ -150,7 +177,15 @@ class RESTStorage:
                 fsel = _fields.parse_field_selector(fs)
             except ValueError as exc:
                 raise errors.bad_request(str(exc)) from None
-            if info.group in ("", "apps", "batch", "coordination.k8s.io"):
+            crv_sel = self.custom.get(info)
+            if crv_sel is not None:
+                allowed = crv_sel.selectable()
+                for f in sorted(fsel.fields()):
+                    if f not in allowed:
+                        raise errors.bad_request(
+                            f'"{f}" is not a known field selector: only '
+                            + ", ".join(f'"{a}"' for a in sorted(allowed)))
+            elif info.group in ("", "apps", "batch", "coordination.k8s.io"):
                 msg = _selectable.check_field_selector(info.kind, fsel)
                 if msg:
                     raise errors.bad_request(msg)
@@ -164,8 +199,11 @@ class RESTStorage:
         if lsel is None and fsel is None and not ns_prefix:
             return None
         kind = info.kind
+        crv_f = self.custom.get(info)
 
         def extract(obj: dict[str, Any]) -> dict[str, str]:
+            if crv_f is not None:
+                return crv_f.field_set(obj)
             return _selectable.field_set(kind, obj)
 
         def flt(key: str, entry: Entry) -> bool:
@@ -295,10 +333,14 @@ class RESTStorage:
         meta["creationTimestamp"] = strategy.now_rfc3339()
         if generate:
             meta["name"] = _generate_name(meta["generateName"])
-        strategy.apply_defaults(info, obj, create=True)
-        causes = strategy.validate_create(info, obj)
+        crv = self.custom.get(info)
+        strategy.apply_defaults(info, obj, create=True, crv=crv)
+        causes = strategy.validate_create(info, obj, crv)
         if causes:
             raise errors.invalid(info.kind, info.group, meta.get("name", ""), causes)
+        is_crd = info.group == CRD_GROUP and info.kind == "CustomResourceDefinition"
+        if is_crd:
+            obj["status"] = self._crd_status(obj, None)
         rs = self.rs(info)
         for attempt in range(8):
             name = meta["name"]
@@ -318,7 +360,76 @@ class RESTStorage:
             except BaseException:
                 self.services.release(obj)
                 raise
-        return await self.store.write(rs, key, obj, None)
+        entry = await self.store.write(rs, key, obj, None)
+        if is_crd:
+            self._crd_changed(entry.obj)
+        return entry
+
+    # -- CustomResourceDefinitions ----------------------------------------------
+
+    def _crd_status(self, crd: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
+        """Names accepted and established at once, as the apiextensions controllers do."""
+        crd_info = self.registry.get(CRD_GROUP, "v1", "customresourcedefinitions")
+        others: builtins.list[dict[str, Any]] = []
+        if crd_info is not None:
+            name = crd["metadata"].get("name")
+            others = [e.obj for k, e in self.rs(crd_info).items.items() if k != name]
+        status: dict[str, Any] = crd_strategy.crd_status_on_accept(
+            crd, other_crds=others, previous_status=(old or {}).get("status") or {})
+        return status
+
+    def _crd_changed(self, crd: dict[str, Any]) -> None:
+        if _established(crd):
+            self.custom.sync_crd(crd)
+        else:
+            self.custom.remove_crd(crd)
+
+    def _start_crd_cleanup(self, name: str) -> None:
+        task = asyncio.get_running_loop().create_task(self._cleanup_crd(name))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _cleanup_crd(self, name: str) -> None:
+        """The CRD finalizer: delete every custom resource, then let the CRD go."""
+        crd_info = self.registry.get(CRD_GROUP, "v1", "customresourcedefinitions")
+        assert crd_info is not None
+        rs_crd = self.rs(crd_info)
+        for attempt in range(50):
+            current = rs_crd.current(name)
+            if current is None:
+                return
+            crd = current.obj
+            versions = self.custom.versions_of(name)
+            try:
+                if versions:
+                    info = versions[0].info
+                    await self.delete_collection(info, "", ListOptions(), DeleteOptions(
+                        propagation_policy="Background"))
+                    if self.rs(info).items:
+                        await asyncio.sleep(0.2)
+                        continue
+                current = rs_crd.current(name)
+                if current is None:
+                    return
+                new = current.copy()
+                fins = [f for f in new["metadata"].get("finalizers") or []
+                        if f != CLEANUP_FINALIZER]
+                if fins:
+                    new["metadata"]["finalizers"] = fins
+                else:
+                    new["metadata"].pop("finalizers", None)
+                if self._should_delete_during_update(crd_info, new, crd):
+                    await self._remove(rs_crd, name, current, False, new)
+                else:
+                    await self.store.write(rs_crd, name, new, current)
+                for crv in versions:
+                    rid = self.rs(crv.info)
+                    for w in list(rid.watchers):
+                        w.close()
+                self.custom.remove_crd(crd)
+                return
+            except StatusError:
+                await asyncio.sleep(0.2)
 
     def _service_allocator(self) -> ServiceAllocator:
         alloc = self.services
@@ -369,7 +480,9 @@ class RESTStorage:
                                               dry_run)
 
     async def patch(self, info: ResourceInfo, namespace: str, name: str, content_type: str,
-                    body: bytes, subresource: str = "", dry_run: bool = False) -> Entry:
+                    body: bytes, subresource: str = "", dry_run: bool = False,
+                    on_patched: Callable[[dict[str, Any]], None] | None = None) -> Entry:
+        """Apply a patch; `on_patched` sees the patched object first (field validation)."""
         ptype = PATCH_TYPES.get(content_type.split(";")[0].strip().lower())
         if ptype is None or ptype == "apply":
             raise errors.unsupported_media_type(
@@ -417,6 +530,8 @@ class RESTStorage:
             raise StatusError(422, "Invalid", str(exc) or "invalid patch") from None
         if not isinstance(patched, dict):
             raise errors.bad_request("the patched object is not a JSON object")
+        if on_patched is not None:
+            on_patched(patched)
         meta = patched.get("metadata")
         if not isinstance(meta, dict):
             raise errors.bad_request("the patched object has no metadata")
@@ -438,7 +553,8 @@ class RESTStorage:
                              obj: dict[str, Any], current: Entry, subresource: str,
                              dry_run: bool) -> Entry:
         old = current.obj  # read-only: shared with a pending write, or freshly parsed
-        new = strategy.prepare_for_update(info, obj, old, subresource)
+        crv = self.custom.get(info)
+        new = strategy.prepare_for_update(info, obj, old, subresource, custom=crv is not None)
         if new is not obj:
             # Status-style writes build the result from the stored object:
             # copy it so the stored dict is never mutated.
@@ -455,10 +571,13 @@ class RESTStorage:
                                f"being deleted, found new finalizers {_go_str_list(added)}",
                     "field": "metadata.finalizers",
                 }])
-        strategy.apply_defaults(info, new, create=False)
-        causes = strategy.validate_update(info, new, old, subresource)
+        strategy.apply_defaults(info, new, create=False, crv=crv)
+        causes = strategy.validate_update(info, new, old, subresource, crv)
         if causes:
             raise errors.invalid(info.kind, info.group, name, causes)
+        is_crd = info.group == CRD_GROUP and info.kind == "CustomResourceDefinition"
+        if is_crd and subresource != "status":
+            new["status"] = self._crd_status(new, old)
         new_meta["resourceVersion"] = str(current.rv)
         if strategy.strip_for_compare(new) == strategy.strip_for_compare(old):
             return current  # no-op: same revision, no event
@@ -466,8 +585,13 @@ class RESTStorage:
             return Entry(new, orjson.dumps(new), current.rv)
         if self._should_delete_during_update(info, new, old):
             await self._remove(rs, key, current, False)
+            if is_crd:
+                self.custom.remove_crd(new)
             return Entry(new, orjson.dumps(new), current.rv)
-        return await self.store.write(rs, key, new, current)
+        entry = await self.store.write(rs, key, new, current)
+        if is_crd:
+            self._crd_changed(entry.obj)
+        return entry
 
     @staticmethod
     def _should_delete_during_update(info: ResourceInfo, new: dict[str, Any],
@@ -539,6 +663,26 @@ class RESTStorage:
         else:
             new_meta.pop("finalizers", None)
         now = time.time()
+        if info.group == CRD_GROUP and info.kind == "CustomResourceDefinition":
+            if meta.get("deletionTimestamp"):
+                return False, current
+            if CLEANUP_FINALIZER not in finalizers:
+                finalizers.append(CLEANUP_FINALIZER)
+            new_meta["finalizers"] = finalizers
+            new_meta["deletionTimestamp"] = strategy.rfc3339(now)
+            new_meta["deletionGracePeriodSeconds"] = 0
+            conds = [c for c in (new.get("status") or {}).get("conditions") or []
+                     if c.get("type") != "Terminating"]
+            conds.append({"type": "Terminating", "status": "True",
+                          "lastTransitionTime": strategy.rfc3339(now),
+                          "reason": "InstanceDeletionPending",
+                          "message": "CustomResourceDefinition marked for deletion; "
+                                     "CustomResource deletion will begin soon"})
+            new.setdefault("status", {})["conditions"] = conds
+            entry = await self._write_or_dry(rs, key, new, current, opts.dry_run)
+            if not opts.dry_run:
+                self._start_crd_cleanup(name)
+            return False, entry
         if info.kind == "Namespace":
             if not meta.get("deletionTimestamp"):
                 new_meta["deletionTimestamp"] = strategy.rfc3339(now)
@@ -590,25 +734,26 @@ class RESTStorage:
         rs = self.rs(info)
         ns = namespace if info.namespaced else ""
         flt = self.build_filter(info, "", list_opts)
-        names: builtins.list[str] = []
+        targets: builtins.list[tuple[str, str]] = []
         for k in builtins.list(rs.keys_in(rs.sorted_keys(), ns)):
             e = rs.items.get(k)
             if e is None or (flt is not None and not flt(k, e)):
                 continue
-            names.append(k.rpartition("/")[2])
+            obj_ns, _, obj_name = k.rpartition("/")
+            targets.append((obj_ns, obj_name))
         out: builtins.list[Entry] = []
 
-        async def one(n: str) -> None:
+        async def one(target: tuple[str, str]) -> None:
             try:
-                _, entry = await self.delete(info, namespace, n, opts)
+                _, entry = await self.delete(info, target[0], target[1], opts)
                 out.append(entry)
             except StatusError as exc:
                 if exc.code != 404:  # deleted meanwhile: that is what was asked
                     raise
 
         # Deletes go out together so the log commits them in large batches.
-        for i in range(0, len(names), 2000):
-            await asyncio.gather(*(one(n) for n in names[i:i + 2000]))
+        for i in range(0, len(targets), 2000):
+            await asyncio.gather(*(one(t) for t in targets[i:i + 2000]))
         return out
 
 
@@ -656,6 +801,11 @@ def _new_uid() -> str:
         _uid_pool.extend(str(uuid.UUID(bytes=raw[i:i + 16], version=4))
                          for i in range(0, len(raw), 16))
     return _uid_pool.pop()
+
+
+def _established(crd: dict[str, Any]) -> bool:
+    return any(c.get("type") == "Established" and c.get("status") == "True"
+               for c in (crd.get("status") or {}).get("conditions") or [])
 
 
 def _terminating(ns: dict[str, Any]) -> bool:

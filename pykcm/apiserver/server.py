@@ -34,9 +34,10 @@ from pykcm.apiserver.auth import (
     load_or_create_admin_token,
 )
 from pykcm.apiserver.certs import ensure_serving_certs
-from pykcm.apiserver.discovery import Discovery
+from pykcm.apiserver.discovery import GIT_VERSION, Discovery
 from pykcm.apiserver.handlers import MAX_BODY, APIHandlers, status_response
 from pykcm.apiserver.kubeconfig import build_kubeconfig, write_kubeconfig
+from pykcm.apiserver.openapi import OpenAPI
 from pykcm.apiserver.rest_storage import RESTStorage
 from pykcm.apiserver.storage import SqliteLog, Store
 
@@ -82,6 +83,8 @@ class APIServer:
         self._tmpdir: str | None = None
         self._lock_fd: int | None = None
         self.fatal: asyncio.Future[BaseException] | None = None
+        self.openapi: OpenAPI | None = None
+        self._published: dict[str, list[tuple[str, str, str]]] = {}
         # kube-apiserver's --max-requests-inflight / --max-mutating-requests-inflight
         # (0 = unlimited); watches are long-running and not counted.
         self.max_inflight = max_requests_inflight
@@ -132,12 +135,14 @@ class APIServer:
         self.store.on_fatal = self._on_fatal
         await self.store.start()
         self.rest = RESTStorage(self.store, self.registry)
+        self.openapi = OpenAPI(self.registry, server_version=GIT_VERSION)
+        self.rest.custom.listeners.append(self._publish_custom_resources)
         await self.rest.ensure_system_namespaces()
         # The loaded state lives as long as the server: keep the cyclic GC from
         # scanning it again and again (it dominates large-list costs in Python).
         gc.collect()
         gc.freeze()
-        self.handlers = APIHandlers(self.rest, self.registry, self.discovery)
+        self.handlers = APIHandlers(self.rest, self.registry, self.discovery, self.openapi)
         app = web.Application(client_max_size=MAX_BODY + 64 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._entry)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False,
@@ -174,6 +179,8 @@ class APIServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self.rest is not None:
+            await self.rest.close()
         if self.store is not None:
             await self.store.close()
             self.store = None
@@ -202,6 +209,24 @@ class APIServer:
                 f"another pykcm API server is using {state_dir}; stop it or choose another "
                 "--data-dir") from None
         self._lock_fd = fd
+
+    def _publish_custom_resources(self, event: str, crd: dict[str, Any]) -> None:
+        """Keep the OpenAPI documents in step with the served custom resources."""
+        if self.openapi is None or self.rest is None:
+            return
+        name = crd["metadata"]["name"]
+        for key in self._published.pop(name, []):
+            self.openapi.remove_custom(*key)
+        if event != "sync":
+            return
+        keys = []
+        for crv in self.rest.custom.versions_of(name):
+            i = crv.info
+            subs: dict[str, Any] = {s: {} for s in i.subresources}
+            self.openapi.add_custom(i.group, i.version, i.plural, i.kind, i.namespaced,
+                                    crv.raw_schema, subs)
+            keys.append((i.group, i.version, i.plural))
+        self._published[name] = keys
 
     def _on_fatal(self, exc: BaseException) -> None:
         log.error("storage failure, the API server must be restarted: %s", exc)

@@ -12,8 +12,11 @@ import time
 from typing import Any
 
 from pykcm.api.resources import ResourceInfo
+from pykcm.api import validation as _api_validation
+from pykcm.apiserver import crd_strategy as _crd
 from pykcm.apiserver import defaults as _defaults
 from pykcm.apiserver import validation as _validation
+from pykcm.apiserver.custom_resources import CRD_GROUP, CustomResourceVersion
 
 
 def now_rfc3339() -> str:
@@ -34,20 +37,48 @@ def _as_status_causes(causes: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def apply_defaults(info: ResourceInfo, obj: dict[str, Any], *, create: bool) -> None:
-    if info.group in _BUILTIN_GROUPS:
+def _is_crd(info: ResourceInfo) -> bool:
+    return info.group == CRD_GROUP and info.kind == "CustomResourceDefinition"
+
+
+def apply_defaults(info: ResourceInfo, obj: dict[str, Any], *, create: bool,
+                   crv: CustomResourceVersion | None = None) -> None:
+    """Defaulting; for custom resources also pruning of unknown fields (schema order)."""
+    if crv is not None:
+        crv.prune_and_default(obj)
+    elif _is_crd(info):
+        _crd.default_crd(obj)
+    elif info.group in _BUILTIN_GROUPS:
         _defaults.apply_defaults(info.kind, obj, create=create)
 
 
-def validate_create(info: ResourceInfo, obj: dict[str, Any]) -> list[dict[str, Any]]:
+def validate_create(info: ResourceInfo, obj: dict[str, Any],
+                    crv: CustomResourceVersion | None = None) -> list[dict[str, Any]]:
+    if crv is not None:
+        causes = _api_validation.validate_object_meta(
+            obj.get("metadata"), namespaced=info.namespaced)
+        return _as_status_causes(causes + crv.validate(obj))
+    if _is_crd(info):
+        return _as_status_causes(_crd.validate_crd_create(obj))
     if info.group not in _BUILTIN_GROUPS:
         return []
     return _as_status_causes(_validation.validate_create(info.kind, obj))
 
 
 def validate_update(
-    info: ResourceInfo, new: dict[str, Any], old: dict[str, Any], subresource: str
+    info: ResourceInfo, new: dict[str, Any], old: dict[str, Any], subresource: str,
+    crv: CustomResourceVersion | None = None,
 ) -> list[dict[str, Any]]:
+    if crv is not None:
+        causes = _api_validation.validate_object_meta(
+            new.get("metadata"), namespaced=info.namespaced)
+        causes += _api_validation.validate_object_meta_update(new.get("metadata"),
+                                                              old.get("metadata"))
+        return _as_status_causes(causes + crv.validate(new))
+    if _is_crd(info):
+        if subresource == "status":
+            return []
+        return _as_status_causes(_crd.validate_crd_update(new, old))
     if info.group not in _BUILTIN_GROUPS:
         return []
     if subresource == "status":
@@ -83,7 +114,8 @@ def prepare_for_create(info: ResourceInfo, obj: dict[str, Any]) -> None:
 
 
 def prepare_for_update(
-    info: ResourceInfo, new: dict[str, Any], old: dict[str, Any], subresource: str
+    info: ResourceInfo, new: dict[str, Any], old: dict[str, Any], subresource: str,
+    custom: bool = False,
 ) -> dict[str, Any]:
     """Carry over what this write may not change; returns the object to store."""
     old_meta = old["metadata"]
@@ -128,7 +160,14 @@ def prepare_for_update(
             new["status"] = old["status"]
     if info.track_generation:
         gen = old_meta.get("generation", 1)
-        changed = new.get("spec") != old.get("spec")
+        if custom:
+            # Custom resources: every change outside metadata (and status, when
+            # it is a subresource) is a new generation.
+            skip = ("metadata", "status") if info.status_subresource else ("metadata",)
+            changed = ({k: v for k, v in new.items() if k not in skip}
+                       != {k: v for k, v in old.items() if k not in skip})
+        else:
+            changed = new.get("spec") != old.get("spec")
         if info.kind == "Deployment" and meta.get("annotations") != old_meta.get("annotations"):
             changed = True
         meta["generation"] = gen + 1 if changed else gen
