@@ -1,1 +1,141 @@
+"""pykcm.client: the async REST client (client-go rest/dynamic counterpart).
 
+    from pykcm.client import Client, load_kube_config, is_not_found
+
+    async with Client(load_kube_config()) as client:
+        pod = await client.get("pods", "web-0", "default")
+        async for event_type, obj in client.watch("pods", "default", resource_version=rv):
+            ...
+
+Modules: `config` (Config, kubeconfig and in-cluster loading), `exec_credential`
+(exec plugins), `errors` (typed ApiError and is_* helpers), `rate_limit` (token
+bucket), `watch` (watch streams and line splitting), `rest_client` (Client).
+"""
+
+from pykcm.client._discovery import NoResourceMatchError
+from pykcm.client.config import (
+    Config,
+    ConfigError,
+    default_user_agent,
+    kube_config_from_dict,
+    load_config,
+    load_incluster_config,
+    load_kube_config,
+)
+from pykcm.client.errors import (
+    AlreadyExists,
+    ApiError,
+    BadRequest,
+    Conflict,
+    Expired,
+    Forbidden,
+    InternalError,
+    Invalid,
+    MethodNotAllowed,
+    NotAcceptable,
+    NotFound,
+    RequestEntityTooLarge,
+    ServerTimeout,
+    ServiceUnavailable,
+    Timeout,
+    TooManyRequests,
+    Unauthorized,
+    UnsupportedMediaType,
+    is_already_exists,
+    is_bad_request,
+    is_conflict,
+    is_connection_error,
+    is_forbidden,
+    is_gone,
+    is_internal_error,
+    is_invalid,
+    is_method_not_supported,
+    is_not_acceptable,
+    is_not_found,
+    is_request_entity_too_large,
+    is_resource_expired,
+    is_server_timeout,
+    is_service_unavailable,
+    is_timeout,
+    is_too_many_requests,
+    is_unauthorized,
+    is_unexpected_server_error,
+    is_unsupported_media_type,
+    reason_for_error,
+    status_error_from,
+    suggests_client_delay,
+)
+from pykcm.client.exec_credential import (
+    ExecConfig,
+    ExecCredential,
+    ExecCredentialProvider,
+    ExecPluginError,
+)
+from pykcm.client.rate_limit import TokenBucketRateLimiter
+from pykcm.client.rest_client import PATCH_CONTENT_TYPES, Client, Object, ResourceRef
+from pykcm.client.watch import LineSplitter, RawWatchStream, WatchEvent, WatchStream
+
+__all__ = [
+    "PATCH_CONTENT_TYPES",
+    "AlreadyExists",
+    "ApiError",
+    "BadRequest",
+    "Client",
+    "Config",
+    "ConfigError",
+    "Conflict",
+    "ExecConfig",
+    "ExecCredential",
+    "ExecCredentialProvider",
+    "ExecPluginError",
+    "Expired",
+    "Forbidden",
+    "InternalError",
+    "Invalid",
+    "LineSplitter",
+    "MethodNotAllowed",
+    "NoResourceMatchError",
+    "NotAcceptable",
+    "NotFound",
+    "Object",
+    "RawWatchStream",
+    "RequestEntityTooLarge",
+    "ResourceRef",
+    "ServerTimeout",
+    "ServiceUnavailable",
+    "Timeout",
+    "TokenBucketRateLimiter",
+    "TooManyRequests",
+    "Unauthorized",
+    "UnsupportedMediaType",
+    "WatchEvent",
+    "WatchStream",
+    "default_user_agent",
+    "is_already_exists",
+    "is_bad_request",
+    "is_conflict",
+    "is_connection_error",
+    "is_forbidden",
+    "is_gone",
+    "is_internal_error",
+    "is_invalid",
+    "is_method_not_supported",
+    "is_not_acceptable",
+    "is_not_found",
+    "is_request_entity_too_large",
+    "is_resource_expired",
+    "is_server_timeout",
+    "is_service_unavailable",
+    "is_timeout",
+    "is_too_many_requests",
+    "is_unauthorized",
+    "is_unexpected_server_error",
+    "is_unsupported_media_type",
+    "kube_config_from_dict",
+    "load_config",
+    "load_incluster_config",
+    "load_kube_config",
+    "reason_for_error",
+    "status_error_from",
+    "suggests_client_delay",
+]
