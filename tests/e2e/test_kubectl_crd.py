@@ -1,0 +1,102 @@
+"""kubectl with default flags: CRDs and custom resources, server-side apply, edit."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+from tests.conftest import Api
+from tests.e2e.conftest import Kubectl
+
+
+def _crd_yaml(group: str) -> str:
+    return textwrap.dedent(f"""\
+        apiVersion: apiextensions.k8s.io/v1
+        kind: CustomResourceDefinition
+        metadata:
+          name: gizmos.{group}
+        spec:
+          group: {group}
+          scope: Namespaced
+          names: {{plural: gizmos, singular: gizmo, kind: Gizmo, shortNames: [gz{group[:4]}]}}
+          versions:
+          - name: v1
+            served: true
+            storage: true
+            additionalPrinterColumns:
+            - {{name: Size, type: integer, jsonPath: .spec.size}}
+            - {{name: Age, type: date, jsonPath: .metadata.creationTimestamp}}
+            schema:
+              openAPIV3Schema:
+                type: object
+                properties:
+                  spec:
+                    type: object
+                    properties:
+                      size: {{type: integer, minimum: 1}}
+        """)
+
+
+def test_apply_crd_then_custom_resource_and_get(api: Api, kubectl: Kubectl) -> None:
+    group = f"g{uuid.uuid4().hex[:8]}.example.com"
+    out = kubectl.ok("apply", "-f", "-", stdin=_crd_yaml(group))
+    assert f"customresourcedefinition.apiextensions.k8s.io/gizmos.{group} created" in out
+    ns = api.ns()
+    cr = f"apiVersion: {group}/v1\nkind: Gizmo\nmetadata: {{name: g1}}\nspec: {{size: 3}}\n"
+    # discovery may lag one request behind in kubectl's cache: retry briefly
+    for _ in range(20):
+        r = kubectl.run("apply", "-n", ns, "-f", "-", stdin=cr)
+        if r.returncode == 0:
+            break
+        time.sleep(0.2)
+    assert r.returncode == 0, r.stderr
+    assert f"gizmo.{group}/g1 created" in r.stdout
+    rows = [ln.split() for ln in kubectl.ok("get", "gizmos", "-n", ns).splitlines()]
+    assert rows[0] == ["NAME", "SIZE", "AGE"] and rows[1][:2] == ["g1", "3"]
+    # schema validation through kubectl
+    bad = cr.replace("size: 3", "size: 0").replace("g1", "g2")
+    r = kubectl.run("apply", "-n", ns, "-f", "-", stdin=bad)
+    assert r.returncode == 1 and "spec.size" in r.stderr
+    # re-apply with a change: a merge patch for custom resources
+    out = kubectl.ok("apply", "-n", ns, "-f", "-", stdin=cr.replace("size: 3", "size: 5"))
+    assert "configured" in out
+    got = json.loads(kubectl.ok("get", f"gizmos.{group}", "g1", "-n", ns, "-o", "json"))
+    assert got["spec"]["size"] == 5
+    kubectl.ok("delete", "-f", "-", stdin=_crd_yaml(group))
+    r = kubectl.run("get", f"gizmos.{group}", "-n", ns)
+    assert r.returncode != 0
+
+
+def test_server_side_apply_is_refused_clearly(api: Api, kubectl: Kubectl) -> None:
+    ns = api.ns()
+    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa}\ndata: {a: b}\n"
+    r = kubectl.run("apply", "--server-side", "-n", ns, "-f", "-", stdin=cm)
+    assert r.returncode == 1
+    assert "UnsupportedMediaType" in r.stderr or "unknown format" in r.stderr, r.stderr
+    assert "server-side apply is not supported" in r.stderr
+
+
+def test_edit_with_an_editor_script(api: Api, kubectl: Kubectl, tmp_path: Path) -> None:
+    ns = api.ns()
+    kubectl.ok("create", "configmap", "ed", "--from-literal=color=red", "-n", ns)
+    editor = tmp_path / "editor.py"
+    editor.write_text("import sys\np = sys.argv[-1]\ns = open(p).read()\n"
+                      "open(p, 'w').write(s.replace('color: red', 'color: green'))\n")
+    env = dict(kubectl.env)
+    env["KUBE_EDITOR"] = f"{sys.executable} {editor}"
+    env.pop("EDITOR", None)
+    import subprocess
+
+    r = subprocess.run([kubectl.binary, "edit", "configmap", "ed", "-n", ns,
+                        "--request-timeout=20s"], env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "configmap/ed edited" in r.stdout
+    got = json.loads(kubectl.ok("get", "cm", "ed", "-n", ns, "-o", "json"))
+    assert got["data"] == {"color": "green"}
+    assert os.path.exists(editor)
