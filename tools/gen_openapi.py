@@ -79,6 +79,7 @@ SERVED_KINDS: tuple[tuple[str, str, str], ...] = (
     ("batch", "v1", "CronJob"),
     ("coordination.k8s.io", "v1", "Lease"),
     ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+    ("events.k8s.io", "v1", "Event"),
 )
 # Kinds served without a List kind: subresource bodies.
 SUBRESOURCE_KINDS: tuple[tuple[str, str, str], ...] = (

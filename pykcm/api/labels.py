@@ -584,6 +584,42 @@ _METAV1_OPS: Final = {
 }
 
 
+_COMPILED_MAX_ENTRIES: Final = 1024
+_COMPILED_MAX_CHARS: Final = 2048
+# Workload validation converts the same few selectors on every write; a
+# LabelSelector is immutable, so converted ones are shared (bounded memo).
+_compiled: dict[tuple[Any, ...], LabelSelector] = {}
+
+
+def _selector_memo_key(match_labels: Any, match_exprs: Any) -> tuple[Any, ...] | None:
+    """A hashable key for a wire-form selector made of plain strings, else None."""
+    if match_labels.__class__ is not dict or match_exprs.__class__ is not list:
+        return None
+    size = 0
+    labels = tuple(match_labels.items())
+    for k, v in labels:
+        if k.__class__ is not str or v.__class__ is not str:
+            return None
+        size += len(k) + len(v)
+    exprs: list[tuple[str, str, tuple[str, ...]]] = []
+    for expr in match_exprs:
+        if expr.__class__ is not dict:
+            return None
+        key, op = expr.get("key", ""), expr.get("operator", "")
+        values = expr.get("values") or []
+        if key.__class__ is not str or op.__class__ is not str or values.__class__ is not list:
+            return None
+        for v in values:
+            if v.__class__ is not str:
+                return None
+            size += len(v)
+        size += len(key) + len(op)
+        exprs.append((key, op, tuple(values)))
+    if size > _COMPILED_MAX_CHARS:
+        return None
+    return labels, tuple(exprs)
+
+
 def selector_from_label_selector(d: Mapping[str, Any] | None) -> LabelSelector:
     """metav1.LabelSelectorAsSelector.
 
@@ -596,6 +632,19 @@ def selector_from_label_selector(d: Mapping[str, Any] | None) -> LabelSelector:
     match_exprs = d.get("matchExpressions") or []
     if not match_labels and not match_exprs:
         return _EVERYTHING
+    key = _selector_memo_key(match_labels, match_exprs)
+    if key is None:
+        return _convert_label_selector(match_labels, match_exprs)
+    sel = _compiled.get(key)
+    if sel is None:
+        sel = _convert_label_selector(match_labels, match_exprs)  # errors are not kept
+        if len(_compiled) >= _COMPILED_MAX_ENTRIES:
+            _compiled.clear()
+        _compiled[key] = sel
+    return sel
+
+
+def _convert_label_selector(match_labels: Any, match_exprs: Any) -> LabelSelector:
     reqs: list[Requirement] = []
     for k, v in match_labels.items():
         reqs.append(new_requirement(k, EQUALS, [v]))

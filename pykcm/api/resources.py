@@ -139,6 +139,8 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
        generation=True),
     # coordination.k8s.io/v1
     _r("coordination.k8s.io", "Lease", "leases", require_rv=True),
+    # events.k8s.io/v1: a view of the core/v1 events (same storage)
+    _r("events.k8s.io", "Event", "events", short=("ev",)),
     # apiextensions.k8s.io/v1
     _r("apiextensions.k8s.io", "CustomResourceDefinition", "customresourcedefinitions",
        namespaced=False, short=("crd", "crds"), categories=("api-extensions",),

@@ -16,6 +16,7 @@ the top-level message from :func:`format_invalid_message`).
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import re
@@ -413,7 +414,51 @@ _LABEL_KEY_NAME_MAX_LENGTH: Final = 63
 # Regexes here are applied with fullmatch(): Go's `^...$` on RE2 has no
 # "match before a trailing newline" quirk, Python's `$` does.
 
+_MEMO_MAX_ENTRIES: Final = 2048
+_MEMO_MAX_LEN: Final = 256
 
+
+_Check = Callable[[str], list[str]]
+_Memo = dict[str, tuple[str, ...]]
+
+# validate_labels reads these two memos directly: a label whose key and value
+# are both known to be valid skips both calls.
+_QUALIFIED_NAME_MEMO: Final[_Memo] = {}
+_LABEL_VALUE_MEMO: Final[_Memo] = {}
+
+
+def _memoized(memo: _Memo | None = None) -> Callable[[_Check], _Check]:
+    """Decorator: remember a string check's messages for recently seen strings.
+
+    Every write re-checks the same strings (label keys and values, container
+    names, namespaces), so the checks below are memoized. Each caller gets a
+    fresh list, as before. The memo (`memo`, or a new dict) is bounded: it is
+    emptied when full, and long strings are checked but not kept, so clients
+    cannot pin memory.
+    """
+    def decorate(check: _Check) -> _Check:
+        cache: _Memo = {} if memo is None else memo
+
+        @functools.wraps(check)
+        def memoized_check(value: str) -> list[str]:
+            if value.__class__ is not str:  # no memo for odd input (str subclasses, non-str)
+                return check(value)
+            hit = cache.get(value)
+            if hit is not None:
+                return list(hit) if hit else []
+            msgs = check(value)
+            if len(value) <= _MEMO_MAX_LEN:
+                if len(cache) >= _MEMO_MAX_ENTRIES:
+                    cache.clear()
+                cache[value] = tuple(msgs)
+            return msgs
+
+        return memoized_check
+
+    return decorate
+
+
+@_memoized()
 def is_dns1123_label(value: str) -> list[str]:
     """IsDNS1123Label: a lowercase RFC 1123 label (pod hostnames, namespace names)."""
     errs: list[str] = []
@@ -428,6 +473,7 @@ def is_dns1123_label(value: str) -> list[str]:
     return errs
 
 
+@_memoized()
 def is_dns1123_subdomain(value: str) -> list[str]:
     """IsDNS1123Subdomain: a lowercase RFC 1123 subdomain (most object names)."""
     errs: list[str] = []
@@ -438,6 +484,7 @@ def is_dns1123_subdomain(value: str) -> list[str]:
     return errs
 
 
+@_memoized()
 def is_dns1035_label(value: str) -> list[str]:
     """IsDNS1035Label: an RFC 1035 label (service names)."""
     errs: list[str] = []
@@ -448,6 +495,7 @@ def is_dns1035_label(value: str) -> list[str]:
     return errs
 
 
+@_memoized(_QUALIFIED_NAME_MEMO)
 def is_qualified_name(value: str) -> list[str]:
     """IsQualifiedName (a label key): optional DNS-subdomain prefix and '/', then a name."""
     errs: list[str] = []
@@ -476,6 +524,7 @@ def is_qualified_name(value: str) -> list[str]:
     return errs
 
 
+@_memoized(_LABEL_VALUE_MEMO)
 def is_valid_label_value(value: str) -> list[str]:
     """IsValidLabelValue: empty, or at most 63 alphanumerics/'-_.' starting and ending alnum."""
     if not value:
@@ -488,6 +537,7 @@ def is_valid_label_value(value: str) -> list[str]:
     return errs
 
 
+@_memoized()
 def is_config_map_key(value: str) -> list[str]:
     """IsConfigMapKey: a key of ConfigMap/Secret data."""
     errs: list[str] = []
@@ -511,6 +561,7 @@ def is_valid_port_num(port: int) -> list[str]:
     return [inclusive_range_error(1, 65535)]
 
 
+@_memoized()
 def is_valid_port_name(port: str) -> list[str]:
     """IsValidPortName: IANA_SVC_NAME, at most 15 of [-a-z0-9] with a letter."""
     errs: list[str] = []
@@ -527,6 +578,7 @@ def is_valid_port_name(port: str) -> list[str]:
     return errs
 
 
+@_memoized()
 def is_valid_percent(percent: str) -> list[str]:
     if not _PERCENT_RE.fullmatch(percent):
         return [regex_error("a valid percent string must be a numeric string followed by an "
@@ -534,6 +586,7 @@ def is_valid_percent(percent: str) -> list[str]:
     return []
 
 
+@_memoized()
 def is_valid_ip(value: str) -> list[str]:
     """IsValidIP (strict form: no leading zeros, no zone)."""
     try:
@@ -597,9 +650,11 @@ def validate_labels(labels: Mapping[str, Any] | None, path: str) -> list[Cause]:
     if not labels:
         return errs
     for k, v in labels.items():
+        sv = v if isinstance(v, str) else str(v)
+        if _QUALIFIED_NAME_MEMO.get(k) == () and _LABEL_VALUE_MEMO.get(sv) == ():
+            continue  # both already known to be valid
         for msg in is_qualified_name(k):
             errs.append(invalid(path, k, msg))
-        sv = v if isinstance(v, str) else str(v)
         for msg in is_valid_label_value(sv):
             errs.append(invalid(path, sv, msg))
     return errs
@@ -742,11 +797,24 @@ def validate_object_meta(meta: Mapping[str, Any] | None, *, namespaced: bool,
     generation = meta.get("generation")
     if isinstance(generation, int) and not isinstance(generation, bool):
         errs.extend(validate_nonnegative(generation, f"{path}.generation"))
-    errs.extend(validate_labels(meta.get("labels"), f"{path}.labels"))
-    errs.extend(validate_annotations(meta.get("annotations"), f"{path}.annotations"))
-    errs.extend(validate_owner_references(meta.get("ownerReferences"), f"{path}.ownerReferences"))
-    errs.extend(validate_finalizers(meta.get("finalizers"), f"{path}.finalizers"))
+    _validate_meta_lists(meta, path, errs)
     return errs
+
+
+def _validate_meta_lists(meta: Mapping[str, Any], path: str, errs: list[Cause]) -> None:
+    # Labels, annotations, ownerReferences and finalizers; each validator
+    # accepts an empty value, which most objects have for most of these, so
+    # it is only called (and its path built) when there is something to check.
+    labels, annotations = meta.get("labels"), meta.get("annotations")
+    refs, finalizers = meta.get("ownerReferences"), meta.get("finalizers")
+    if labels:
+        errs.extend(validate_labels(labels, f"{path}.labels"))
+    if annotations:
+        errs.extend(validate_annotations(annotations, f"{path}.annotations"))
+    if refs:
+        errs.extend(validate_owner_references(refs, f"{path}.ownerReferences"))
+    if finalizers:
+        errs.extend(validate_finalizers(finalizers, f"{path}.finalizers"))
 
 
 def validate_object_meta_update(new: Mapping[str, Any] | None, old: Mapping[str, Any] | None,
@@ -771,10 +839,7 @@ def validate_object_meta_update(new: Mapping[str, Any] | None, old: Mapping[str,
     ng, og = new.get("generation") or 0, old.get("generation") or 0
     if isinstance(ng, int) and isinstance(og, int) and ng < og:
         errs.append(invalid(f"{path}.generation", ng, "must not be decremented"))
-    errs.extend(validate_labels(new.get("labels"), f"{path}.labels"))
-    errs.extend(validate_annotations(new.get("annotations"), f"{path}.annotations"))
-    errs.extend(validate_owner_references(new.get("ownerReferences"), f"{path}.ownerReferences"))
-    errs.extend(validate_finalizers(new.get("finalizers"), f"{path}.finalizers"))
+    _validate_meta_lists(new, path, errs)
     return errs
 
 

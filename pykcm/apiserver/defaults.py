@@ -16,6 +16,10 @@ struct fields even when empty (``resources: {}``, template ``metadata: {}``,
 re-keyed into that order so responses read like a real server's.
 Priority, service-account token volumes and default tolerations are
 admission-plugin work and are not done here.
+
+This runs on every write, so the hot paths test exact ``dict``/``list``
+types (what a JSON decoder produces) and remember the results of pure
+string functions (quantities, image references) for recently seen strings.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ import base64
 import re
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from decimal import Decimal, InvalidOperation
-from typing import Any, Final
+from functools import lru_cache
+from typing import Any, Final, TypeGuard
 
 __all__ = [
     "apply_defaults",
@@ -43,13 +48,61 @@ MAX_INT32: Final = 2**31 - 1
 
 # --- Go struct field order ----------------------------------------------------
 
-_TOP: Final = ("kind", "apiVersion", "metadata", "immutable", "data", "binaryData", "stringData",
-               "type", "spec", "status")
-_META: Final = ("name", "generateName", "namespace", "selfLink", "uid", "resourceVersion",
-                "generation", "creationTimestamp", "deletionTimestamp",
-                "deletionGracePeriodSeconds", "labels", "annotations", "ownerReferences",
-                "finalizers", "managedFields")
-_POD_SPEC: Final = (
+class _GoOrder:
+    """The field order of one Go struct, and how to re-key a dict into it.
+
+    Known keys come in struct order, unknown ones after them in their
+    current order. Every object written goes through several of these, and
+    the key sequences repeat (a client sends the same shapes over and over),
+    so the plan for each sequence seen is memoized: the usual answer is
+    "already in order" or "move these few keys to the end".
+    """
+
+    __slots__ = ("_keys", "_known", "_plans")
+
+    _MAX_PLANS: Final = 256
+    _MAX_SHAPE_CHARS: Final = 1024
+
+    def __init__(self, *keys: str) -> None:
+        self._keys = keys
+        self._known = frozenset(keys)
+        # key sequence -> the keys to move to the end, in order (() if none)
+        self._plans: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+    def _plan(self, current: tuple[str, ...]) -> tuple[str, ...]:
+        present = [k for k in self._keys if k in current]
+        wanted = present + [k for k in current if k not in self._known]
+        # Keys already in their final place at the front need not move.
+        start = 0
+        for have, want in zip(current, wanted, strict=True):
+            if have != want:
+                break
+            start += 1
+        return tuple(wanted[start:])
+
+    def apply(self, d: MutableMapping[str, Any]) -> None:
+        current = tuple(d)
+        move = self._plans.get(current)
+        if move is None:
+            move = self._plan(current)
+            # Bounded memo; odd shapes (huge or non-string keys) are not kept.
+            if all(k.__class__ is str for k in current) and (
+                    sum(map(len, current)) <= self._MAX_SHAPE_CHARS):
+                if len(self._plans) >= self._MAX_PLANS:
+                    self._plans.clear()
+                self._plans[current] = move
+        for k in move:
+            d[k] = d.pop(k)
+
+
+_TOP: Final = _GoOrder(
+    "kind", "apiVersion", "metadata", "immutable", "data", "binaryData", "stringData", "type",
+    "spec", "status")
+_META: Final = _GoOrder(
+    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
+    "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
+    "annotations", "ownerReferences", "finalizers", "managedFields")
+_POD_SPEC: Final = _GoOrder(
     "volumes", "initContainers", "containers", "ephemeralContainers", "restartPolicy",
     "terminationGracePeriodSeconds", "activeDeadlineSeconds", "dnsPolicy", "nodeSelector",
     "serviceAccountName", "serviceAccount", "automountServiceAccountToken", "nodeName",
@@ -59,53 +112,46 @@ _POD_SPEC: Final = (
     "runtimeClassName", "enableServiceLinks", "preemptionPolicy", "overhead",
     "topologySpreadConstraints", "setHostnameAsFQDN", "os", "hostUsers", "schedulingGates",
     "resourceClaims", "resources", "hostnameOverride", "workloadRef")
-_CONTAINER: Final = (
+_CONTAINER: Final = _GoOrder(
     "name", "image", "command", "args", "workingDir", "ports", "envFrom", "env", "resources",
     "resizePolicy", "restartPolicy", "restartPolicyRules", "volumeMounts", "volumeDevices",
     "livenessProbe", "readinessProbe", "startupProbe", "lifecycle", "terminationMessagePath",
     "terminationMessagePolicy", "imagePullPolicy", "securityContext", "stdin", "stdinOnce", "tty")
-_CONTAINER_PORT: Final = ("name", "hostPort", "containerPort", "protocol", "hostIP")
-_PROBE: Final = ("exec", "httpGet", "tcpSocket", "grpc", "initialDelaySeconds", "timeoutSeconds",
-                 "periodSeconds", "successThreshold", "failureThreshold",
-                 "terminationGracePeriodSeconds")
-_HTTP_GET: Final = ("path", "port", "host", "scheme", "httpHeaders")
-_TEMPLATE: Final = ("metadata", "spec")
-_DEPLOYMENT_SPEC: Final = ("replicas", "selector", "template", "strategy", "minReadySeconds",
-                           "revisionHistoryLimit", "paused", "progressDeadlineSeconds")
-_REPLICASET_SPEC: Final = ("replicas", "minReadySeconds", "selector", "template")
-_STATEFULSET_SPEC: Final = ("replicas", "selector", "template", "volumeClaimTemplates",
-                            "serviceName", "podManagementPolicy", "updateStrategy",
-                            "revisionHistoryLimit", "minReadySeconds",
-                            "persistentVolumeClaimRetentionPolicy", "ordinals")
-_DAEMONSET_SPEC: Final = ("selector", "template", "updateStrategy", "minReadySeconds",
-                          "revisionHistoryLimit")
-_JOB_SPEC: Final = ("parallelism", "completions", "activeDeadlineSeconds", "podFailurePolicy",
-                    "successPolicy", "backoffLimit", "backoffLimitPerIndex", "maxFailedIndexes",
-                    "selector", "manualSelector", "template", "ttlSecondsAfterFinished",
-                    "completionMode", "suspend", "podReplacementPolicy", "managedBy")
-_CRONJOB_SPEC: Final = ("schedule", "timeZone", "startingDeadlineSeconds", "concurrencyPolicy",
-                        "suspend", "jobTemplate", "successfulJobsHistoryLimit",
-                        "failedJobsHistoryLimit")
-_SERVICE_SPEC: Final = (
+_CONTAINER_PORT: Final = _GoOrder("name", "hostPort", "containerPort", "protocol", "hostIP")
+_PROBE: Final = _GoOrder(
+    "exec", "httpGet", "tcpSocket", "grpc", "initialDelaySeconds", "timeoutSeconds",
+    "periodSeconds", "successThreshold", "failureThreshold", "terminationGracePeriodSeconds")
+_HTTP_GET: Final = _GoOrder("path", "port", "host", "scheme", "httpHeaders")
+_TEMPLATE: Final = _GoOrder("metadata", "spec")
+_DEPLOYMENT_SPEC: Final = _GoOrder(
+    "replicas", "selector", "template", "strategy", "minReadySeconds", "revisionHistoryLimit",
+    "paused", "progressDeadlineSeconds")
+_REPLICASET_SPEC: Final = _GoOrder("replicas", "minReadySeconds", "selector", "template")
+_STATEFULSET_SPEC: Final = _GoOrder(
+    "replicas", "selector", "template", "volumeClaimTemplates", "serviceName",
+    "podManagementPolicy", "updateStrategy", "revisionHistoryLimit", "minReadySeconds",
+    "persistentVolumeClaimRetentionPolicy", "ordinals")
+_DAEMONSET_SPEC: Final = _GoOrder(
+    "selector", "template", "updateStrategy", "minReadySeconds", "revisionHistoryLimit")
+_JOB_SPEC: Final = _GoOrder(
+    "parallelism", "completions", "activeDeadlineSeconds", "podFailurePolicy", "successPolicy",
+    "backoffLimit", "backoffLimitPerIndex", "maxFailedIndexes", "selector", "manualSelector",
+    "template", "ttlSecondsAfterFinished", "completionMode", "suspend", "podReplacementPolicy",
+    "managedBy")
+_CRONJOB_SPEC: Final = _GoOrder(
+    "schedule", "timeZone", "startingDeadlineSeconds", "concurrencyPolicy", "suspend",
+    "jobTemplate", "successfulJobsHistoryLimit", "failedJobsHistoryLimit")
+_SERVICE_SPEC: Final = _GoOrder(
     "ports", "selector", "clusterIP", "clusterIPs", "type", "externalIPs", "sessionAffinity",
     "loadBalancerIP", "loadBalancerSourceRanges", "externalName", "externalTrafficPolicy",
     "healthCheckNodePort", "publishNotReadyAddresses", "sessionAffinityConfig", "ipFamilies",
     "ipFamilyPolicy", "allocateLoadBalancerNodePorts", "loadBalancerClass",
     "internalTrafficPolicy", "trafficDistribution")
-_SERVICE_PORT: Final = ("name", "protocol", "appProtocol", "port", "targetPort", "nodePort")
-_STRATEGY: Final = ("type", "rollingUpdate")
-
-
-def _order(d: MutableMapping[str, Any], keys: tuple[str, ...]) -> None:
-    """Re-key `d` so that known keys come in Go struct order (unknown ones after)."""
-    present = [k for k in keys if k in d]
-    current = list(d)
-    if current[: len(present)] == present:
-        return
-    known = set(keys)
-    items = [(k, d[k]) for k in present] + [(k, d[k]) for k in current if k not in known]
-    d.clear()
-    d.update(items)
+_SERVICE_PORT: Final = _GoOrder("name", "protocol", "appProtocol", "port", "targetPort", "nodePort")
+_STRATEGY: Final = _GoOrder("type", "rollingUpdate")
+_RESOURCES: Final = _GoOrder("limits", "requests", "claims")
+_RETENTION: Final = _GoOrder("whenDeleted", "whenScaled")
+_SELECTOR: Final = _GoOrder("matchLabels", "matchExpressions")
 
 
 def _dict(parent: MutableMapping[str, Any], key: str) -> Obj:
@@ -142,14 +188,13 @@ _SUFFIX: Final = {
 }
 
 
-def parse_quantity(q: Any) -> Decimal | None:
-    """The numeric value of a resource.Quantity ("100m", "1Gi", "1e3", 2); None if malformed."""
-    if isinstance(q, bool):
-        return None
-    if isinstance(q, (int, float)):
-        return Decimal(str(q))
-    if not isinstance(q, str):
-        return None
+# Pure functions of a string, called for every container of every write with
+# the same few strings ("100m", "128Mi", an image name): remember them.
+_MEMO_MAX_LEN: Final = 512
+
+
+@lru_cache(maxsize=2048)
+def _parse_quantity_str(q: str) -> Decimal | None:
     m = _QUANTITY_RE.fullmatch(q.strip())
     if not m:
         return None
@@ -163,6 +208,19 @@ def parse_quantity(q: Any) -> Decimal | None:
     except (InvalidOperation, ValueError):
         return None
     return None
+
+
+def parse_quantity(q: Any) -> Decimal | None:
+    """The numeric value of a resource.Quantity ("100m", "1Gi", "1e3", 2); None if malformed."""
+    if q.__class__ is str and len(q) <= _MEMO_MAX_LEN:
+        return _parse_quantity_str(q)  # Decimals are immutable: safe to share
+    if isinstance(q, bool):
+        return None
+    if isinstance(q, (int, float)):
+        return Decimal(str(q))
+    if not isinstance(q, str):
+        return None
+    return _parse_quantity_str.__wrapped__(q)
 
 
 # --- images --------------------------------------------------------------------
@@ -205,10 +263,17 @@ def _image_tag(image: str) -> tuple[str, str] | None:
     return tag, digest
 
 
-def image_pull_policy(image: str) -> str:
-    """The default imagePullPolicy: Always for ":latest" or an untagged image."""
+@lru_cache(maxsize=1024)
+def _image_pull_policy(image: str) -> str:
     parsed = _image_tag(image)
     return "Always" if parsed is not None and parsed[0] == "latest" else "IfNotPresent"
+
+
+def image_pull_policy(image: str) -> str:
+    """The default imagePullPolicy: Always for ":latest" or an untagged image."""
+    if image.__class__ is str and len(image) <= _MEMO_MAX_LEN:
+        return _image_pull_policy(image)
+    return _image_pull_policy.__wrapped__(image)
 
 
 # --- pod specs ------------------------------------------------------------------
@@ -216,7 +281,7 @@ def image_pull_policy(image: str) -> str:
 def _default_http_get(h: Obj) -> None:
     _setdefault(h, "path", "/")
     _setdefault(h, "scheme", "HTTP")
-    _order(h, _HTTP_GET)
+    _HTTP_GET.apply(h)
 
 
 def _default_handler(h: Obj) -> None:
@@ -234,7 +299,7 @@ def _default_probe(p: Obj) -> None:
     _setdefault(p, "periodSeconds", 10)
     _setdefault(p, "successThreshold", 1)
     _setdefault(p, "failureThreshold", 3)
-    _order(p, _PROBE)
+    _PROBE.apply(p)
 
 
 def _default_field_ref(holder: Mapping[str, Any]) -> None:
@@ -243,42 +308,58 @@ def _default_field_ref(holder: Mapping[str, Any]) -> None:
         _setdefault(ref, "apiVersion", "v1")
 
 
+_PROBES: Final = ("livenessProbe", "readinessProbe", "startupProbe")
+_LIFECYCLE_HOOKS: Final = ("postStart", "preStop")
+
+
 def default_container(c: Obj) -> None:
     """SetDefaults_Container and the defaults of what a container holds."""
-    if not c.get("imagePullPolicy"):
-        c["imagePullPolicy"] = image_pull_policy(str(c.get("image") or ""))
-    if not c.get("terminationMessagePath"):
-        c["terminationMessagePath"] = "/dev/termination-log"
-    if not c.get("terminationMessagePolicy"):
-        c["terminationMessagePolicy"] = "File"
+    # Loops are written out (no _dicts generator): this runs for every
+    # container of every pod and template written. Defaults are added in Go
+    # field order, so that they usually need no re-keying afterwards.
+    get = c.get
     # ResourceRequirements is a struct: Go always serializes it.
-    _dict(c, "resources")
-    for port in _dicts(c.get("ports")):
-        if not port.get("protocol"):
-            port["protocol"] = "TCP"
-        _order(port, _CONTAINER_PORT)
-    for env in _dicts(c.get("env")):
-        value_from = env.get("valueFrom")
-        if isinstance(value_from, dict):
-            _default_field_ref(value_from)
-    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
-        p = c.get(probe)
+    if not isinstance(get("resources"), dict):
+        c["resources"] = {}
+    if not get("terminationMessagePath"):
+        c["terminationMessagePath"] = "/dev/termination-log"
+    if not get("terminationMessagePolicy"):
+        c["terminationMessagePolicy"] = "File"
+    if not get("imagePullPolicy"):
+        c["imagePullPolicy"] = image_pull_policy(str(get("image") or ""))
+    ports = get("ports")
+    if isinstance(ports, list):
+        for port in ports:
+            if isinstance(port, dict):
+                if not port.get("protocol"):
+                    port["protocol"] = "TCP"
+                _CONTAINER_PORT.apply(port)
+    env = get("env")
+    if isinstance(env, list):
+        for e in env:
+            if isinstance(e, dict):
+                value_from = e.get("valueFrom")
+                if isinstance(value_from, dict):
+                    _default_field_ref(value_from)
+    for probe in _PROBES:
+        p = get(probe)
         if isinstance(p, dict):
             _default_probe(p)
-    lifecycle = c.get("lifecycle")
+    lifecycle = get("lifecycle")
     if isinstance(lifecycle, dict):
-        for hook in ("postStart", "preStop"):
+        for hook in _LIFECYCLE_HOOKS:
             h = lifecycle.get(hook)
             if isinstance(h, dict):
                 _default_handler(h)
-    _order(c, _CONTAINER)
+    _CONTAINER.apply(c)
 
 
 _VOLUME_SOURCES_WITH_MODE: Final = ("secret", "configMap", "downwardAPI", "projected")
+_NAME_ONLY: Final = frozenset({"name"})
 
 
 def _default_volume(v: Obj) -> None:
-    if all(k == "name" for k in v):
+    if v.keys() <= _NAME_ONLY:
         # A volume with no source is an emptyDir.
         v["emptyDir"] = {}
     for src in _VOLUME_SOURCES_WITH_MODE:
@@ -311,53 +392,90 @@ def _default_host_network_ports(containers: Any) -> None:
                 port["hostPort"] = port.get("containerPort", 0)
 
 
+def _default_requests_from_limits(containers: Any) -> None:
+    if not isinstance(containers, list):
+        return
+    for c in containers:
+        if not isinstance(c, dict):
+            continue
+        resources = c.get("resources")
+        if not isinstance(resources, dict):
+            continue
+        limits = resources.get("limits")
+        if isinstance(limits, dict) and limits:
+            requests = resources.get("requests")
+            if not isinstance(requests, dict):
+                requests = {}
+                resources["requests"] = requests
+            for name, q in limits.items():
+                requests.setdefault(name, q)
+            _RESOURCES.apply(resources)
+
+
 def default_pod_spec(spec: Obj, *, is_pod: bool = False) -> None:
     """SetDefaults_PodSpec (every PodSpec) and, for a Pod, SetDefaults_Pod."""
-    if not spec.get("dnsPolicy"):
-        spec["dnsPolicy"] = "ClusterFirst"
-    if not spec.get("restartPolicy"):
+    get = spec.get
+    # Added in Go field order (see default_container).
+    if not get("restartPolicy"):
         spec["restartPolicy"] = "Always"
-    if spec.get("securityContext") is None:
+    if get("terminationGracePeriodSeconds") is None:
+        spec["terminationGracePeriodSeconds"] = 30
+    if not get("dnsPolicy"):
+        spec["dnsPolicy"] = "ClusterFirst"
+    if get("securityContext") is None:
         spec["securityContext"] = {}
-    _setdefault(spec, "terminationGracePeriodSeconds", 30)
-    if not spec.get("schedulerName"):
+    if not get("schedulerName"):
         spec["schedulerName"] = "default-scheduler"
-    for v in _dicts(spec.get("volumes")):
-        _default_volume(v)
+    volumes = get("volumes")
+    if isinstance(volumes, list):
+        for v in volumes:
+            if isinstance(v, dict):
+                _default_volume(v)
     for key in ("initContainers", "containers"):
-        for c in _dicts(spec.get(key)):
-            default_container(c)
+        containers = get(key)
+        if isinstance(containers, list):
+            for c in containers:
+                if isinstance(c, dict):
+                    default_container(c)
     if is_pod:
         # Requests default to limits only on Pods, not on templates.
-        for key in ("containers", "initContainers"):
-            for c in _dicts(spec.get(key)):
-                resources = c.get("resources")
-                if not isinstance(resources, dict):
-                    continue
-                limits = resources.get("limits")
-                if isinstance(limits, dict) and limits:
-                    requests = resources.get("requests")
-                    if not isinstance(requests, dict):
-                        requests = {}
-                        resources["requests"] = requests
-                    for name, q in limits.items():
-                        requests.setdefault(name, q)
-                    _order(resources, ("limits", "requests", "claims"))
-        _setdefault(spec, "enableServiceLinks", True)
-        if spec.get("hostNetwork"):
-            _default_host_network_ports(spec.get("containers"))
-            _default_host_network_ports(spec.get("initContainers"))
-    _order(spec, _POD_SPEC)
+        _default_requests_from_limits(get("containers"))
+        _default_requests_from_limits(get("initContainers"))
+        if get("enableServiceLinks") is None:
+            spec["enableServiceLinks"] = True
+        if get("hostNetwork"):
+            _default_host_network_ports(get("containers"))
+            _default_host_network_ports(get("initContainers"))
+    _POD_SPEC.apply(spec)
 
 
 def default_pod_template(tmpl: Obj) -> None:
     """Defaults of a PodTemplateSpec: its (always serialized) metadata and its spec."""
     _dict(tmpl, "metadata")
     default_pod_spec(_dict(tmpl, "spec"))
-    _order(tmpl, _TEMPLATE)
+    _TEMPLATE.apply(tmpl)
 
 
 _QOS_RESOURCES: Final = ("cpu", "memory")
+_ZERO: Final = Decimal(0)
+
+
+def _is_map(v: Any) -> TypeGuard[Mapping[str, Any]]:
+    # Exact dicts (all a JSON decoder makes) first: the ABC check is slower.
+    return v.__class__ is dict or (v is not None and isinstance(v, Mapping))
+
+
+def _qos_add(into: dict[str, Decimal], rl: Any, found: set[str] | None) -> None:
+    if not _is_map(rl):
+        return
+    for name, q in rl.items():
+        if name not in _QOS_RESOURCES:
+            continue
+        v = parse_quantity(q)
+        if v is not None and v > _ZERO:
+            if found is not None:
+                found.add(name)
+            into[name] = into.get(name, _ZERO) + v
 
 
 def pod_qos_class(spec: Mapping[str, Any]) -> str:
@@ -365,39 +483,26 @@ def pod_qos_class(spec: Mapping[str, Any]) -> str:
     requests: dict[str, Decimal] = {}
     limits: dict[str, Decimal] = {}
     guaranteed = True
-
-    def add(into: dict[str, Decimal], rl: Any, found: set[str] | None) -> None:
-        if not isinstance(rl, Mapping):
-            return
-        for name, q in rl.items():
-            if name not in _QOS_RESOURCES:
-                continue
-            v = parse_quantity(q)
-            if v is not None and v > 0:
-                if found is not None:
-                    found.add(name)
-                into[name] = into.get(name, Decimal(0)) + v
-
     pod_resources = spec.get("resources")
-    if isinstance(pod_resources, Mapping) and (pod_resources.get("requests")
-                                               or pod_resources.get("limits")):
-        add(requests, pod_resources.get("requests"), None)
+    if _is_map(pod_resources) and (pod_resources.get("requests")
+                                   or pod_resources.get("limits")):
+        _qos_add(requests, pod_resources.get("requests"), None)
         if pod_resources.get("limits"):
             found: set[str] = set()
-            add(limits, pod_resources.get("limits"), found)
+            _qos_add(limits, pod_resources.get("limits"), found)
             if not found.issuperset(_QOS_RESOURCES):
                 guaranteed = False
     else:
         for key in ("containers", "initContainers"):
             for c in spec.get(key) or []:
-                if not isinstance(c, Mapping):
+                if not _is_map(c):
                     continue
                 resources = c.get("resources")
-                if not isinstance(resources, Mapping):
+                if not _is_map(resources):
                     resources = {}
-                add(requests, resources.get("requests"), None)
+                _qos_add(requests, resources.get("requests"), None)
                 found = set()
-                add(limits, resources.get("limits"), found)
+                _qos_add(limits, resources.get("limits"), found)
                 if not found.issuperset(_QOS_RESOURCES):
                     guaranteed = False
     if not requests and not limits:
@@ -433,7 +538,7 @@ def _default_rolling_strategy(strategy: Obj, rolling_type: str,
         ru = _dict(strategy, "rollingUpdate")
         for k, v in defaults:
             _setdefault(ru, k, v)
-    _order(strategy, _STRATEGY)
+    _STRATEGY.apply(strategy)
 
 
 def _default_deployment(obj: Obj, create: bool) -> None:
@@ -444,7 +549,7 @@ def _default_deployment(obj: Obj, create: bool) -> None:
     _setdefault(spec, "revisionHistoryLimit", 10)
     _setdefault(spec, "progressDeadlineSeconds", 600)
     default_pod_template(_dict(spec, "template"))
-    _order(spec, _DEPLOYMENT_SPEC)
+    _DEPLOYMENT_SPEC.apply(spec)
     _dict(obj, "status")
 
 
@@ -452,7 +557,7 @@ def _default_replicaset(obj: Obj, create: bool) -> None:
     spec = _dict(obj, "spec")
     _setdefault(spec, "replicas", 1)
     default_pod_template(_dict(spec, "template"))
-    _order(spec, _REPLICASET_SPEC)
+    _REPLICASET_SPEC.apply(spec)
     _dict(obj, "status").setdefault("replicas", 0)
 
 
@@ -465,7 +570,7 @@ def _default_pvc_template(pvc: Obj) -> None:
     status = _dict(pvc, "status")
     if not status.get("phase"):
         status["phase"] = "Pending"
-    _order(pvc, _TOP)
+    _TOP.apply(pvc)
 
 
 def _default_statefulset(obj: Obj, create: bool) -> None:
@@ -480,19 +585,19 @@ def _default_statefulset(obj: Obj, create: bool) -> None:
     rolling = strategy.get("rollingUpdate")
     if strategy["type"] == "RollingUpdate" and isinstance(rolling, dict):
         _setdefault(rolling, "partition", 0)
-    _order(strategy, _STRATEGY)
+    _STRATEGY.apply(strategy)
     retention = _dict(spec, "persistentVolumeClaimRetentionPolicy")
     if not retention.get("whenDeleted"):
         retention["whenDeleted"] = "Retain"
     if not retention.get("whenScaled"):
         retention["whenScaled"] = "Retain"
-    _order(retention, ("whenDeleted", "whenScaled"))
+    _RETENTION.apply(retention)
     _setdefault(spec, "replicas", 1)
     _setdefault(spec, "revisionHistoryLimit", 10)
     default_pod_template(_dict(spec, "template"))
     for pvc in _dicts(spec.get("volumeClaimTemplates")):
         _default_pvc_template(pvc)
-    _order(spec, _STATEFULSET_SPEC)
+    _STATEFULSET_SPEC.apply(spec)
     status = _dict(obj, "status")
     status.setdefault("replicas", 0)
     status.setdefault("availableReplicas", 0)
@@ -504,7 +609,7 @@ def _default_daemonset(obj: Obj, create: bool) -> None:
                               (("maxUnavailable", 1), ("maxSurge", 0)))
     _setdefault(spec, "revisionHistoryLimit", 10)
     default_pod_template(_dict(spec, "template"))
-    _order(spec, _DAEMONSET_SPEC)
+    _DAEMONSET_SPEC.apply(spec)
     status = _dict(obj, "status")
     for k in ("currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled",
               "numberReady"):
@@ -535,8 +640,8 @@ def generate_job_selector(obj: Obj) -> None:
     selector = _dict(spec, "selector")
     match_labels = _dict(selector, "matchLabels")
     match_labels.setdefault("batch.kubernetes.io/controller-uid", uid)
-    _order(selector, ("matchLabels", "matchExpressions"))
-    _order(tmeta, _META)
+    _SELECTOR.apply(selector)
+    _META.apply(tmeta)
 
 
 def _default_job(obj: Obj, create: bool) -> None:
@@ -574,8 +679,8 @@ def _default_job(obj: Obj, create: bool) -> None:
         tlabels = _dict(template, "metadata").get("labels")
         if isinstance(tlabels, dict) and tlabels and not meta.get("labels"):
             meta["labels"] = dict(tlabels)
-    _order(spec, _JOB_SPEC)
-    _order(meta, _META)
+    _JOB_SPEC.apply(spec)
+    _META.apply(meta)
     _dict(obj, "status")
 
 
@@ -591,8 +696,8 @@ def _default_cronjob(obj: Obj, create: bool) -> None:
     # Only the pod template inside is defaulted; JobSpec fields are not
     # (SetDefaults_Job runs on Job objects, not on a CronJob's jobTemplate).
     default_pod_template(_dict(_dict(job_template, "spec"), "template"))
-    _order(job_template, _TEMPLATE)
-    _order(spec, _CRONJOB_SPEC)
+    _TEMPLATE.apply(job_template)
+    _CRONJOB_SPEC.apply(spec)
     _dict(obj, "status")
 
 
@@ -639,7 +744,7 @@ def _default_service(obj: Obj, create: bool) -> None:
         target = port.get("targetPort")
         if target is None or target == 0 or target == "":
             port["targetPort"] = port.get("port", 0)
-        _order(port, _SERVICE_PORT)
+        _SERVICE_PORT.apply(port)
     externally_accessible = svc_type in ("LoadBalancer", "NodePort") or (
         svc_type == "ClusterIP" and bool(spec.get("externalIPs")))
     if externally_accessible and not spec.get("externalTrafficPolicy"):
@@ -657,7 +762,7 @@ def _default_service(obj: Obj, create: bool) -> None:
             spec["ipFamilyPolicy"] = "RequireDualStack" if headless_selectorless else "SingleStack"
         if not spec.get("ipFamilies"):
             spec["ipFamilies"] = ["IPv4"]
-    _order(spec, _SERVICE_SPEC)
+    _SERVICE_SPEC.apply(spec)
     status = _dict(obj, "status")
     _dict(status, "loadBalancer")
 
@@ -723,5 +828,5 @@ def apply_defaults(kind: str, obj: Obj, *, create: bool = True) -> None:
     fn(obj, create)
     meta = obj.get("metadata")
     if isinstance(meta, dict):
-        _order(meta, _META)
-    _order(obj, _TOP)
+        _META.apply(meta)
+    _TOP.apply(obj)

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import random
 import time
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -26,7 +27,7 @@ from pykcm.api.protobuf import (
     is_k8s_protobuf,
 )
 from pykcm.api.resources import ResourceInfo, ResourceRegistry
-from pykcm.apiserver import errors, tables
+from pykcm.apiserver import errors, event_view, tables
 from pykcm.apiserver.custom_resources import json_path, set_json_path
 from pykcm.apiserver.discovery import Discovery
 from pykcm.apiserver.openapi import (
@@ -252,6 +253,8 @@ class APIHandlers:
 
     async def _resource(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
         res = self._resource_info(info)
+        if res.group == "events.k8s.io":
+            return await self._events_view(request, info, res)
         verb = info.verb
         ns = info.namespace if res.namespaced else ""
         q = request.query
@@ -349,6 +352,106 @@ class APIHandlers:
                 e.raw for e in entries) + b"]}")
         raise errors.method_not_allowed(
             "the server does not allow this method on the requested resource")
+
+    async def _events_view(self, request: web.Request, info: RequestInfo,
+                           view: ResourceInfo) -> web.StreamResponse:
+        """events.k8s.io/v1 requests, served from the core/v1 events (event_view.py)."""
+        core = self.registry.get("", "v1", "events")
+        assert core is not None
+        verb, ns, name, q = info.verb, info.namespace, info.name, request.query
+        dry = _dry_run(q.getall("dryRun", []))
+        table = _table_request(request) if verb in ("list", "watch", "get") else None
+        rest = self.rest
+        if verb == "list":
+            opts = list_options(q)
+            validate_list_options(opts, watch=False)
+            await self._wait_fresh(opts)
+            meta, raws = rest.list_raw(core, ns, opts)
+            items = [event_view.to_view(orjson.loads(r)) for r in raws]
+            if table is not None:
+                return table_response(self._table(view, items, meta, table))
+            return json_response(orjson.dumps({"kind": "EventList",
+                                               "apiVersion": view.api_version,
+                                               "metadata": meta, "items": items}))
+        if verb == "watch":
+            opts = list_options(q)
+            validate_list_options(opts, watch=True)
+            return await self.watch(request, core, ns, name, opts, table,
+                                    line_transform=event_view.view_line)
+        if verb == "get":
+            obj = event_view.to_view(rest.get(core, ns, name).obj)
+            if table is not None:
+                return table_response(self._table(view, [obj], None, table))
+            return json_response(orjson.dumps(obj))
+        if verb == "create":
+            body = _expect_object(await self._body(request))
+            _check_view_kind(body, view)
+            entry = await rest.create(core, ns, event_view.to_core(body), dry)
+            return json_response(orjson.dumps(event_view.to_view(entry.obj)), 201)
+        if verb == "update":
+            body = _expect_object(await self._body(request))
+            _check_view_kind(body, view)
+            code, entry = await rest.update(core, ns, name, event_view.to_core(body), "", dry)
+            return json_response(orjson.dumps(event_view.to_view(entry.obj)), code)
+        if verb == "patch":
+            raw = await request.read()
+            current = rest.get(core, ns, name)
+            patched = await self._patch_view(view, event_view.to_view(current.obj), raw,
+                                             request.headers.get("Content-Type", ""))
+            patched.setdefault("metadata", {})["resourceVersion"] = str(current.rv)
+            code, entry = await rest.update(core, ns, name, event_view.to_core(patched), "",
+                                            dry)
+            return json_response(orjson.dumps(event_view.to_view(entry.obj)))
+        if verb in ("delete", "deletecollection"):
+            del_body = await self._body(request) if request.can_read_body else None
+            dopts = delete_options(q, del_body if isinstance(del_body, dict) else None)
+            dopts.dry_run = dopts.dry_run or dry
+            if verb == "delete":
+                _, entry = await rest.delete(core, ns, name, dopts)
+                meta = entry.obj["metadata"]
+                return json_response(success_status({"name": meta["name"], "group": view.group,
+                                                     "kind": view.plural,
+                                                     "uid": meta.get("uid")}))
+            entries = await rest.delete_collection(core, ns, list_options(q), dopts)
+            return json_response(orjson.dumps({
+                "kind": "EventList", "apiVersion": view.api_version,
+                "metadata": {"resourceVersion": str(rest.store.rv)},
+                "items": [event_view.to_view(e.obj) for e in entries]}))
+        raise errors.method_not_allowed(
+            "the server does not allow this method on the requested resource")
+
+    async def _patch_view(self, view: ResourceInfo, current: dict[str, Any], raw: bytes,
+                          ctype: str) -> dict[str, Any]:
+        from pykcm.api.patch import (apply_json_patch, apply_merge_patch,
+                                     apply_strategic_merge_patch, schema_ref_for)
+
+        try:
+            doc = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise errors.bad_request(f"error decoding patch: {exc}") from None
+        kind = ctype.split(";")[0].strip().lower()
+        try:
+            if kind == "application/json-patch+json":
+                out = apply_json_patch(current, doc)
+            elif kind == "application/merge-patch+json":
+                out = apply_merge_patch(current, doc)
+            elif kind == "application/strategic-merge-patch+json":
+                ref = schema_ref_for(view.group, view.version, view.kind)
+                out = (apply_strategic_merge_patch(current, doc, ref) if ref
+                       else apply_merge_patch(current, doc))
+            else:
+                raise errors.unsupported_media_type(
+                    "the body of the request was in an unknown format - accepted media types "
+                    "include: application/json-patch+json, application/merge-patch+json, "
+                    "application/strategic-merge-patch+json")
+        except StatusError:
+            raise
+        except Exception as exc:
+            raise StatusError(422, "Invalid", str(exc)) from None
+        if not isinstance(out, dict):
+            raise errors.bad_request("the patched object is not a JSON object")
+        result: dict[str, Any] = orjson.loads(orjson.dumps(out))
+        return result
 
     def _table(self, res: ResourceInfo, objs: list[dict[str, Any]],
                list_meta: dict[str, Any] | None, include_object: str,
@@ -474,7 +577,9 @@ class APIHandlers:
     # -- watch ---------------------------------------------------------------------
 
     async def watch(self, request: web.Request, res: ResourceInfo, ns: str, name: str,
-                    opts: ListOptions, table: str | None = None) -> web.StreamResponse:
+                    opts: ListOptions, table: str | None = None,
+                    line_transform: Callable[[bytes], bytes] | None = None
+                    ) -> web.StreamResponse:
         rest = self.rest
         store = rest.store
         rs = rest.rs(res)
@@ -533,6 +638,8 @@ class APIHandlers:
             while True:
                 if w.queue:
                     lines = w.drain()
+                    if line_transform is not None:
+                        lines = [line_transform(line) for line in lines]
                     if to_table is not None:
                         lines = [to_table(line) for line in lines]
                     await resp.write(b"".join(lines))
@@ -640,6 +747,14 @@ class _TableWatchEncoder:
                                  with_column_definitions=self.first)
         self.first = False
         return orjson.dumps({"type": ev["type"], "object": t}) + b"\n"
+
+
+def _check_view_kind(body: dict[str, Any], view: ResourceInfo) -> None:
+    api_version = body.get("apiVersion")
+    if api_version and api_version != view.api_version:
+        raise errors.bad_request(
+            f"the API version in the data ({api_version}) does not match the expected API "
+            f"version ({view.api_version})")
 
 
 def _expect_object(body: Any) -> dict[str, Any]:

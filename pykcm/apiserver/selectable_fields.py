@@ -100,6 +100,8 @@ def _s(v: Any) -> str:
 
 def _get(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     v = obj.get(key)
+    if v.__class__ is dict:
+        return v  # wire objects: skip the slower Mapping ABC check
     return v if isinstance(v, Mapping) else {}
 
 

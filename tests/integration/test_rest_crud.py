@@ -325,3 +325,28 @@ def test_aggregated_discovery(api: Api) -> None:
     # plain JSON first: the legacy documents
     r = api.session.get(api.base + "/api", headers={"Accept": "application/json"}, timeout=10)
     assert r.json()["kind"] == "APIVersions"
+
+
+def test_events_k8s_io_is_a_view_of_core_events(api: Api) -> None:
+    ns = api.ns()
+    view = f"/apis/events.k8s.io/v1/namespaces/{ns}/events"
+    ev = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e1"},
+          "eventTime": "2026-11-29T10:00:00.000000Z", "reportingController": "me/ctl",
+          "reportingInstance": "me-1", "action": "Sync", "reason": "Synced", "type": "Normal",
+          "note": "all good", "regarding": {"kind": "Pod", "name": "p", "namespace": ns}}
+    code, got = api.post(view, ev)
+    assert code == 201, got
+    assert got["apiVersion"] == "events.k8s.io/v1" and got["note"] == "all good"
+    code, core = api.get(f"/api/v1/namespaces/{ns}/events/e1")
+    assert core["message"] == "all good" and core["involvedObject"]["name"] == "p"
+    assert core["reportingComponent"] == "me/ctl"
+    code, lst = api.get(view)
+    assert lst["kind"] == "EventList" and lst["items"][0]["regarding"]["kind"] == "Pod"
+    code, patched = api.patch(f"{view}/e1", {"note": "changed"})
+    assert code == 200 and patched["note"] == "changed"
+    assert api.get(f"/api/v1/namespaces/{ns}/events/e1")[1]["message"] == "changed"
+    evs = api.watch(view, {"resourceVersion": "0"}, max_events=1)
+    assert evs[0]["object"]["apiVersion"] == "events.k8s.io/v1"
+    assert evs[0]["object"]["note"] == "changed"
+    code, _ = api.delete(f"{view}/e1")
+    assert code == 200 and api.get(f"/api/v1/namespaces/{ns}/events/e1")[0] == 404

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import copy
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -384,3 +385,52 @@ def test_defaulting_is_idempotent(kind: str, create: bool) -> None:
     once = copy.deepcopy(obj)
     apply_defaults(kind, obj, create=create)
     assert obj == once
+
+
+def test_go_key_order_for_every_input_order() -> None:
+    # Known keys are re-keyed into struct order, unknown ones keep their
+    # relative order after them; the plan for a key sequence is memoized, so
+    # check that repeated and differing shapes all come out right.
+    shapes = [["spec", "zz", "kind", "aa", "metadata", "apiVersion"],
+              ["apiVersion", "kind", "metadata", "spec"],
+              ["kind", "apiVersion", "metadata", "spec"],
+              ["zz", "spec", "aa", "metadata"]]
+    for _ in range(2):
+        for keys in shapes:
+            obj: dict[str, Any] = {k: {} for k in keys}
+            obj["spec"] = {"containers": [{"name": "c", "image": "x"}]}
+            apply_defaults("Pod", obj, create=False)
+            known = [k for k in ("kind", "apiVersion", "metadata", "spec", "status") if k in obj]
+            assert list(obj) == known + [k for k in keys if k not in known]
+
+
+def test_container_key_order_with_given_and_defaulted_fields() -> None:
+    for _ in range(2):  # the second pass reuses the memoized plans
+        container = {"tty": False, "image": "x", "x-unknown": 1, "name": "c",
+                     "ports": [{"protocol": "UDP", "containerPort": 53, "name": "dns"}]}
+        obj: dict[str, Any] = {"spec": {"containers": [container]}}
+        apply_defaults("Pod", obj)
+        assert list(container) == [
+            "name", "image", "ports", "resources", "terminationMessagePath",
+            "terminationMessagePolicy", "imagePullPolicy", "tty", "x-unknown"]
+        assert list(container["ports"][0]) == ["name", "containerPort", "protocol"]
+
+
+def test_parse_quantity_memo_and_odd_input() -> None:
+    assert parse_quantity("100m") == parse_quantity("100m") == Decimal("0.1")
+    assert parse_quantity(" 1Ki ") == 1024
+    assert parse_quantity(" " * 600 + "2Gi") == 2 * 2**30  # too long to memoize, same answer
+    assert parse_quantity(True) is None
+    assert parse_quantity(None) is None
+    assert image_pull_policy("nginx") == image_pull_policy("nginx") == "Always"
+    assert image_pull_policy("a" * 600) == "IfNotPresent"  # too long for a reference
+
+
+def test_qos_class_accepts_other_mappings() -> None:
+    from types import MappingProxyType
+
+    container = MappingProxyType({"resources": MappingProxyType(
+        {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}})})
+    assert pod_qos_class(MappingProxyType({"containers": [container]})) == "Guaranteed"
+    assert pod_qos_class({"containers": [{"resources": {"requests": {"cpu": "1"}}}]}) == "Burstable"
+    assert pod_qos_class({"containers": [{"name": "c"}]}) == "BestEffort"

@@ -624,3 +624,67 @@ def test_status_updates() -> None:
         "status.collisionCount: Invalid value: 1: cannot be decremented"]
     assert _errors(validate_status_update("Job", {"status": {"active": -1}}, {})) == [
         "status.active: Invalid value: -1: must be greater than or equal to 0"]
+
+
+def test_pod_update_diff_lists_only_changed_fields() -> None:
+    # Fields unset in the old spec stay out of the comparison (and the diff).
+    old = pod()
+    apply_defaults("Pod", old)
+    new = copy.deepcopy(old)
+    new["spec"]["nodeName"] = "node-1"
+    new["spec"]["tolerations"] = [{"key": "k", "operator": "Exists"}]
+    errs = _update("Pod", new, old)
+    assert len(errs) == 1
+    assert errs[0].endswith('\n  core.PodSpec{\n+ \tnodeName: "node-1",\n  }\n')
+    # Explicit nulls and empty values are the same as unset.
+    same = copy.deepcopy(old)
+    same["spec"]["activeDeadlineSeconds"] = None
+    same["spec"]["schedulingGates"] = []
+    same["spec"]["nodeSelector"] = {}
+    same["spec"]["containers"][0]["args"] = []
+    assert _update("Pod", same, old) == []
+
+
+def test_toleration_seconds_may_be_added_or_dropped() -> None:
+    old = pod(tolerations=[{"key": "k", "operator": "Exists", "effect": "NoExecute"}])
+    apply_defaults("Pod", old)
+    added = copy.deepcopy(old)
+    added["spec"]["tolerations"][0]["tolerationSeconds"] = 5
+    assert _update("Pod", added, old) == []
+    assert _update("Pod", copy.deepcopy(old), added) == []
+    changed = copy.deepcopy(old)
+    changed["spec"]["tolerations"][0]["effect"] = "NoSchedule"
+    assert _update("Pod", changed, old) == [
+        ("spec.tolerations: Forbidden: existing toleration can not be modified except its "
+        "tolerationSeconds")]
+
+
+def test_pod_volume_sources_and_env_names() -> None:
+    # Extra sources are reported in upstream's source order, whatever the key order.
+    volumes = [{"secret": {"secretName": "s"}, "name": "v", "emptyDir": {}},
+               {"name": "w", "hostPath": None}]
+    env = [{"name": "A B"}, {"name": "A=B"}, {"name": "é"}, {"name": "\x7f"},
+           {"name": "V", "value": "x", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]
+    containers = [{"name": "c", "image": "x", "env": env}]
+    env_msg = ("Invalid value: {!r}: a valid environment variable name must consist only of "
+               "printable ASCII characters other than '='")
+    assert _create("Pod", pod(volumes=volumes, containers=containers)) == [
+        "spec.volumes[0].secret: Forbidden: may not specify more than 1 volume type",
+        "spec.volumes[1]: Required value: must specify a volume type",
+        "spec.containers[0].env[1].name: " + env_msg.format("A=B").replace("'A=B'", '"A=B"'),
+        "spec.containers[0].env[2].name: " + env_msg.format("é").replace("'é'", '"é"'),
+        "spec.containers[0].env[3].name: " + env_msg.replace("{!r}", '"\\x7f"'),
+        ("spec.containers[0].env[4].valueFrom: Invalid value: \"\": may not be specified when "
+        "`value` is not empty"),
+    ]
+
+
+def test_validation_accepts_other_mappings() -> None:
+    from types import MappingProxyType
+
+    obj = pod(volumes=[{"name": "v", "emptyDir": {}}])
+    apply_defaults("Pod", obj)
+    proxy = MappingProxyType({**obj, "spec": MappingProxyType(obj["spec"])})
+    assert validate_create("Pod", proxy) == []
+    assert validate_update("Pod", proxy, obj) == []
+    assert validate_update("Pod", obj, proxy) == []

@@ -326,3 +326,21 @@ def test_parser_never_crashes(text: str) -> None:
         return
     # Whatever parses has a canonical form that parses to the same selector.
     assert parse_label_selector(str(sel)) == sel
+
+
+def test_converted_selectors_are_shared_and_errors_repeat() -> None:
+    d = {"matchLabels": {"app": "web"},
+         "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a", "b"]}]}
+    first = selector_from_label_selector(d)
+    again = selector_from_label_selector({"matchLabels": {"app": "web"}, "matchExpressions": [
+        {"key": "tier", "operator": "In", "values": ["a", "b"]}]})
+    assert again == first
+    assert str(again) == "app=web,tier in (a,b)"
+    assert not selector_from_label_selector({"matchLabels": {"app": "db"}}).matches({"app": "web"})
+    for _ in range(2):  # a rejected selector is rejected every time
+        with pytest.raises(SelectorParseError, match="key: Invalid value"):
+            selector_from_label_selector({"matchLabels": {"bad key": "x"}})
+    # Values that are not strings take the unmemoized path, as before.
+    sel = selector_from_label_selector({"matchLabels": {"a": ""}, "matchExpressions": [
+        {"key": "b", "operator": "Exists", "values": None}]})
+    assert str(sel) == "a=,b"

@@ -337,3 +337,37 @@ def test_label_selector_validation() -> None:
 @pytest.mark.parametrize("name", ["a", "a-b", "a.b", "0"])
 def test_valid_names(name: str) -> None:
     assert name_is_dns_subdomain(name) == []
+
+
+def test_memoized_checks_hand_out_fresh_lists() -> None:
+    # The string checks remember recent answers; callers still own the list.
+    for check, bad in ((is_qualified_name, "a/b/c"), (is_dns1123_label, "A_B"),
+                       (is_valid_label_value, "-x-"), (is_config_map_key, "..x")):
+        first = check(bad)
+        assert first
+        first.append("mutated")
+        assert check(bad) == first[:-1]
+        assert check(bad) is not check(bad)
+        ok = check("abc")
+        assert ok == []
+        ok.append("mutated")
+        assert check("abc") == []
+
+
+@given(st.text(alphabet="aZ0-._/ \n%é", max_size=12))
+def test_memoized_checks_match_on_repeat(value: str) -> None:
+    for check in (is_dns1123_label, is_dns1123_subdomain, is_dns1035_label, is_qualified_name,
+                  is_valid_label_value, is_config_map_key, is_valid_port_name):
+        assert check(value) == check(value)
+
+
+def test_checks_on_long_and_odd_values() -> None:
+    long = "a" * 300  # longer than what the memo keeps
+    assert is_dns1123_subdomain(long) == ["must be no more than 253 characters"]
+    assert is_dns1123_subdomain(long) == ["must be no more than 253 characters"]
+
+    class Name(str):
+        pass
+
+    assert is_dns1123_label(Name("ok")) == []
+    assert is_dns1123_label(Name("a.b")) == ["must not contain dots"]
