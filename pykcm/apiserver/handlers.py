@@ -20,6 +20,7 @@ import orjson
 import yaml
 from aiohttp import web
 
+from pykcm.api.patch import schema_ref_for
 from pykcm.api.protobuf import (
     ProtobufDecodeError,
     ProtobufUnsupportedKindError,
@@ -42,6 +43,7 @@ from pykcm.apiserver.rest_storage import (
     DeleteOptions,
     ListOptions,
     RESTStorage,
+    apply_patch,
     parse_rv,
 )
 from pykcm.apiserver.storage import ADDED, Watcher, bookmark_line
@@ -396,8 +398,10 @@ class APIHandlers:
         if verb == "patch":
             raw = await request.read()
             current = rest.get(core, ns, name)
-            patched = await self._patch_view(view, event_view.to_view(current.obj), raw,
-                                             request.headers.get("Content-Type", ""))
+            # to_view builds a fresh dict: the patch result is ours to change.
+            patched = apply_patch(request.headers.get("Content-Type", ""), raw,
+                                  event_view.to_view(current.obj),
+                                  schema_ref_for(view.group, view.version, view.kind))
             patched.setdefault("metadata", {})["resourceVersion"] = str(current.rv)
             code, entry = await rest.update(core, ns, name, event_view.to_core(patched), "",
                                             dry)
@@ -419,39 +423,6 @@ class APIHandlers:
                 "items": [event_view.to_view(e.obj) for e in entries]}))
         raise errors.method_not_allowed(
             "the server does not allow this method on the requested resource")
-
-    async def _patch_view(self, view: ResourceInfo, current: dict[str, Any], raw: bytes,
-                          ctype: str) -> dict[str, Any]:
-        from pykcm.api.patch import (apply_json_patch, apply_merge_patch,
-                                     apply_strategic_merge_patch, schema_ref_for)
-
-        try:
-            doc = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise errors.bad_request(f"error decoding patch: {exc}") from None
-        kind = ctype.split(";")[0].strip().lower()
-        try:
-            if kind == "application/json-patch+json":
-                out = apply_json_patch(current, doc)
-            elif kind == "application/merge-patch+json":
-                out = apply_merge_patch(current, doc)
-            elif kind == "application/strategic-merge-patch+json":
-                ref = schema_ref_for(view.group, view.version, view.kind)
-                out = (apply_strategic_merge_patch(current, doc, ref) if ref
-                       else apply_merge_patch(current, doc))
-            else:
-                raise errors.unsupported_media_type(
-                    "the body of the request was in an unknown format - accepted media types "
-                    "include: application/json-patch+json, application/merge-patch+json, "
-                    "application/strategic-merge-patch+json")
-        except StatusError:
-            raise
-        except Exception as exc:
-            raise StatusError(422, "Invalid", str(exc)) from None
-        if not isinstance(out, dict):
-            raise errors.bad_request("the patched object is not a JSON object")
-        result: dict[str, Any] = orjson.loads(orjson.dumps(out))
-        return result
 
     def _table(self, res: ResourceInfo, objs: list[dict[str, Any]],
                list_meta: dict[str, Any] | None, include_object: str,
@@ -544,33 +515,9 @@ class APIHandlers:
 
     async def _patch_scale(self, res: ResourceInfo, ns: str, name: str, ctype: str, raw: bytes,
                            dry: bool, fv: _FieldValidation) -> Any:
-        from pykcm.api.patch import (apply_json_patch, apply_merge_patch,
-                                     apply_strategic_merge_patch, schema_ref_for)
-
         entry = self.rest.get(res, ns, name)
         scale = self._to_scale(res, entry.obj)
-        try:
-            doc = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise errors.bad_request(f"error decoding patch: {exc}") from None
-        kind = ctype.split(";")[0].strip().lower()
-        try:
-            if kind == "application/json-patch+json":
-                patched = apply_json_patch(scale, doc)
-            elif kind == "application/merge-patch+json":
-                patched = apply_merge_patch(scale, doc)
-            elif kind == "application/strategic-merge-patch+json":
-                ref = schema_ref_for("autoscaling", "v1", "Scale") or ""
-                patched = apply_strategic_merge_patch(scale, doc, ref)
-            else:
-                raise errors.unsupported_media_type(
-                    "the body of the request was in an unknown format - accepted media types "
-                    "include: application/json-patch+json, application/merge-patch+json, "
-                    "application/strategic-merge-patch+json")
-        except StatusError:
-            raise
-        except Exception as exc:
-            raise StatusError(422, "Invalid", str(exc)) from None
+        patched = apply_patch(ctype, raw, scale, schema_ref_for("autoscaling", "v1", "Scale"))
         fv.check_patched(patched)
         return await self._update_scale(res, ns, name, patched, dry)
 

@@ -483,19 +483,8 @@ class RESTStorage:
                     body: bytes, subresource: str = "", dry_run: bool = False,
                     on_patched: Callable[[dict[str, Any]], None] | None = None) -> Entry:
         """Apply a patch; `on_patched` sees the patched object first (field validation)."""
-        ptype = PATCH_TYPES.get(content_type.split(";")[0].strip().lower())
-        if ptype is None or ptype == "apply":
-            raise errors.unsupported_media_type(
-                f"the body of the request was in an unknown format - accepted media types "
-                f"include: application/json-patch+json, application/merge-patch+json, "
-                f"application/strategic-merge-patch+json"
-                + ("" if ptype != "apply" else
-                   " (server-side apply is not supported by this server yet)")
-            )
-        try:
-            patch_doc = orjson.loads(body)
-        except orjson.JSONDecodeError as exc:
-            raise errors.bad_request(f"error decoding patch: {exc}") from None
+        smp_ref = schema_ref_for(info.group, info.version, info.kind)
+        patch_type(content_type, smp_ref)  # an unsupported type is 415 even for a missing object
         rs = self.rs(info)
         key = object_key(namespace if info.namespaced else "", name)
         current = rs.current(key)
@@ -503,33 +492,7 @@ class RESTStorage:
             raise errors.not_found(info.plural, info.group, name)
         # Patch a private copy: the result shares unchanged subtrees with it and
         # is then ours to mutate. `old` stays a separate, read-only view.
-        original = current.copy()
-        try:
-            if ptype == "json":
-                if not isinstance(patch_doc, list):
-                    raise InvalidPatchError("json patch must be a list of operations")
-                patched = apply_json_patch(original, patch_doc)
-            elif ptype == "merge":
-                patched = apply_merge_patch(original, patch_doc)
-            else:
-                ref = schema_ref_for(info.group, info.version, info.kind)
-                if ref is None:
-                    raise errors.unsupported_media_type(
-                        "the body of the request was in an unknown format - accepted media "
-                        "types include: application/json-patch+json, "
-                        "application/merge-patch+json, application/apply-patch+yaml"
-                    )
-                if not isinstance(patch_doc, dict):
-                    raise InvalidPatchError("strategic merge patch must be a JSON object")
-                patched = apply_strategic_merge_patch(original, patch_doc, ref)
-        except PatchError as exc:
-            code = getattr(exc, "http_status", 422)
-            raise StatusError(code, "Invalid" if code == 422 else "BadRequest",
-                              str(exc) or "invalid patch") from None
-        except (ValueError, TypeError, KeyError, IndexError) as exc:
-            raise StatusError(422, "Invalid", str(exc) or "invalid patch") from None
-        if not isinstance(patched, dict):
-            raise errors.bad_request("the patched object is not a JSON object")
+        patched = apply_patch(content_type, body, current.copy(), smp_ref)
         if on_patched is not None:
             on_patched(patched)
         meta = patched.get("metadata")
@@ -801,6 +764,55 @@ def _new_uid() -> str:
         _uid_pool.extend(str(uuid.UUID(bytes=raw[i:i + 16], version=4))
                          for i in range(0, len(raw), 16))
     return _uid_pool.pop()
+
+
+def patch_type(content_type: str, smp_schema_ref: str | None) -> str:
+    """"json", "merge" or "strategic" for a PATCH content type; 415 for anything else."""
+    ptype = PATCH_TYPES.get(content_type.split(";")[0].strip().lower())
+    if ptype is None or ptype == "apply" or (ptype == "strategic" and smp_schema_ref is None):
+        accepted = ("application/json-patch+json, application/merge-patch+json"
+                    + (", application/strategic-merge-patch+json" if smp_schema_ref else ""))
+        raise errors.unsupported_media_type(
+            "the body of the request was in an unknown format - accepted media types "
+            f"include: {accepted}"
+            + (" (server-side apply is not supported by this server yet)"
+               if ptype == "apply" else ""))
+    return ptype
+
+
+def apply_patch(content_type: str, body: bytes, original: dict[str, Any],
+                smp_schema_ref: str | None) -> dict[str, Any]:
+    """Apply a PATCH body of the given content type to `original` (which it may share).
+
+    `smp_schema_ref` names the definition for strategic merge patch; None (custom
+    resources) refuses it with 415, as kube-apiserver does.
+    """
+    ptype = patch_type(content_type, smp_schema_ref)
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise errors.bad_request(f"error decoding patch: {exc}") from None
+    try:
+        if ptype == "json":
+            if not isinstance(doc, list):
+                raise InvalidPatchError("json patch must be a list of operations")
+            patched = apply_json_patch(original, doc)
+        elif ptype == "merge":
+            patched = apply_merge_patch(original, doc)
+        else:
+            if not isinstance(doc, dict):
+                raise InvalidPatchError("strategic merge patch must be a JSON object")
+            assert smp_schema_ref is not None
+            patched = apply_strategic_merge_patch(original, doc, smp_schema_ref)
+    except PatchError as exc:
+        code = getattr(exc, "http_status", 422)
+        raise StatusError(code, "Invalid" if code == 422 else "BadRequest",
+                          str(exc) or "invalid patch") from None
+    except (ValueError, TypeError, KeyError, IndexError) as exc:
+        raise StatusError(422, "Invalid", str(exc) or "invalid patch") from None
+    if not isinstance(patched, dict):
+        raise errors.bad_request("the patched object is not a JSON object")
+    return patched
 
 
 def _established(crd: dict[str, Any]) -> bool:
