@@ -100,3 +100,17 @@ def test_edit_with_an_editor_script(api: Api, kubectl: Kubectl, tmp_path: Path) 
     got = json.loads(kubectl.ok("get", "cm", "ed", "-n", ns, "-o", "json"))
     assert got["data"] == {"color": "green"}
     assert os.path.exists(editor)
+
+
+def test_get_wide_columns(api: Api, kubectl: Kubectl) -> None:
+    ns = api.ns()
+    kubectl.ok("create", "deployment", "web", "--image=nginx:1.27", "--replicas=2", "-n", ns)
+    kubectl.ok("run", "p", "--image=busybox", "-n", ns)
+    rows = [ln.split() for ln in kubectl.ok("get", "deploy", "-o", "wide", "-n", ns)
+            .splitlines()]
+    assert rows[0] == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE", "CONTAINERS",
+                       "IMAGES", "SELECTOR"]
+    assert rows[1][0] == "web" and rows[1][5:] == ["nginx", "nginx:1.27", "app=web"]
+    header = kubectl.ok("get", "pods", "-o", "wide", "-n", ns).splitlines()[0].split()
+    assert header == ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE",
+                      "NOMINATED", "NODE", "READINESS", "GATES"]
