@@ -201,7 +201,7 @@ async def test_per_request_timeout_is_not_retried(server: Server) -> None:
         t0 = time.monotonic()
         with pytest.raises(asyncio.TimeoutError):
             await c.get("pods", "p", "ns", timeout=0.2)
-        assert time.monotonic() - t0 < 0.5
+        assert time.monotonic() - t0 < 0.55  # the handler answers only after 0.6 s
     assert len(server.requests) == 1
 
 
