@@ -625,6 +625,10 @@ class Reflector:
             count += n
             if err is not None:
                 return err, count
+            # Flow control: when the socket has more buffered, next_batch() does
+            # not suspend, and the informer's consumers would never run while
+            # their buffers grow without bound. Yield once per batch.
+            await asyncio.sleep(0)
         return stream.error, count
 
     def _handle_events(self, events: Sequence[WatchEvent]) -> tuple[int, BaseException | None]:
