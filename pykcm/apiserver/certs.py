@@ -48,7 +48,7 @@ def ensure_serving_certs(directory: str, hosts: tuple[str, ...] = ()) -> Serving
     if all(os.path.exists(p) for p in (ca_crt, ca_key, crt, key)) and _covers(crt, sans):
         with open(ca_crt, "rb") as f:
             return ServingCerts(f.read(), crt, key)
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     if os.path.exists(ca_crt) and os.path.exists(ca_key):
         with open(ca_key, "rb") as f:
             ca_private = serialization.load_pem_private_key(f.read(), None)
@@ -116,7 +116,7 @@ def _covers(cert_path: str, sans: tuple[str, ...]) -> bool:
         have = {str(v) for v in ext.get_values_for_type(x509.IPAddress)} | set(
             ext.get_values_for_type(x509.DNSName))
         return all(str(ipaddress.ip_address(h)) in have if _is_ip(h) else h in have for h in sans)
-    except Exception:
+    except Exception:  # noqa: BLE001 - any unreadable certificate is regenerated
         return False
 
 

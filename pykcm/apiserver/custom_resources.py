@@ -23,8 +23,7 @@ from typing import Any
 
 from pykcm.api.resources import ResourceInfo, ResourceRegistry
 from pykcm.api.validation import Cause
-from pykcm.apiserver import crd_schema
-from pykcm.apiserver import tables
+from pykcm.apiserver import crd_schema, tables
 
 CRD_GROUP = "apiextensions.k8s.io"
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"

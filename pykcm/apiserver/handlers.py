@@ -31,13 +31,13 @@ from pykcm.api.resources import ResourceInfo, ResourceRegistry
 from pykcm.apiserver import errors, event_view, tables
 from pykcm.apiserver.custom_resources import json_path, set_json_path
 from pykcm.apiserver.discovery import Discovery
+from pykcm.apiserver.errors import StatusError
 from pykcm.apiserver.openapi import (
     OpenAPI,
     field_warning_headers,
     parse_field_validation,
     strict_error,
 )
-from pykcm.apiserver.errors import StatusError
 from pykcm.apiserver.request_info import RequestInfo, resolve
 from pykcm.apiserver.rest_storage import (
     DeleteOptions,
@@ -606,7 +606,7 @@ class APIHandlers:
                 if not w.queue:
                     try:
                         await asyncio.wait_for(w.wake.wait(), timeout=max(wait, 0.001))
-                    except asyncio.TimeoutError:
+                    except TimeoutError:
                         pass
                 tr = request.transport
                 if tr is None or tr.is_closing():

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import os
 import random
 import time
@@ -31,8 +32,8 @@ from typing import Any
 
 import orjson
 
-from pykcm.api import labels as _labels
 from pykcm.api import fields as _fields
+from pykcm.api import labels as _labels
 from pykcm.api.patch import (
     InvalidPatchError,
     PatchError,
@@ -42,15 +43,14 @@ from pykcm.api.patch import (
     schema_ref_for,
 )
 from pykcm.api.resources import ResourceInfo, ResourceRegistry
-from pykcm.apiserver import errors, strategy
+from pykcm.apiserver import crd_strategy, errors, strategy
 from pykcm.apiserver import selectable_fields as _selectable
-from pykcm.apiserver.errors import StatusError
-from pykcm.apiserver import crd_strategy
 from pykcm.apiserver.custom_resources import (
     CLEANUP_FINALIZER,
     CRD_GROUP,
     CustomResources,
 )
+from pykcm.apiserver.errors import StatusError
 from pykcm.apiserver.service_allocator import ServiceAllocator
 from pykcm.apiserver.storage import Entry, ResourceStore, Store, object_key, resource_id
 
@@ -121,10 +121,9 @@ class RESTStorage:
         for t in builtins.list(self._tasks):
             t.cancel()
         for t in builtins.list(self._tasks):
-            try:
+            # The task was cancelled just above; its outcome no longer matters.
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
-            except (asyncio.CancelledError, Exception):
-                pass
 
     # -- bootstrap -----------------------------------------------------------
 
@@ -211,9 +210,7 @@ class RESTStorage:
                 return False
             if lsel is not None and not lsel.matches(entry.labels):
                 return False
-            if fsel is not None and not fsel.matches(entry.fields(extract)):
-                return False
-            return True
+            return fsel is None or fsel.matches(entry.fields(extract))
 
         return flt
 
@@ -268,7 +265,7 @@ class RESTStorage:
 
             scoped_list = scoped if isinstance(scoped, list) else list(scoped)
             scoped = scoped_list[bisect.bisect_left(scoped_list, start_key):]
-        limit = opts.limit if opts.limit > 0 else 0
+        limit = max(0, opts.limit)
         out: list[bytes] = []
         next_key = ""
         remaining: int | None = None
@@ -593,9 +590,8 @@ class RESTStorage:
                 info.plural, info.group, name,
                 f"Precondition failed: ResourceVersion in precondition: {opts.precondition_rv}, "
                 f"ResourceVersion in object meta: {current.rv}")
-        if info.kind == "Namespace":
-            if name in UNDELETABLE_NAMESPACES:
-                raise errors.forbidden("namespaces", "", name, "this namespace may not be deleted")
+        if info.kind == "Namespace" and name in UNDELETABLE_NAMESPACES:
+            raise errors.forbidden("namespaces", "", name, "this namespace may not be deleted")
         ns_spec_finalizers = bool((new.get("spec") or {}).get("finalizers"))
         pod_grace = (strategy.pod_grace_period(new, opts.grace_period_seconds)
                      if info.kind == "Pod" else 0)
@@ -889,7 +885,7 @@ def decode_continue(token: str) -> tuple[int, str]:
             raise ValueError("version")
         rv = int(d["rv"])
         start = str(d["start"])
-    except Exception:
+    except Exception:  # noqa: BLE001 - any malformed token is the client's error
         raise errors.bad_request(
             "continue key is not valid: incorrect encoded start resourceVersion "
             "(version meta.k8s.io/v1)") from None

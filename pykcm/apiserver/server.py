@@ -21,7 +21,7 @@ import os
 import shutil
 import ssl
 import tempfile
-from typing import Any
+from typing import Any, Self
 
 from aiohttp import web
 
@@ -192,7 +192,7 @@ class APIServer:
             shutil.rmtree(self._tmpdir, ignore_errors=True)
             self._tmpdir = None
 
-    async def __aenter__(self) -> APIServer:
+    async def __aenter__(self) -> Self:
         await self.start()
         return self
 

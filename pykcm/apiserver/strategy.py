@@ -11,8 +11,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from pykcm.api.resources import ResourceInfo
 from pykcm.api import validation as _api_validation
+from pykcm.api.resources import ResourceInfo
 from pykcm.apiserver import crd_strategy as _crd
 from pykcm.apiserver import defaults as _defaults
 from pykcm.apiserver import validation as _validation
@@ -154,10 +154,9 @@ def prepare_for_update(
             new.pop("status", None)
     if info.kind == "Service" and not info.group:
         _keep_service_addresses(new, old)
-    if info.kind == "Namespace":
+    if info.kind == "Namespace" and "status" in old:
         # Namespace status is kept by the main resource; phase moves only via delete.
-        if "status" in old:
-            new["status"] = old["status"]
+        new["status"] = old["status"]
     if info.track_generation:
         gen = old_meta.get("generation", 1)
         if custom:
@@ -184,11 +183,11 @@ def _keep_service_addresses(new: dict[str, Any], old: dict[str, Any]) -> None:
     old_spec = old.get("spec") or {}
     if not isinstance(spec, dict):
         return
-    if not spec.get("clusterIP") and not spec.get("clusterIPs") and old_spec.get("clusterIP"):
-        if spec.get("type", "ClusterIP") != "ExternalName":
-            spec["clusterIP"] = old_spec["clusterIP"]
-            if old_spec.get("clusterIPs"):
-                spec["clusterIPs"] = old_spec["clusterIPs"]
+    if (not spec.get("clusterIP") and not spec.get("clusterIPs") and old_spec.get("clusterIP")
+            and spec.get("type", "ClusterIP") != "ExternalName"):
+        spec["clusterIP"] = old_spec["clusterIP"]
+        if old_spec.get("clusterIPs"):
+            spec["clusterIPs"] = old_spec["clusterIPs"]
     if spec.get("type") in ("NodePort", "LoadBalancer"):
         old_ports = {(p.get("port"), p.get("protocol", "TCP")): p.get("nodePort")
                      for p in old_spec.get("ports") or [] if isinstance(p, dict)}

@@ -90,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             where = f" (address {args.bind}:{args.port})"
         print(f"pykcm: error: {exc.strerror or exc}{where}", file=sys.stderr)
         return 1
-    except Exception as exc:  # one clear line, never a traceback
+    except Exception as exc:  # noqa: BLE001 - one clear line, never a traceback
         print(f"pykcm: error: {exc}", file=sys.stderr)
         return 1
     return 2

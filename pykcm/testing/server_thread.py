@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any
+from typing import Any, Self
 
 from pykcm.apiserver.server import APIServer
 
@@ -40,7 +40,7 @@ class ServerThread:
     def ca_pem(self) -> bytes | None:
         return self.server.ca_pem
 
-    def start(self, timeout: float = 30.0) -> ServerThread:
+    def start(self, timeout: float = 30.0) -> Self:
         self._thread = threading.Thread(target=self._run, name="pykcm-apiserver", daemon=True)
         self._thread.start()
         if not self._started.wait(timeout):
@@ -61,7 +61,7 @@ class ServerThread:
         self._stop = asyncio.Event()
         try:
             await self.server.start()
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             self._error = exc
             self._started.set()
             return
@@ -80,7 +80,7 @@ class ServerThread:
         assert self._loop is not None
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
 
-    def __enter__(self) -> ServerThread:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -66,7 +66,7 @@ class Entry:
     parses on demand (without caching) once the write is committed.
     """
 
-    __slots__ = ("_obj", "raw", "rv", "labels", "_fields")
+    __slots__ = ("_fields", "_obj", "labels", "raw", "rv")
 
     def __init__(self, obj: dict[str, Any] | None, raw: bytes, rv: int) -> None:
         self._obj = obj
@@ -109,7 +109,7 @@ class Entry:
 class Event:
     """One committed change: the new entry (for DELETED, the final state) and the previous one."""
 
-    __slots__ = ("rv", "type", "key", "entry", "prev", "time", "_lines")
+    __slots__ = ("_lines", "entry", "key", "prev", "rv", "time", "type")
 
     def __init__(self, rv: int, type_: str, key: str, entry: Entry, prev: Entry | None) -> None:
         self.rv = rv
@@ -466,7 +466,7 @@ class Store:
         self._rv_waiters.append((rv, fut))
         try:
             await asyncio.wait_for(fut, timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise errors.too_large_resource_version(rv, self.rv) from None
 
     # -- compaction ------------------------------------------------------------------------
