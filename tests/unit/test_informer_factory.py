@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -506,3 +506,69 @@ def test_gvr_names() -> None:
     # A ResourceInfo differing only in extras is the same key.
     assert dataclasses.replace(info, extra={"x": "y"}) == info
 
+
+
+# --- GC policy -------------------------------------------------------------------------
+
+@pytest.fixture
+def gc_state() -> Iterator[None]:
+    import gc
+
+    before = gc.get_threshold()
+    yield
+    gc.set_threshold(*before)
+    gc.unfreeze()
+
+
+async def test_gc_policy_raises_thresholds_and_freezes_once_synced(
+        fakes: Fakes, make_factory: Callable[..., SharedInformerFactory], gc_state: None) -> None:
+    import gc
+
+    gc.set_threshold(700, 10, 10)
+    gc.unfreeze()
+    f = make_factory()
+    fakes.items["shared-informer-factory/pods"] = [obj("a")]
+    fakes.unsynced.add("shared-informer-factory/secrets")
+    _ = f.core_v1.pods, f.core_v1.secrets
+    f.start()
+    assert gc.get_threshold() == (100_000, 50, 1_000)
+    # not every cache synced: nothing frozen yet
+    await f.wait_for_cache_sync(timeout=0.2)
+    assert gc.get_freeze_count() == 0
+    fakes.unsynced.clear()
+    g = make_factory(name="second")
+    fakes.items["second/pods"] = [obj("a")]
+    _ = g.core_v1.pods
+    g.start()
+    assert all((await g.wait_for_cache_sync(timeout=5)).values())
+    assert gc.get_freeze_count() > 0
+
+
+async def test_gc_policy_can_be_left_to_the_application(
+        fakes: Fakes, make_factory: Callable[..., SharedInformerFactory], gc_state: None) -> None:
+    import gc
+
+    gc.set_threshold(700, 10, 10)
+    gc.unfreeze()
+    f = make_factory(tune_gc=False)
+    fakes.items["shared-informer-factory/pods"] = [obj("a")]
+    _ = f.core_v1.pods
+    f.start()
+    assert all((await f.wait_for_cache_sync(timeout=5)).values())
+    assert gc.get_threshold() == (700, 10, 10)
+    assert gc.get_freeze_count() == 0
+
+
+def test_tune_thresholds_never_lowers() -> None:
+    import gc
+
+    from pykcm.cache import gc_policy
+
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(200_000, 10, 10)
+        prev = gc_policy.tune_thresholds()
+        assert prev == (200_000, 10, 10)
+        assert gc.get_threshold() == (200_000, 50, 1_000)
+    finally:
+        gc.set_threshold(*before)
