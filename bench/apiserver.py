@@ -55,6 +55,8 @@ import yaml  # type: ignore[import-untyped, unused-ignore]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
+from _common import append_results, busy_cpu_seconds, wait_idle
+
 RESULTS = os.path.join(HERE, "RESULTS.md")
 
 CONCURRENCY = 32
@@ -692,17 +694,6 @@ async def run_https(n: int) -> dict[str, Any]:
     return out
 
 
-def busy_cpu_seconds() -> float:
-    """CPU time used by the whole machine so far (all processes, all cores)."""
-    try:
-        with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:]]
-    except OSError:
-        return 0.0
-    idle = v[3] + (v[4] if len(v) > 4 else 0)
-    return (sum(v[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-
-
 async def measured(srv: ServerProc, coro: Awaitable[dict[str, Any]]) -> dict[str, Any]:
     """Run one phase; add the CPU use of server, client and everything else on the
     machine (as shares of one core: other engineers' work skews the figures)."""
@@ -884,35 +875,6 @@ def report(args: argparse.Namespace, n: int, d: dict[str, Any], m: dict[str, Any
         L.append("Watchers short of events: " + "; ".join(w["short"]) + ".")
     L.append("")
     return "\n".join(L)
-
-
-def append_results(section: str) -> None:
-    """Append one section with a single O_APPEND write (others append too)."""
-    fd = os.open(RESULTS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        size = os.fstat(fd).st_size
-        with open(RESULTS, "rb") as f:  # re-read right before writing
-            existing = f.read()
-        prefix = b"" if size else b"# Benchmark results\n\n"
-        if existing and not existing.endswith(b"\n\n"):
-            prefix = b"\n" if existing.endswith(b"\n") else b"\n\n"
-        os.write(fd, prefix + section.encode() + b"\n")
-    finally:
-        os.close(fd)
-
-
-def wait_idle(limit: float) -> None:
-    """Wait up to `limit` s for 3 s in a row in which other processes use < 15% of a core."""
-    deadline = time.monotonic() + limit
-    quiet = 0
-    while time.monotonic() < deadline:
-        b0 = busy_cpu_seconds()
-        time.sleep(1.0)
-        busy = busy_cpu_seconds() - b0
-        quiet = quiet + 1 if busy < 0.15 else 0
-        if quiet >= 3:
-            return
-    log(f"bench: the machine is still busy after {limit:.0f} s; running anyway")
 
 
 async def main_async(args: argparse.Namespace) -> int:

@@ -62,6 +62,8 @@ from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
+from _common import append_results, busy_cpu_seconds, wait_idle
+
 RESULTS = os.path.join(HERE, "RESULTS.md")
 sys.path.insert(0, HERE)
 
@@ -524,16 +526,6 @@ def child_main(spec: str) -> int:
 
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
-
-
-def busy_cpu_seconds() -> float:
-    try:
-        with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:]]
-    except OSError:
-        return 0.0
-    idle = v[3] + (v[4] if len(v) > 4 else 0)
-    return (sum(v[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 class ReplayServer:
@@ -1263,34 +1255,6 @@ def _version(mod: str) -> str:
         return version(mod)
     except Exception:  # noqa: BLE001
         return "?"
-
-
-def append_results(section: str) -> None:
-    """Append one section with a single O_APPEND write (others append too)."""
-    fd = os.open(RESULTS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        size = os.fstat(fd).st_size
-        with open(RESULTS, "rb") as f:  # re-read right before writing
-            existing = f.read()
-        prefix = b"" if size else b"# Benchmark results\n\n"
-        if existing and not existing.endswith(b"\n\n"):
-            prefix = b"\n" if existing.endswith(b"\n") else b"\n\n"
-        os.write(fd, prefix + section.encode() + b"\n")
-    finally:
-        os.close(fd)
-
-
-def wait_idle(limit: float) -> None:
-    """Wait up to `limit` s for 3 s in a row in which the machine uses < 15% of a core."""
-    deadline = time.monotonic() + limit
-    quiet = 0
-    while time.monotonic() < deadline:
-        b0 = busy_cpu_seconds()
-        time.sleep(1.0)
-        quiet = quiet + 1 if busy_cpu_seconds() - b0 < 0.15 else 0
-        if quiet >= 3:
-            return
-    log(f"bench: the machine is still busy after {limit:.0f} s; running anyway")
 
 
 def main() -> int:

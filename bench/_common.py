@@ -1,0 +1,59 @@
+"""Helpers every benchmark shares: machine load, waiting for quiet, appending results.
+
+The machines are shared and noisy: benchmarks measure how busy the whole
+machine was during each phase, can wait for it to go quiet first, and append
+their section to bench/RESULTS.md with one O_APPEND write so that concurrent
+benchmarks never interleave.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RESULTS = os.path.join(HERE, "RESULTS.md")
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def busy_cpu_seconds() -> float:
+    """CPU time used by the whole machine so far (all processes, all cores)."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+    except OSError:
+        return 0.0
+    idle = v[3] + (v[4] if len(v) > 4 else 0)
+    return (sum(v[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_idle(limit: float) -> None:
+    """Wait up to `limit` s for 3 s in a row in which the machine uses < 15% of a core."""
+    deadline = time.monotonic() + limit
+    quiet = 0
+    while time.monotonic() < deadline:
+        b0 = busy_cpu_seconds()
+        time.sleep(1.0)
+        quiet = quiet + 1 if busy_cpu_seconds() - b0 < 0.15 else 0
+        if quiet >= 3:
+            return
+    log(f"bench: the machine is still busy after {limit:.0f} s; running anyway")
+
+
+def append_results(section: str, path: str = RESULTS) -> None:
+    """Append one section with a single O_APPEND write (others append too)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        with open(path, "rb") as f:  # re-read right before writing
+            existing = f.read()
+        prefix = b"" if size else b"# Benchmark results\n\n"
+        if existing and not existing.endswith(b"\n\n"):
+            prefix = b"\n" if existing.endswith(b"\n") else b"\n\n"
+        os.write(fd, prefix + section.encode() + b"\n")
+    finally:
+        os.close(fd)
