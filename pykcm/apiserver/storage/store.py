@@ -447,6 +447,9 @@ class Store:
             if rs.watchers:
                 for w in list(rs.watchers):
                     w.on_event(ev)
+                # The encoded lines now live in the watchers' queues; the history
+                # keeps only the entry (a later replay encodes again).
+                ev._lines = None
             ev.entry.release()
         if self._rv_waiters:
             still = []
