@@ -15,3 +15,29 @@ __all__ = [
     "ControllerExpectationsInterface",
     "UIDTrackingControllerExpectations",
 ]
+
+from pykcm.controller.event_recorder import (
+    EVENT_TYPE_NORMAL,
+    EVENT_TYPE_WARNING,
+    EventAggregator,
+    EventBroadcaster,
+    EventCorrelateResult,
+    EventCorrelator,
+    EventLogger,
+    EventRecorder,
+    EventSink,
+    EventSourceObjectSpamFilter,
+)
+
+__all__ += [
+    "EVENT_TYPE_NORMAL",
+    "EVENT_TYPE_WARNING",
+    "EventAggregator",
+    "EventBroadcaster",
+    "EventCorrelateResult",
+    "EventCorrelator",
+    "EventLogger",
+    "EventRecorder",
+    "EventSink",
+    "EventSourceObjectSpamFilter",
+]
