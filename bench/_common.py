@@ -20,6 +20,18 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo ("unknown CPU" elsewhere)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
 def busy_cpu_seconds() -> float:
     """CPU time used by the whole machine so far (all processes, all cores)."""
     try:

@@ -55,7 +55,7 @@ import yaml  # type: ignore[import-untyped, unused-ignore]
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-from _common import append_results, busy_cpu_seconds, wait_idle
+from _common import append_results, busy_cpu_seconds, cpu_model, log, wait_idle
 
 RESULTS = os.path.join(HERE, "RESULTS.md")
 
@@ -651,8 +651,10 @@ async def run_durable(args: argparse.Namespace, n: int) -> dict[str, Any]:
     return out
 
 
-async def run_memory(n: int) -> dict[str, Any]:
-    srv = ServerProc("memory", durable=False, tls=False)
+async def _run_creates(label: str, phase: str, n: int, *, durable: bool, tls: bool,
+                       with_list: bool) -> dict[str, Any]:
+    """A fresh server, n creates (and optionally the LIST figures), then stop it."""
+    srv = ServerProc(phase, durable=durable, tls=tls)
     out: dict[str, Any] = {}
     try:
         srv.start()
@@ -660,38 +662,29 @@ async def run_memory(n: int) -> dict[str, Any]:
         try:
             await ensure_namespace(c)
             await warm_up(c)
-            log(f"in-memory/http: {n} creates ...")
-            out["creates"] = await measured(srv, bench_creates(c, n, "mem-creates"))
+            log(f"{label}: {n} creates ...")
+            out["creates"] = await measured(srv, bench_creates(c, n, f"{phase}-creates"))
             log(f"  {out['creates']['rate']:,.0f} creates/s")
-            out["list"] = await bench_list(c, n, "mem-list")
-            log(f"  LIST unset {out['list']['unset']['median_ms']:.0f} ms, "
-                f"rv=0 {out['list']['0']['median_ms']:.0f} ms")
+            if with_list:
+                out["list"] = await bench_list(c, n, f"{phase}-list")
+                log(f"  LIST unset {out['list']['unset']['median_ms']:.0f} ms, "
+                    f"rv=0 {out['list']['0']['median_ms']:.0f} ms")
         finally:
             await c.close()
     finally:
         out["server_stderr"] = srv.stderr_text()
         srv.stop()
     return out
+
+
+async def run_memory(n: int) -> dict[str, Any]:
+    return await _run_creates("in-memory/http", "mem", n, durable=False, tls=False,
+                              with_list=True)
 
 
 async def run_https(n: int) -> dict[str, Any]:
-    srv = ServerProc("https", durable=True, tls=True)
-    out: dict[str, Any] = {}
-    try:
-        srv.start()
-        c = Client(srv)
-        try:
-            await ensure_namespace(c)
-            await warm_up(c)
-            log(f"durable/https: {n} creates ...")
-            out["creates"] = await measured(srv, bench_creates(c, n, "https-creates"))
-            log(f"  {out['creates']['rate']:,.0f} creates/s")
-        finally:
-            await c.close()
-    finally:
-        out["server_stderr"] = srv.stderr_text()
-        srv.stop()
-    return out
+    return await _run_creates("durable/https", "https", n, durable=True, tls=True,
+                              with_list=False)
 
 
 async def measured(srv: ServerProc, coro: Awaitable[dict[str, Any]]) -> dict[str, Any]:
@@ -709,23 +702,11 @@ async def measured(srv: ServerProc, coro: Awaitable[dict[str, Any]]) -> dict[str
     return out
 
 
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
 # -- report ---------------------------------------------------------------------------------
 
 
 def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    cpu = cpu_model()
     return (f"{platform.machine()}, {os.cpu_count()} cores (nproc {len(os.sched_getaffinity(0))})"
             f", {cpu}, Python {platform.python_version()}")
 

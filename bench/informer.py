@@ -62,7 +62,7 @@ from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-from _common import append_results, busy_cpu_seconds, wait_idle
+from _common import append_results, busy_cpu_seconds, cpu_model, log, wait_idle
 
 RESULTS = os.path.join(HERE, "RESULTS.md")
 sys.path.insert(0, HERE)
@@ -522,10 +522,6 @@ def child_main(spec: str) -> int:
 # =========================================================================================
 # Parent side.
 # =========================================================================================
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 class ReplayServer:
@@ -992,15 +988,7 @@ def _self_bucket(frames: list[str]) -> str:
 
 
 def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    cpu = cpu_model()
     return (f"{platform.machine()}, nproc {len(os.sched_getaffinity(0))}, {cpu}, "
             f"Python {platform.python_version()} ({platform.python_implementation()})")
 

@@ -35,6 +35,8 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _common import RESULTS, append_results, cpu_model
+
 from pykcm.api.patch import (
     apply_json_patch,
     apply_merge_patch,
@@ -42,7 +44,6 @@ from pykcm.api.patch import (
     schema_ref_for,
 )
 
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 DEPLOYMENT = schema_ref_for("apps", "v1", "Deployment") or "io.k8s.api.apps.v1.Deployment"
 
 
@@ -240,7 +241,7 @@ def machine() -> str:
     except (OSError, subprocess.CalledProcessError):
         date = datetime.datetime.now(datetime.UTC).strftime("%a %b %d %H:%M:%S UTC %Y")
     return (
-        f"{date}; {platform.machine()}, nproc {os.cpu_count()}, "
+        f"{date}; {platform.machine()}, nproc {os.cpu_count()}, {cpu_model()}, "
         f"Python {platform.python_version()} ({platform.python_implementation()})"
     )
 
@@ -248,7 +249,7 @@ def machine() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="patch benchmark")
     parser.add_argument("--quick", action="store_true", help="fewer, shorter repeats")
-    parser.add_argument("--no-write", action="store_true", help=f"do not append to {RESULTS.name}")
+    parser.add_argument("--no-write", action="store_true", help="do not append to RESULTS.md")
     args = parser.parse_args(argv)
     repeats, target_s = (3, 0.1) if args.quick else (7, 0.3)
 
@@ -337,10 +338,7 @@ def main(argv: list[str] | None = None) -> int:
             "JSON Patch: test + 3 replace/add ops. pykcm never mutates its inputs.\n\n"
             f"{table}\n"
         )
-        if not RESULTS.exists():
-            RESULTS.write_text("# Benchmark results\n")
-        with RESULTS.open("a") as fh:
-            fh.write(section)
+        append_results(section)
         print(f"\nappended to {RESULTS}")
     return 0
 

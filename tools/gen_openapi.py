@@ -47,8 +47,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-KUBE_VERSION_DIR = "v1.36.0-local"
-REF_PREFIX = "#/$defs/"
+from _k8s_definitions import KUBE_VERSION_DIR, find_definitions, ref_name
+
 OUT_REF_PREFIX = "#/components/schemas/"
 DEFAULT_OUTPUT = (
     Path(__file__).resolve().parent.parent
@@ -145,23 +145,6 @@ SCALAR_OVERRIDES: dict[str, dict[str, Any]] = {
 _PLAIN_KEYS = ("description", "format", "required", "enum", "default")
 
 
-def find_definitions() -> Path:
-    """Locate kubernetes-validate's bundled v1.36 definitions file."""
-    import kubernetes_validate  # type: ignore[import-untyped]  # dev-only dependency
-
-    base = Path(kubernetes_validate.__file__).resolve().parent
-    path = base / "kubernetes-json-schema" / KUBE_VERSION_DIR / "_definitions.json"
-    if not path.is_file():
-        raise SystemExit(f"definitions not found at {path}")
-    return path
-
-
-def _ref_name(ref: str) -> str:
-    if not ref.startswith(REF_PREFIX):
-        raise SystemExit(f"unexpected $ref form: {ref}")
-    return ref[len(REF_PREFIX) :]
-
-
 class Generator:
     def __init__(self, defs: dict[str, dict[str, Any]]) -> None:
         self.defs = defs
@@ -179,7 +162,7 @@ class Generator:
         out: dict[str, Any] = {}
         ref = schema.get("$ref")
         if isinstance(ref, str):
-            name = _ref_name(ref)
+            name = ref_name(ref)
             self.want(name)
             target = {"$ref": OUT_REF_PREFIX + name}
             siblings = {k: v for k, v in schema.items() if k != "$ref"}

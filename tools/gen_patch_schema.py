@@ -36,8 +36,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-KUBE_VERSION_DIR = "v1.36.0-local"
-REF_PREFIX = "#/$defs/"
+from _k8s_definitions import KUBE_VERSION_DIR, find_definitions, ref_name
+
 DEFAULT_OUTPUT = (
     Path(__file__).resolve().parent.parent
     / "pykcm"
@@ -46,17 +46,6 @@ DEFAULT_OUTPUT = (
     / "_data"
     / "patch_schema.json"
 )
-
-
-def find_definitions() -> Path:
-    """Locate kubernetes-validate's bundled v1.36 definitions file."""
-    import kubernetes_validate  # type: ignore[import-untyped]  # dev-only dependency
-
-    base = Path(kubernetes_validate.__file__).resolve().parent
-    path = base / "kubernetes-json-schema" / KUBE_VERSION_DIR / "_definitions.json"
-    if not path.is_file():
-        raise SystemExit(f"definitions not found at {path}")
-    return path
 
 
 def _types(schema: dict[str, Any]) -> set[str]:
@@ -72,9 +61,7 @@ def _ref_name(schema: dict[str, Any]) -> str | None:
     ref = schema.get("$ref")
     if not isinstance(ref, str):
         return None
-    if not ref.startswith(REF_PREFIX):
-        raise SystemExit(f"unexpected $ref form: {ref}")
-    return ref[len(REF_PREFIX) :]
+    return ref_name(ref)
 
 
 class Generator:
