@@ -8,7 +8,7 @@ down exactly once. The data mirrors kube-apiserver v1.36's discovery documents.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 ALL_VERBS: tuple[str, ...] = (
     "create",
@@ -47,7 +47,6 @@ class ResourceInfo:
     require_resource_version_on_update: bool = False
     # Default propagationPolicy for DELETE when the client gives none.
     default_propagation: str = "Background"
-    extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def api_version(self) -> str:

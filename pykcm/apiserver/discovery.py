@@ -8,6 +8,7 @@ resource added there is discoverable at once.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import platform
 from typing import Any
@@ -37,8 +38,6 @@ def _json(body: Any, status: int = 200) -> web.Response:
 
 def _storage_version_hash(r: ResourceInfo) -> str:
     digest = hashlib.sha256(f"{r.group}/{r.version}/{r.kind}".encode()).digest()
-    import base64
-
     return base64.b64encode(digest[:8]).decode()
 
 

@@ -20,6 +20,7 @@ import orjson
 import yaml
 from aiohttp import web
 
+from pykcm.api.labels import selector_from_label_selector
 from pykcm.api.patch import schema_ref_for
 from pykcm.api.protobuf import (
     ProtobufDecodeError,
@@ -46,8 +47,7 @@ from pykcm.apiserver.rest_storage import (
     apply_patch,
     parse_rv,
 )
-from pykcm.apiserver.storage import ADDED, Watcher, bookmark_line
-from pykcm.apiserver.storage.store import split_namespace
+from pykcm.apiserver.storage import ADDED, Watcher, bookmark_line, object_key
 
 log = logging.getLogger(__name__)
 
@@ -467,8 +467,6 @@ class APIHandlers:
                 "reason": "FieldValueRequired", "message": "Required value",
                 "field": "target.name"}])
         rs = self.rest.rs(res)
-        from pykcm.apiserver.storage import object_key
-
         key = object_key(ns, name)
         current = rs.current(key)
         if current is None:
@@ -738,8 +736,6 @@ def decode_body(raw: bytes, content_type: str) -> Any:
 
 def to_scale(res: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
     """The autoscaling/v1 Scale view of a scalable object."""
-    from pykcm.api.labels import selector_from_label_selector
-
     meta = obj["metadata"]
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
@@ -761,4 +757,4 @@ def to_scale(res: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-__all__ = ["APIHandlers", "decode_body", "split_namespace"]
+__all__ = ["APIHandlers", "decode_body"]

@@ -20,6 +20,8 @@ revision.
 from __future__ import annotations
 
 import asyncio
+import base64
+import bisect
 import builtins
 import contextlib
 import os
@@ -27,7 +29,7 @@ import random
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -92,7 +94,6 @@ class ListOptions:
     send_initial_events: bool | None = None
     allow_watch_bookmarks: bool = False
     timeout_seconds: int | None = None
-    extra: dict[str, str] = field(default_factory=dict)
 
 
 Filter = Callable[[str, Entry], bool]
@@ -226,12 +227,9 @@ class RESTStorage:
         """(list metadata, the items' bytes) for a LIST with its selectors and paging."""
         rs = self.rs(info)
         ns = namespace if info.namespaced else ""
-        flt = self.build_filter(info, ns, opts)
-        # Namespace scoping is done by key range below, the filter need not repeat it.
-        flt_sel = None
-        if opts.label_selector or opts.field_selector:
-            flt_sel = self.build_filter(info, "", opts)
-        del flt
+        # Namespace scoping is done by key range below: the filter holds only the selectors
+        # (and still validates them: a bad selector is a 400 even on an empty list).
+        flt_sel = self.build_filter(info, "", opts)
         start_key = ""
         snap_rv: int | None = None
         rv = opts.resource_version
@@ -261,8 +259,6 @@ class RESTStorage:
             list_rv = snap_rv
         scoped = rs.keys_in(keys, ns)
         if start_key:
-            import bisect
-
             scoped_list = scoped if isinstance(scoped, list) else list(scoped)
             scoped = scoped_list[bisect.bisect_left(scoped_list, start_key):]
         limit = max(0, opts.limit)
@@ -464,7 +460,7 @@ class RESTStorage:
             raise errors.not_found(info.plural, info.group, name)
         body_rv = meta.get("resourceVersion")
         if body_rv:
-            if parse_rv_or_conflict(info, name, body_rv) != current.rv:
+            if parse_body_rv(body_rv) != current.rv:
                 raise errors.conflict(info.plural, info.group, name, errors.OPTIMISTIC_LOCK_MSG)
         elif info.require_resource_version_on_update:
             # Upstream names the resource (not the kind) in this one message.
@@ -860,7 +856,7 @@ def parse_rv(value: str) -> int:
     return rv
 
 
-def parse_rv_or_conflict(info: ResourceInfo, name: str, value: str) -> int:
+def parse_body_rv(value: str) -> int:
     try:
         return int(value)
     except (TypeError, ValueError):
@@ -869,15 +865,11 @@ def parse_rv_or_conflict(info: ResourceInfo, name: str, value: str) -> int:
 
 
 def encode_continue(rv: int, start: str) -> str:
-    import base64
-
     raw = orjson.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": start})
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
 def decode_continue(token: str) -> tuple[int, str]:
-    import base64
-
     try:
         pad = "=" * (-len(token) % 4)
         d = orjson.loads(base64.urlsafe_b64decode(token + pad))

@@ -140,11 +140,6 @@ class Event:
         return got
 
 
-def split_namespace(key: str) -> str:
-    i = key.find("/")
-    return key[:i] if i >= 0 else ""
-
-
 class ResourceStore:
     """Objects of one resource (one group/plural), its history and its watchers."""
 

@@ -38,9 +38,6 @@ class Watcher:
         self.queue: deque[bytes] = deque()
         self.wake = asyncio.Event()
         self.closed = False
-        self.overflowed = False
-        # Revision of the last event offered to this watcher (for bookmarks).
-        self.last_rv = start_rv
 
     def matches(self, key: str, entry: Entry | None) -> bool:
         if entry is None:
@@ -53,14 +50,12 @@ class Watcher:
             return
         self.queue.append(line)
         if len(self.queue) > MAX_QUEUE:
-            self.overflowed = True
             self.close()
         self.wake.set()
 
     def on_event(self, ev: Event) -> None:
         if ev.rv <= self.start_rv:
             return
-        self.last_rv = ev.rv
         f = self.filter
         if f is None:
             self.push(ev.line(ev.type))
