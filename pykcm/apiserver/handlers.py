@@ -45,6 +45,7 @@ from pykcm.apiserver.rest_storage import (
     ListOptions,
     RESTStorage,
     apply_patch,
+    list_body,
     parse_rv,
 )
 from pykcm.apiserver.storage import ADDED, Watcher, bookmark_line, object_key
@@ -68,6 +69,16 @@ def status_response(err: StatusError) -> web.Response:
 def success_status(details: dict[str, Any]) -> bytes:
     return orjson.dumps({"kind": "Status", "apiVersion": "v1", "metadata": {},
                          "status": "Success", "details": details})
+
+
+def deleted_status(res: ResourceInfo, obj: dict[str, Any]) -> bytes:
+    """The Success Status a DELETE answers with, naming what was deleted."""
+    meta = obj["metadata"]
+    details: dict[str, Any] = {"name": meta["name"]}
+    if res.group:
+        details["group"] = res.group
+    details.update({"kind": res.plural, "uid": meta.get("uid")})
+    return success_status(details)
 
 
 def _bool(v: str | None) -> bool | None:
@@ -334,13 +345,8 @@ class APIHandlers:
             del_opts = delete_options(q, body if isinstance(body, dict) else None)
             del_opts.dry_run = del_opts.dry_run or dry
             deleted, entry = await rest.delete(res, ns, info.name, del_opts)
-            if deleted and res.kind not in ("Pod",):
-                meta = entry.obj["metadata"]
-                details = {"name": meta["name"], "kind": res.plural, "uid": meta.get("uid")}
-                if res.group:
-                    details = {"name": meta["name"], "group": res.group, "kind": res.plural,
-                               "uid": meta.get("uid")}
-                return json_response(success_status(details))
+            if deleted and res.kind != "Pod":  # pods answer with the object itself
+                return json_response(deleted_status(res, entry.obj))
             return json_response(entry.raw)
         if verb == "deletecollection":
             body = await self._body(request) if request.can_read_body else None
@@ -348,10 +354,8 @@ class APIHandlers:
             dopts.dry_run = dopts.dry_run or dry
             lopts = list_options(q)
             entries = await rest.delete_collection(res, ns, lopts, dopts)
-            head = orjson.dumps({"kind": res.list_kind, "apiVersion": res.api_version,
-                                 "metadata": {"resourceVersion": str(rest.store.rv)}})
-            return json_response(head[:-1] + b',"items":[' + b",".join(
-                e.raw for e in entries) + b"]}")
+            return json_response(list_body(res, {"resourceVersion": str(rest.store.rv)},
+                                           (e.raw for e in entries)))
         raise errors.method_not_allowed(
             "the server does not allow this method on the requested resource")
 
@@ -412,10 +416,7 @@ class APIHandlers:
             dopts.dry_run = dopts.dry_run or dry
             if verb == "delete":
                 _, entry = await rest.delete(core, ns, name, dopts)
-                meta = entry.obj["metadata"]
-                return json_response(success_status({"name": meta["name"], "group": view.group,
-                                                     "kind": view.plural,
-                                                     "uid": meta.get("uid")}))
+                return json_response(deleted_status(view, entry.obj))
             entries = await rest.delete_collection(core, ns, list_options(q), dopts)
             return json_response(orjson.dumps({
                 "kind": "EventList", "apiVersion": view.api_version,

@@ -28,7 +28,7 @@ import os
 import random
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -218,9 +218,7 @@ class RESTStorage:
     def list(self, info: ResourceInfo, namespace: str, opts: ListOptions) -> bytes:
         """The list response body, assembled from the stored bytes."""
         meta, raws = self.list_raw(info, namespace, opts)
-        head = orjson.dumps({"kind": info.list_kind, "apiVersion": info.api_version,
-                             "metadata": meta})
-        return head[:-1] + b',"items":[' + b",".join(raws) + b"]}"
+        return list_body(info, meta, raws)
 
     def list_raw(self, info: ResourceInfo, namespace: str,
                  opts: ListOptions) -> tuple[dict[str, Any], builtins.list[bytes]]:
@@ -756,6 +754,13 @@ def _new_uid() -> str:
         _uid_pool.extend(str(uuid.UUID(bytes=raw[i:i + 16], version=4))
                          for i in range(0, len(raw), 16))
     return _uid_pool.pop()
+
+
+def list_body(info: ResourceInfo, meta: dict[str, Any], raws: Iterable[bytes]) -> bytes:
+    """A list object around items already encoded (no re-encoding of the items)."""
+    head = orjson.dumps({"kind": info.list_kind, "apiVersion": info.api_version,
+                         "metadata": meta})
+    return head[:-1] + b',"items":[' + b",".join(raws) + b"]}"
 
 
 def patch_type(content_type: str, smp_schema_ref: str | None) -> str:
