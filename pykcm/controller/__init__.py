@@ -1,5 +1,6 @@
-"""Utilities shared by controllers (kube-controller-manager's pkg/controller)."""
+"""The controller runtime and utilities shared by controllers (kube-controller-manager's pkg/controller)."""
 
+from pykcm.controller.controller import Controller, Reconciler, Result
 from pykcm.controller.expectations import (
     EXPECTATIONS_TIMEOUT,
     ControlleeExpectations,
@@ -11,8 +12,11 @@ from pykcm.controller.expectations import (
 __all__ = [
     "EXPECTATIONS_TIMEOUT",
     "ControlleeExpectations",
+    "Controller",
     "ControllerExpectations",
     "ControllerExpectationsInterface",
+    "Reconciler",
+    "Result",
     "UIDTrackingControllerExpectations",
 ]
 

@@ -1,0 +1,84 @@
+"""Pod status helpers shared by controllers (upstream ``pkg/api/v1/pod`` podutil).
+
+The ReplicaSet, Deployment and Job controllers, the simulator and the tests
+all ask the same questions of a pod: is it ready, since when, has it been
+ready for ``minReadySeconds`` (available), is it still active. One answer for
+all of them lives here.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import time
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = [
+    "get_pod_condition",
+    "get_pod_ready_condition",
+    "is_pod_active",
+    "is_pod_available",
+    "is_pod_ready",
+    "is_pod_terminal",
+    "parse_time",
+]
+
+
+def parse_time(value: str | None) -> float | None:
+    """An RFC 3339 timestamp as seconds since the epoch (None stays None)."""
+    if not value:
+        return None
+    v = value.replace("Z", "+00:00")
+    try:
+        return _dt.datetime.fromisoformat(v).timestamp()
+    except ValueError:
+        return None
+
+
+def get_pod_condition(pod: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+    """The pod's status condition of ``type_``, or None."""
+    for cond in (pod.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == type_:
+            found: Mapping[str, Any] = cond
+            return found
+    return None
+
+
+def get_pod_ready_condition(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The pod's ``Ready`` condition, or None."""
+    return get_pod_condition(pod, "Ready")
+
+
+def is_pod_ready(pod: Mapping[str, Any]) -> bool:
+    """Whether the pod's Ready condition is True (podutil.IsPodReady)."""
+    cond = get_pod_ready_condition(pod)
+    return cond is not None and cond.get("status") == "True"
+
+
+def is_pod_available(pod: Mapping[str, Any], min_ready_seconds: int,
+                     now: float | None = None) -> bool:
+    """Ready for at least ``min_ready_seconds`` (podutil.IsPodAvailable).
+
+    Readiness time is the Ready condition's lastTransitionTime; with
+    ``min_ready_seconds`` 0 a ready pod is available at once.
+    """
+    if not is_pod_ready(pod):
+        return False
+    if min_ready_seconds == 0:
+        return True
+    cond = get_pod_ready_condition(pod)
+    since = parse_time(cond.get("lastTransitionTime") if cond else None)
+    if since is None:
+        return False
+    return since + min_ready_seconds <= (time.time() if now is None else now)
+
+
+def is_pod_terminal(pod: Mapping[str, Any]) -> bool:
+    """Phase Succeeded or Failed."""
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def is_pod_active(pod: Mapping[str, Any]) -> bool:
+    """Not terminal and not being deleted (controller.IsPodActive)."""
+    return (not is_pod_terminal(pod)
+            and not (pod.get("metadata") or {}).get("deletionTimestamp"))
