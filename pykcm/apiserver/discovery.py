@@ -179,7 +179,8 @@ class Discovery:
             raise errors.StatusError(404, "NotFound",
                                      "the server could not find the requested resource")
         if not parts:
-            paths = ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version"]
+            paths = ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/metrics", "/readyz",
+                     "/version"]
             for g, versions in self.registry.group_versions().items():
                 if g:
                     paths.append(f"/apis/{g}")

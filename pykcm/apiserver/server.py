@@ -37,6 +37,7 @@ from pykcm.apiserver.certs import ensure_serving_certs
 from pykcm.apiserver.discovery import GIT_VERSION, Discovery
 from pykcm.apiserver.handlers import MAX_BODY, APIHandlers, status_response
 from pykcm.apiserver.kubeconfig import build_kubeconfig, write_kubeconfig
+from pykcm.apiserver.metrics import APIMetrics
 from pykcm.apiserver.openapi import OpenAPI
 from pykcm.apiserver.rest_storage import RESTStorage
 from pykcm.apiserver.storage import SqliteLog, Store
@@ -91,6 +92,8 @@ class APIServer:
         self.max_mutating_inflight = max_mutating_requests_inflight
         self.inflight = 0
         self.inflight_mutating = 0
+        self.metrics = APIMetrics(lambda: self.store,
+                                  lambda: (self.inflight, self.inflight_mutating))
 
     # -- properties --------------------------------------------------------------
 
@@ -243,6 +246,17 @@ class APIServer:
         if user is None and request.path not in ANONYMOUS_PATHS:
             return status_response(errors.unauthorized())
         assert self.handlers is not None
+        resp = await self._serve(request)
+        q = request.query
+        self.metrics.observe(request.method, request.path,
+                             q.get("watch") in ("1", "true", "True"), resp.status)
+        return resp
+
+    async def _serve(self, request: web.Request) -> web.StreamResponse:
+        assert self.handlers is not None
+        if request.path == "/metrics":
+            return web.Response(body=self.metrics.render(),
+                                content_type="text/plain", charset="utf-8")
         if request.method in ("GET", "HEAD"):
             q = request.query
             if q.get("watch") in ("1", "true", "True") or "/watch/" in request.path:
