@@ -29,6 +29,12 @@ def _esc(v: str) -> str:
     return v.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
+def _resource(rid: str) -> str:
+    """The store's ``group/plural`` as kube-apiserver names it: ``plural`` or ``plural.group``."""
+    group, _, plural = rid.partition("/")
+    return plural if group == "core" else f"{plural}.{group}"
+
+
 def _labels(names: Iterable[str], values: Iterable[str]) -> str:
     return ",".join(f'{n}="{_esc(v)}"' for n, v in zip(names, values, strict=True))
 
@@ -71,9 +77,9 @@ class APIMetrics:
         watchers: list[str] = []
         if store is not None:
             for rs in store.resources():
-                objects.append(f'apiserver_storage_objects{{resource="{_esc(rs.rid)}"}} '
+                objects.append(f'apiserver_storage_objects{{resource="{_esc(_resource(rs.rid))}"}} '
                                f"{len(rs.items)}")
-                watchers.append(f'apiserver_registered_watchers{{resource="{_esc(rs.rid)}"}} '
+                watchers.append(f'apiserver_registered_watchers{{resource="{_esc(_resource(rs.rid))}"}} '
                                 f"{len(rs.watchers)}")
         out += [("# HELP apiserver_storage_objects Number of stored objects at the time of last "
                 "check split by kind."), "# TYPE apiserver_storage_objects gauge", *objects,
