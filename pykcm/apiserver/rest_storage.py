@@ -508,6 +508,15 @@ class RESTStorage:
                              dry_run: bool) -> Entry:
         old = current.obj  # read-only: shared with a pending write, or freshly parsed
         crv = self.custom.get(info)
+        uid = (obj.get("metadata") or {}).get("uid")
+        if uid and uid != old["metadata"].get("uid"):
+            # BeforeUpdate keeps the stored UID only when none is sent; a different
+            # one fails validation, which makes a UID in a patch a precondition.
+            raise errors.invalid(info.kind, info.group, name, [{
+                "reason": "FieldValueInvalid",
+                "message": f'Invalid value: "{uid}": field is immutable',
+                "field": "metadata.uid",
+            }])
         new = strategy.prepare_for_update(info, obj, old, subresource, custom=crv is not None)
         if new is not obj:
             # Status-style writes build the result from the stored object:

@@ -140,3 +140,22 @@ def test_owner_references_and_immutable_fields(api: Api) -> None:
     assert "field is immutable" in body["message"]
     code, body = api.patch(f"/api/v1/namespaces/{ns}/pods/nope", {})
     assert code == 404
+
+
+def test_a_different_uid_in_a_write_is_refused_as_immutable(api: Api) -> None:
+    """A UID in a patch works as a precondition (controllers' adopt/release patches rely on it)."""
+    ns = api.ns()
+    code, body = api.post(f"/api/v1/namespaces/{ns}/configmaps", {"metadata": {"name": "u"}})
+    assert code == 201, body
+    uid = body["metadata"]["uid"]
+    path = f"/api/v1/namespaces/{ns}/configmaps/u"
+    code, body = api.patch(path, {"metadata": {"uid": "wrong-uid", "labels": {"a": "b"}}},
+                           content_type="application/strategic-merge-patch+json")
+    assert code == 422, body
+    assert body["message"] == ('ConfigMap "u" is invalid: metadata.uid: Invalid value: '
+                               '"wrong-uid": field is immutable')
+    assert body["details"]["causes"][0]["field"] == "metadata.uid"
+    code, body = api.patch(path, {"metadata": {"uid": uid, "labels": {"a": "b"}}},
+                           content_type="application/strategic-merge-patch+json")
+    assert code == 200, body
+    assert body["metadata"]["labels"] == {"a": "b"}
