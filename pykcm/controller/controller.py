@@ -16,6 +16,12 @@ Data flow::
           returns Result(requeue_after=s) → forget(key), add_after(key, s)
           returns Result(requeue=True) or raises → add_rate_limited(key)  (retry, backoff)
 
+Stopping: :meth:`Controller.shutdown` (or cancelling the task running
+:meth:`Controller.run`) stops taking keys; each worker finishes the key it
+holds, and what is still queued is left (a restarted controller relists
+everything anyway). :meth:`Controller.shutdown_with_drain` processes every
+queued key first.
+
 A reconcile function reads the listers (the shared cache) and writes to the
 API server; it gets the key ``namespace/name`` (``name`` for cluster-scoped
 objects) and must cope with the object being gone (the key of a deleted
@@ -59,7 +65,9 @@ class Result:
 
     ``requeue_after``: sync the key again after that many seconds (a
     periodic check, a deadline); ``requeue``: retry through the rate limiter
-    as if the sync had failed, without logging an error.
+    as if the sync had failed, without logging an error. With both set,
+    ``requeue_after`` wins (controller-runtime's precedence): a delay asked
+    for is not a failure to back off from.
     """
 
     requeue: bool = False
@@ -106,6 +114,9 @@ class Controller:
         self._synced: list[InformerSynced] = []
         self._workers: list[asyncio.Task[None]] = []
         self._running = False
+        # Set by shutdown() and by cancellation of run(): workers stop taking
+        # keys (the queue alone would hand out what is queued until empty).
+        self._stopping = False
         self._stopped = asyncio.Event()
         self._last_error: str | None = None
         self._dead: str | None = None
@@ -184,13 +195,17 @@ class Controller:
     async def run(self, workers: int = 1, *, sync_timeout: float | None = None) -> None:
         """Wait for the caches, then run ``workers`` workers until :meth:`shutdown`.
 
-        Cancelling the task running this shuts the queue down and waits for
-        the workers to finish the items they hold. Raises RuntimeError if the
+        Cancelling the task running this stops taking keys and waits for
+        the workers to finish the keys they hold (a second cancellation stops
+        waiting). If a worker dies (an exception escaped the sync's error
+        handling), the others are stopped the same way and its exception is
+        raised; :meth:`health_check` reports it. Raises RuntimeError if the
         caches do not sync within ``sync_timeout`` seconds.
         """
         if self._running:
             raise RuntimeError(f"controller {self.name!r} is already running")
         self._running = True
+        self._stopping = False
         log.info("Starting %s controller", self.name)
         try:
             if not await wait_for_named_cache_sync(self.name, *self._synced,
@@ -199,19 +214,33 @@ class Controller:
                 raise RuntimeError(f"{self.name}: caches did not sync within {sync_timeout} s")
             self._workers = [asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}")
                              for i in range(max(1, workers))]
-            await asyncio.gather(*self._workers)
+            # asyncio.wait, not gather: cancelling run() must not cancel a
+            # reconcile half-way (gather would cancel its children).
+            done, _ = await asyncio.wait(self._workers, return_when=asyncio.FIRST_EXCEPTION)
+            for t in done:
+                exc = None if t.cancelled() else t.exception()
+                if exc is not None:
+                    raise exc
         finally:
-            self.queue.shut_down()
-            for t in self._workers:
-                t.cancel()
-            if self._workers:
-                await asyncio.gather(*self._workers, return_exceptions=True)
-            self._running = False
-            self._stopped.set()
-            log.info("Shutting down %s controller", self.name)
+            self.shutdown()
+            pending = [t for t in self._workers if not t.done()]
+            try:
+                if pending:
+                    # Shielded: the workers finish the keys they hold even
+                    # though run() itself is being cancelled.
+                    await asyncio.shield(asyncio.wait(pending))
+            except asyncio.CancelledError:
+                for t in pending:
+                    t.cancel()
+                raise
+            finally:
+                self._running = False
+                self._stopped.set()
+                log.info("Shutting down %s controller", self.name)
 
     def shutdown(self) -> None:
         """Stop taking work: workers finish what they hold, then :meth:`run` returns."""
+        self._stopping = True
         self.queue.shut_down()
 
     async def shutdown_with_drain(self) -> None:
@@ -232,7 +261,7 @@ class Controller:
         return None
 
     async def _worker(self) -> None:
-        while await self.process_next_work_item():
+        while not self._stopping and await self.process_next_work_item():
             pass
 
     async def process_next_work_item(self) -> bool:
@@ -272,11 +301,16 @@ class Controller:
                           (time.monotonic() - start) * 1000,
                           extra={"controller": self.name, "key": key})
         if isinstance(res, Result):
+            if res.requeue_after is not None and res.requeue_after > 0:
+                self.queue.forget(key)
+                self.queue.add_after(key, res.requeue_after)
+                return
             if res.requeue:
                 self.queue.add_rate_limited(key)
                 return
             self.queue.forget(key)
             if res.requeue_after is not None:
+                # requeue_after <= 0: at once, as add_after does.
                 self.queue.add_after(key, res.requeue_after)
             return
         self.queue.forget(key)
