@@ -1,0 +1,632 @@
+"""The simulated kubelet: runs the lifecycle of the pods bound to simulated nodes.
+
+Role: what the kubelet's pod workers and status manager report for a pod, with
+no container behind it, like kwok's pod stages. One logical kubelet per node,
+one process-wide pods informer and one work queue for all of them: a pod is
+handled by "its" kubelet through the node it is bound to (its ``nodeName``
+must be one of the simulated nodes).
+
+A pod's life (times from when the kubelet first sees it bound)::
+
+    bound ──► Running, containers running, Ready=False (ContainersNotReady)
+                │ ready-after-seconds (default 0.5 s; 0 merges this write into the first)
+                ▼
+              Ready=True, ContainersReady=True
+                │ run-seconds (restartPolicy Never/OnFailure: default 3 s;
+                │              Always: forever unless the annotation says otherwise)
+                ▼
+     exit code 0 (Never, OnFailure) ─► Succeeded (terminated, reason Completed)
+     exit code ≠0, Never            ─► Failed (terminated, reason Error)
+     exit code ≠0 OnFailure, or any exit under Always
+                                    ─► restarted in place: restartCount + 1, lastState
+                                       terminated, running again (and not ready until
+                                       ready-after-seconds). Upstream would show
+                                       CrashLoopBackOff between restarts (10 s doubling
+                                       to 5 min); the simulator restarts at once.
+    deletionTimestamp set ─► DELETE with gracePeriodSeconds 0 and a UID precondition
+                             (the containers are "stopped" instantly)
+
+Annotations script a pod (read when the kubelet handles it):
+``sim.pykcm.io/run-seconds`` (float), ``sim.pykcm.io/exit-code`` (int),
+``sim.pykcm.io/ready-after-seconds`` (float), ``sim.pykcm.io/never-ready``
+("true": Running and started, Ready=False forever, as a failing readiness
+probe).
+
+Status fields written, as the v1.36 kubelet reports them: phase, hostIP and
+hostIPs, podIP and podIPs (from the node's pod CIDR, 10.244.<node>.2 upwards,
+handed out round-robin as the host-local IPAM does), startTime,
+containerStatuses (name, image normalised as containerd reports it, imageID,
+containerID ``containerd://<64 hex>``, ready, started, restartCount, state,
+lastState), initContainerStatuses (ordinary init containers terminated with
+reason Completed, sidecars running), and the conditions
+PodReadyToStartContainers, Initialized, Ready, ContainersReady (readiness
+gates honoured) and PodScheduled (added when the pod was created with a
+nodeName and never went through a scheduler), each keeping its
+lastTransitionTime while its status does not change.
+
+Data flow::
+
+    pods informer (all pods, shared with the scheduler)
+        │ handler: nodeName is a simulated node → enqueue ns/name
+        ▼
+    Controller "kubelet" (N workers, one key at a time):
+        PodRecord (local, per pod: IP, start time, container IDs, restarts, what was
+        last written) ── advance(now) ── build_status() ── fingerprint changed?
+        │                                                   │ yes
+        │ Result(requeue_after = next transition)           ▼
+        ▼                                     PATCH pods/<name>/status (merge patch)
+
+Writes are merge patches of the status subresource: no resourceVersion, so
+no conflicts with other writers of the pod, and the lists we send
+(conditions, containerStatuses) are complete (conditions of other types
+already on the pod are kept in them). What was last written is remembered
+per pod, so a cache that lags behind our own writes never causes a
+duplicate write. After a restart the record is rebuilt from the pod's
+status (IP, start time, container IDs), so nothing is rewritten.
+
+Left out: probes, activeDeadlineSeconds, resource usage, container logs and
+exec, kubelet events (Pulled, Created, Started).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import logging
+import math
+import secrets
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Final
+
+from pykcm.api.pod_util import parse_time
+from pykcm.cache.keys import DeletedFinalStateUnknown
+from pykcm.client import Client, is_conflict, is_not_found
+from pykcm.controller.controller import Controller, Result
+from pykcm.informers import GenericInformer
+from pykcm.sim.nodes import rfc3339
+
+__all__ = [
+    "ANNOTATION_EXIT_CODE",
+    "ANNOTATION_NEVER_READY",
+    "ANNOTATION_READY_AFTER",
+    "ANNOTATION_RUN_SECONDS",
+    "ContainerRun",
+    "Kubelet",
+    "NodeNetwork",
+    "PodIPAllocator",
+    "PodRecord",
+    "PodScript",
+    "advance",
+    "build_pod_status",
+    "image_id",
+    "normalize_image",
+    "parse_script",
+]
+
+log = logging.getLogger("pykcm.sim.kubelet")
+
+ANNOTATION_RUN_SECONDS: Final = "sim.pykcm.io/run-seconds"
+ANNOTATION_EXIT_CODE: Final = "sim.pykcm.io/exit-code"
+ANNOTATION_READY_AFTER: Final = "sim.pykcm.io/ready-after-seconds"
+ANNOTATION_NEVER_READY: Final = "sim.pykcm.io/never-ready"
+
+DEFAULT_READY_AFTER: Final = 0.5
+DEFAULT_RUN_SECONDS: Final = 3.0
+
+
+# -- annotations ----------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class PodScript:
+    """How a simulated pod behaves (from its annotations and restartPolicy)."""
+
+    run_seconds: float | None
+    """Seconds the containers run before exiting; None: forever."""
+    exit_code: int
+    ready_after: float
+    never_ready: bool
+    restart_policy: str
+
+
+def _float(v: Any) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) and f >= 0 else None
+
+
+def parse_script(pod: Mapping[str, Any], *, default_ready_after: float = DEFAULT_READY_AFTER,
+                 default_run_seconds: float = DEFAULT_RUN_SECONDS) -> PodScript:
+    """The pod's script; malformed annotations fall back to the defaults."""
+    ann = (pod.get("metadata") or {}).get("annotations") or {}
+    policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
+    run = _float(ann.get(ANNOTATION_RUN_SECONDS)) if ANNOTATION_RUN_SECONDS in ann else None
+    if run is None and policy != "Always":
+        run = default_run_seconds
+    try:
+        code = int(str(ann.get(ANNOTATION_EXIT_CODE, "0")).strip())
+    except ValueError:
+        code = 0
+    ready = _float(ann.get(ANNOTATION_READY_AFTER)) if ANNOTATION_READY_AFTER in ann else None
+    never = str(ann.get(ANNOTATION_NEVER_READY, "")).strip().lower() in ("true", "1", "yes")
+    return PodScript(run_seconds=run, exit_code=code & 0xFF if code >= 0 else 1,
+                     ready_after=default_ready_after if ready is None else ready,
+                     never_ready=never, restart_policy=policy)
+
+
+# -- images and IDs ---------------------------------------------------------------------------
+
+@lru_cache(maxsize=1024)
+def normalize_image(image: str) -> str:
+    """The image as containerd reports it: ``nginx`` → ``docker.io/library/nginx:latest``."""
+    if not image:
+        return image
+    first, sep, rest = image.partition("/")
+    if sep and ("." in first or ":" in first or first == "localhost"):
+        domain, remainder = first, rest
+    else:
+        domain, remainder = "docker.io", image
+    if domain == "docker.io" and "/" not in remainder:
+        remainder = "library/" + remainder
+    last = remainder.rsplit("/", 1)[-1]
+    if "@" not in remainder and ":" not in last:
+        remainder += ":latest"
+    return f"{domain}/{remainder}"
+
+
+@lru_cache(maxsize=1024)
+def image_id(image: str) -> str:
+    """A stable fake ``repo@sha256:<digest>`` for an image (its own digest if pinned)."""
+    norm = normalize_image(image)
+    if "@" in norm:
+        return norm
+    repo = norm.rsplit(":", 1)[0] if ":" in norm.rsplit("/", 1)[-1] else norm
+    return f"{repo}@sha256:{hashlib.sha256(norm.encode()).hexdigest()}"
+
+
+def _container_id() -> str:
+    return "containerd://" + secrets.token_hex(32)
+
+
+# -- per-pod runtime state ----------------------------------------------------------------------
+
+@dataclass(slots=True)
+class ContainerRun:
+    """One container's runtime state."""
+
+    container_id: str
+    restart_count: int = 0
+    last_terminated: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class PodRecord:
+    """What the kubelet remembers of one pod (rebuilt from its status after a restart)."""
+
+    uid: str
+    node: str
+    ip: str
+    start_time: float
+    cycle_start: float
+    """When the current run of the containers started (start_time, or the last restart)."""
+    containers: dict[str, ContainerRun] = field(default_factory=dict)
+    init_containers: dict[str, ContainerRun] = field(default_factory=dict)
+    restarts: int = 0
+    finished: tuple[int, float] | None = None
+    """(exit code, when) once the pod has finished for good."""
+    written: tuple[Any, ...] | None = None
+    """The fingerprint of the last status written (None: nothing yet)."""
+    written_rv: str | None = None
+    """The pod's resourceVersion our last write produced."""
+    next_wake: float | None = None
+    """When the next transition is due (a requeue is pending for it)."""
+
+
+def advance(record: PodRecord, script: PodScript, now: float) -> None:
+    """Move the pod's containers through their exits and restarts up to ``now``."""
+    if record.finished is not None or script.run_seconds is None:
+        return
+    finish_at = record.cycle_start + script.run_seconds
+    if now < finish_at:
+        return
+    code = script.exit_code
+    if script.restart_policy == "Never" or (script.restart_policy == "OnFailure" and code == 0):
+        record.finished = (code, finish_at)
+        return
+    # Restarted in place; one restart per call (the next run ends in the future).
+    reason = "Completed" if code == 0 else "Error"
+    for run in record.containers.values():
+        run.last_terminated = {"exitCode": code, "reason": reason,
+                               "startedAt": rfc3339(record.cycle_start),
+                               "finishedAt": rfc3339(finish_at),
+                               "containerID": run.container_id}
+        run.restart_count += 1
+        run.container_id = _container_id()
+    record.restarts += 1
+    record.cycle_start = max(now, finish_at)
+
+
+def _condition(ctype: str, status: str, now: float, existing: Mapping[str, Any] | None,
+               reason: str = "", message: str = "") -> dict[str, Any]:
+    since = existing.get("lastTransitionTime") if existing and \
+        existing.get("status") == status else None
+    c: dict[str, Any] = {"type": ctype, "status": status, "lastProbeTime": None,
+                         "lastTransitionTime": since or rfc3339(now)}
+    if reason:
+        c["reason"] = reason
+    if message:
+        c["message"] = message
+    return c
+
+
+def _gates_message(pod: Mapping[str, Any],
+                   conds: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """Why the readiness gates hold the pod unready (upstream's messages), or None."""
+    msgs = []
+    for gate in (pod.get("spec") or {}).get("readinessGates") or ():
+        ctype = gate.get("conditionType", "")
+        c = conds.get(ctype)
+        if c is None:
+            msgs.append(f'corresponding condition of pod readiness gate "{ctype}" '
+                        "does not exist.")
+        elif c.get("status") != "True":
+            msgs.append(f'the status of pod readiness gate "{ctype}" is not "True", '
+                        f'but {c.get("status")}')
+    return ", ".join(msgs) if msgs else None
+
+
+_OWN_CONDITIONS: Final = frozenset({"PodReadyToStartContainers", "Initialized", "Ready",
+                                    "ContainersReady", "PodScheduled"})
+
+
+def build_pod_status(pod: Mapping[str, Any], record: PodRecord, script: PodScript,
+                     host_ip: str, now: float
+                     ) -> tuple[dict[str, Any], tuple[Any, ...], float | None]:
+    """(status to write, its fingerprint, when the next transition is due or None).
+
+    Pure: call :func:`advance` first. The fingerprint holds what changes
+    over a pod's life (phase, readiness, restarts, readiness gates), so an
+    equal fingerprint means nothing new to write.
+    """
+    spec = pod.get("spec") or {}
+    old_status = pod.get("status") or {}
+    old_conds = {c.get("type", ""): c for c in old_status.get("conditions") or ()}
+    finished = record.finished
+    running = finished is None
+    ready_at = record.cycle_start + script.ready_after
+    containers_ready = running and not script.never_ready and now >= ready_at
+    names = [c.get("name", "") for c in spec.get("containers") or ()]
+    start = rfc3339(record.start_time)
+    cycle = rfc3339(record.cycle_start)
+
+    def term(code: int, started: str, at: float, cid: str) -> dict[str, Any]:
+        return {"terminated": {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
+                               "startedAt": started, "finishedAt": rfc3339(at),
+                               "containerID": cid}}
+
+    statuses = []
+    for c in spec.get("containers") or ():
+        name = c.get("name", "")
+        run = record.containers.get(name)
+        if run is None:
+            run = record.containers[name] = ContainerRun(_container_id(), record.restarts)
+        state = (term(finished[0], cycle, finished[1], run.container_id) if finished
+                 else {"running": {"startedAt": cycle}})
+        statuses.append({
+            "name": name, "image": normalize_image(c.get("image", "")),
+            "imageID": image_id(c.get("image", "")), "containerID": run.container_id,
+            "ready": containers_ready, "started": running,
+            "restartCount": run.restart_count, "state": state,
+            "lastState": {"terminated": run.last_terminated} if run.last_terminated else {}})
+    init_statuses = []
+    for c in spec.get("initContainers") or ():
+        name = c.get("name", "")
+        run = record.init_containers.get(name)
+        if run is None:
+            run = record.init_containers[name] = ContainerRun(_container_id())
+        sidecar = c.get("restartPolicy") == "Always"
+        if sidecar:
+            state = (term(0, start, finished[1], run.container_id) if finished
+                     else {"running": {"startedAt": start}})
+            ready, started = containers_ready, running
+        else:
+            state = term(0, start, record.start_time, run.container_id)
+            ready, started = True, False
+        init_statuses.append({
+            "name": name, "image": normalize_image(c.get("image", "")),
+            "imageID": image_id(c.get("image", "")), "containerID": run.container_id,
+            "ready": ready, "started": started, "restartCount": 0, "state": state,
+            "lastState": {}})
+
+    if finished is None:
+        phase = "Running"
+    else:
+        phase = "Succeeded" if finished[0] == 0 else "Failed"
+    has_init = bool(spec.get("initContainers"))
+    if phase == "Succeeded":
+        cr_status, cr_reason, cr_msg = "False", "PodCompleted", ""
+    elif containers_ready:
+        cr_status, cr_reason, cr_msg = "True", "", ""
+    else:
+        unready = " ".join(names)
+        cr_status, cr_reason = "False", "ContainersNotReady"
+        cr_msg = f"containers with unready status: [{unready}]"
+    gates = _gates_message(pod, old_conds) if cr_status == "True" else None
+    if gates is not None:
+        ready_cond = _condition("Ready", "False", now, old_conds.get("Ready"),
+                                "ReadinessGatesNotReady", gates)
+    else:
+        ready_cond = _condition("Ready", cr_status, now, old_conds.get("Ready"),
+                                cr_reason, cr_msg)
+    conditions = [
+        _condition("PodReadyToStartContainers", "True" if running else "False", now,
+                   old_conds.get("PodReadyToStartContainers")),
+        _condition("Initialized", "True", now, old_conds.get("Initialized"),
+                   "PodCompleted" if phase == "Succeeded" and has_init else ""),
+        ready_cond,
+        _condition("ContainersReady", cr_status, now, old_conds.get("ContainersReady"),
+                   cr_reason, cr_msg),
+        dict(old_conds["PodScheduled"]) if "PodScheduled" in old_conds else
+        _condition("PodScheduled", "True", record.start_time, None),
+    ]
+    # Conditions other writers own (DisruptionTarget, readiness gates ...) are kept.
+    conditions += [dict(c) for t, c in old_conds.items() if t not in _OWN_CONDITIONS]
+
+    status: dict[str, Any] = {
+        "phase": phase, "conditions": conditions,
+        "hostIP": host_ip, "hostIPs": [{"ip": host_ip}],
+        "podIP": record.ip, "podIPs": [{"ip": record.ip}],
+        "startTime": start, "containerStatuses": statuses,
+    }
+    if init_statuses:
+        status["initContainerStatuses"] = init_statuses
+    fingerprint = (phase, containers_ready, ready_cond["status"], record.restarts,
+                   ready_cond.get("message"), len(statuses), len(init_statuses))
+    wake: float | None = None
+    if running:
+        due = []
+        if not containers_ready and not script.never_ready:
+            due.append(ready_at)
+        if script.run_seconds is not None:
+            due.append(record.cycle_start + script.run_seconds)
+        wake = min(due) if due else None
+    return status, fingerprint, wake
+
+
+# -- pod IPs ------------------------------------------------------------------------------------
+
+class PodIPAllocator:
+    """Hands out the addresses of one node's pod CIDR, round-robin (host-local IPAM)."""
+
+    __slots__ = ("_first", "_last", "_next", "_used")
+
+    def __init__(self, cidr: str) -> None:
+        net = ipaddress.IPv4Network(cidr)
+        base = int(net.network_address)
+        # .0 is the network, .1 the node's bridge (the gateway), the last the broadcast.
+        self._first = base + 2
+        self._last = base + net.num_addresses - 2
+        self._next = self._first
+        self._used: set[int] = set()
+
+    def allocate(self) -> str:
+        span = self._last - self._first + 1
+        for _ in range(span):
+            ip = self._next
+            self._next = self._first if ip >= self._last else ip + 1
+            if ip not in self._used:
+                self._used.add(ip)
+                return str(ipaddress.IPv4Address(ip))
+        raise RuntimeError("no pod IP addresses left in the node's pod CIDR")
+
+    def reserve(self, ip: str) -> None:
+        try:
+            self._used.add(int(ipaddress.IPv4Address(ip)))
+        except ValueError:
+            pass
+
+    def release(self, ip: str) -> None:
+        try:
+            self._used.discard(int(ipaddress.IPv4Address(ip)))
+        except ValueError:
+            pass
+
+    def __len__(self) -> int:
+        return len(self._used)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeNetwork:
+    """A simulated node as its kubelet needs it: its InternalIP and pod CIDR."""
+
+    host_ip: str
+    pod_cidr: str
+
+
+# -- the kubelet ----------------------------------------------------------------------------------
+
+def _object_of(obj: Any) -> Any:
+    return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+
+
+class Kubelet:
+    """The kubelets of all simulated nodes: one queue, ``workers`` concurrent pod syncs.
+
+    ``nodes`` maps each simulated node's name to its network. Built before
+    the informer factory starts (it registers its handler on ``pods``).
+    """
+
+    def __init__(self, client: Client, pods: GenericInformer,
+                 nodes: Mapping[str, NodeNetwork], *,
+                 ready_after: float = DEFAULT_READY_AFTER,
+                 run_seconds: float = DEFAULT_RUN_SECONDS) -> None:
+        self._client = client
+        self._store = pods.informer.get_indexer()
+        self._nodes = dict(nodes)
+        self._ipam = {n: PodIPAllocator(net.pod_cidr) for n, net in self._nodes.items()}
+        self.ready_after = ready_after
+        self.run_seconds = run_seconds
+        self._records: dict[str, PodRecord] = {}
+        self.status_writes = 0
+        """Pod status writes so far."""
+        self.deletes = 0
+        """Pods deleted (grace 0) so far."""
+        self.controller = Controller("kubelet", self._sync_pod)
+        self.controller.watch(pods, _PodHandler(self))
+
+    def owns(self, pod: Mapping[str, Any]) -> bool:
+        return (pod.get("spec") or {}).get("nodeName") in self._nodes
+
+    def pods_on(self, node: str) -> int:
+        """Pods holding an IP on ``node``."""
+        ipam = self._ipam.get(node)
+        return len(ipam) if ipam is not None else 0
+
+    # -- records ------------------------------------------------------------------------
+
+    def _drop(self, key: str) -> None:
+        rec = self._records.pop(key, None)
+        if rec is not None and rec.finished is None:
+            self._release(rec)
+
+    def _release(self, rec: PodRecord) -> None:
+        ipam = self._ipam.get(rec.node)
+        if ipam is not None:
+            ipam.release(rec.ip)
+
+    def _record_for(self, pod: Mapping[str, Any], node: str, now: float) -> PodRecord:
+        uid = pod["metadata"].get("uid", "")
+        status = pod.get("status") or {}
+        ipam = self._ipam[node]
+        ip = status.get("podIP")
+        start = parse_time(status.get("startTime"))
+        cstatuses = status.get("containerStatuses") or ()
+        if ip and start is not None and cstatuses and all(
+                c.get("containerID") for c in cstatuses):
+            # Ours from before a restart: continue where the status says we were.
+            ipam.reserve(ip)
+            running = [parse_time(((c.get("state") or {}).get("running") or {})
+                                  .get("startedAt")) for c in cstatuses]
+            cycle = max((t for t in running if t is not None), default=start)
+            rec = PodRecord(uid=uid, node=node, ip=ip, start_time=start, cycle_start=cycle)
+            for c in cstatuses:
+                last = (c.get("lastState") or {}).get("terminated")
+                rec.containers[c.get("name", "")] = ContainerRun(
+                    c["containerID"], int(c.get("restartCount") or 0),
+                    dict(last) if last else None)
+                rec.restarts = max(rec.restarts, int(c.get("restartCount") or 0))
+            for c in status.get("initContainerStatuses") or ():
+                if c.get("containerID"):
+                    rec.init_containers[c.get("name", "")] = ContainerRun(c["containerID"])
+            return rec
+        return PodRecord(uid=uid, node=node, ip=ipam.allocate(), start_time=now,
+                         cycle_start=now)
+
+    # -- the sync -----------------------------------------------------------------------
+
+    async def _sync_pod(self, key: str) -> Result | None:
+        pod = self._store.get_by_key(key)
+        if pod is None or not self.owns(pod):
+            self._drop(key)
+            return None
+        meta = pod["metadata"]
+        node = pod["spec"]["nodeName"]
+        if meta.get("deletionTimestamp"):
+            self._drop(key)
+            try:
+                await self._client.delete("pods", meta["name"], meta["namespace"],
+                                          grace_period_seconds=0,
+                                          preconditions={"uid": meta.get("uid")})
+                self.deletes += 1
+            except Exception as exc:
+                if not (is_not_found(exc) or is_conflict(exc)):
+                    raise
+            return None
+        rec = self._records.get(key)
+        if rec is not None and rec.uid != meta.get("uid"):
+            self._drop(key)
+            rec = None
+        phase = (pod.get("status") or {}).get("phase")
+        if rec is None:
+            if phase in ("Succeeded", "Failed"):
+                return None  # finished before we met it: nothing left to run
+            now = time.time()
+            rec = self._records[key] = self._record_for(pod, node, now)
+        elif rec.finished is not None or phase in ("Succeeded", "Failed"):
+            return None
+        now = time.time()
+        if rec.written_rv is not None and meta.get("resourceVersion") == rec.written_rv and (
+                rec.next_wake is None or now < rec.next_wake):
+            # The echo of our own write, before the next transition (whose requeue
+            # is pending): nothing can have changed.
+            return None
+        script = parse_script(pod, default_ready_after=self.ready_after,
+                              default_run_seconds=self.run_seconds)
+        advance(rec, script, now)
+        status, fingerprint, wake = build_pod_status(
+            pod, rec, script, self._nodes[node].host_ip, now)
+        if rec.written is None and _status_fingerprint(pod) == fingerprint:
+            rec.written = fingerprint  # after a restart: the server has it already
+        if fingerprint != rec.written:
+            try:
+                out = await self._client.patch("pods", meta["name"], {"status": status},
+                                               "merge", meta["namespace"],
+                                               subresource="status")
+            except Exception as exc:
+                if is_not_found(exc):
+                    self._drop(key)
+                    return None
+                raise
+            self.status_writes += 1
+            rec.written = fingerprint
+            rec.written_rv = (out.get("metadata") or {}).get("resourceVersion")
+        if rec.finished is not None:
+            self._release(rec)  # the sandbox is gone; the status keeps the IP
+            return None
+        rec.next_wake = wake
+        if wake is not None:
+            return Result(requeue_after=max(0.0, wake - time.time()))
+        return None
+
+    # -- running --------------------------------------------------------------------------
+
+    async def run(self, workers: int = 32) -> None:
+        """Wait for the pods cache, then sync pods until :meth:`shutdown` or cancellation."""
+        await self.controller.run(workers)
+
+    def shutdown(self) -> None:
+        self.controller.shutdown()
+
+
+def _status_fingerprint(pod: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The fingerprint :func:`build_pod_status` would give the pod's current status."""
+    status = pod.get("status") or {}
+    cs: Sequence[Mapping[str, Any]] = status.get("containerStatuses") or ()
+    ready = {c.get("type"): c for c in status.get("conditions") or ()}.get("Ready") or {}
+    return (status.get("phase"), bool(cs) and all(c.get("ready") for c in cs),
+            ready.get("status"), max((int(c.get("restartCount") or 0) for c in cs), default=0),
+            ready.get("message"), len(cs), len(status.get("initContainerStatuses") or ()))
+
+
+class _PodHandler:
+    __slots__ = ("_k",)
+
+    def __init__(self, k: Kubelet) -> None:
+        self._k = k
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        if self._k.owns(obj):
+            self._k.controller.enqueue(obj)
+
+    def on_update(self, old: Any, new: Any) -> None:
+        if self._k.owns(new):
+            self._k.controller.enqueue(new)
+
+    def on_delete(self, obj: Any) -> None:
+        o = _object_of(obj)
+        if isinstance(o, Mapping) and self._k.owns(o):
+            self._k.controller.enqueue(obj)

@@ -1,0 +1,328 @@
+"""pykcm.sim against the embedded API server: nodes, leases, binding, pod lifecycles.
+
+Each test gets a private API server (the simulator's scheduler binds every
+pending pod of a server, and its nodes are cluster-scoped: sharing the
+session server would disturb other tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+
+from pykcm.api.pod_util import get_pod_condition, is_pod_ready
+from pykcm.client import Client, NotFound, load_kube_config
+from pykcm.sim import NodeConfig, Simulator
+from pykcm.testing.server_thread import ServerThread
+
+Env = Callable[..., Any]
+
+
+@pytest.fixture
+def sim_env(pykcm_apiserver_factory: Callable[..., ServerThread]) -> Env:
+    """``async with sim_env(**simulator_kwargs) as (client, sim)`` on a fresh server."""
+
+    @asynccontextmanager
+    async def make(**kwargs: Any) -> AsyncIterator[tuple[Client, Simulator]]:
+        st = pykcm_apiserver_factory()
+        async with Client(load_kube_config(st.kubeconfig_path)) as client:
+            kwargs.setdefault("nodes", 2)
+            sim = Simulator(client, **kwargs)
+            await sim.start()
+            try:
+                yield client, sim
+            finally:
+                await sim.stop()
+
+    return make
+
+
+async def eventually(check: Callable[[], Awaitable[Any]], timeout: float = 20.0) -> Any:
+    """Poll ``check`` until it returns something truthy; that value."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        got = await check()
+        if got:
+            return got
+        if loop.time() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s (last: {got!r})")
+        await asyncio.sleep(0.05)
+
+
+def pod(name: str, restart_policy: str = "Always", annotations: dict[str, str] | None = None,
+        **spec: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name, "annotations": annotations or {}},
+            "spec": {"restartPolicy": restart_policy,
+                     "containers": [{"name": "app", "image": "nginx:1.27"}], **spec}}
+
+
+async def get_pod(client: Client, name: str) -> dict[str, Any]:
+    return await client.get("pods", name, "default")
+
+
+async def phase_is(client: Client, name: str, phase: str) -> dict[str, Any] | None:
+    p = await get_pod(client, name)
+    return p if (p.get("status") or {}).get("phase") == phase else None
+
+
+async def test_nodes_register_ready_with_leases_renewed(sim_env: Env) -> None:
+    async with sim_env(nodes=3, node_prefix="reg", lease_renew_interval=0.2) as (client, sim):
+        nodes = (await client.list("nodes"))["items"]
+        assert sorted(n["metadata"]["name"] for n in nodes) == ["reg-0", "reg-1", "reg-2"]
+        for n in nodes:
+            ready = {c["type"]: c for c in n["status"]["conditions"]}["Ready"]
+            assert (ready["status"], ready["reason"]) == ("True", "KubeletReady")
+            assert n["status"]["allocatable"]["pods"] == "110"
+            assert n["metadata"]["labels"]["kubernetes.io/hostname"] == n["metadata"]["name"]
+        lease = await client.get("leases", "reg-0", "kube-node-lease")
+        assert lease["spec"]["holderIdentity"] == "reg-0"
+        assert lease["metadata"]["ownerReferences"][0]["kind"] == "Node"
+        first = lease["spec"]["renewTime"]
+
+        async def renewed() -> bool:
+            now = await client.get("leases", "reg-0", "kube-node-lease")
+            return bool(now["spec"]["renewTime"] != first)
+
+        await eventually(renewed)
+        uids = {n["metadata"]["name"]: n["metadata"]["uid"] for n in nodes}
+        await sim.stop()
+        # A restart reuses the registered nodes.
+        again = Simulator(client, nodes=3, node_prefix="reg")
+        await again.start()
+        try:
+            after = (await client.list("nodes"))["items"]
+            assert {n["metadata"]["name"]: n["metadata"]["uid"] for n in after} == uids
+        finally:
+            await again.stop()
+
+
+async def test_a_pod_is_bound_runs_and_becomes_ready(sim_env: Env) -> None:
+    async with sim_env(nodes=2, node_prefix="run") as (client, _):
+        await client.create("pods", pod("web"), "default")
+        p = await eventually(lambda: phase_is(client, "web", "Running"))
+        assert p["spec"]["nodeName"] in ("run-0", "run-1")
+        st = p["status"]
+        assert st["podIP"].startswith("10.244.") and st["podIPs"] == [{"ip": st["podIP"]}]
+        assert st["hostIP"].startswith("10.0.0.") and st["hostIPs"] == [{"ip": st["hostIP"]}]
+        assert st["startTime"]
+        assert get_pod_condition(p, "PodScheduled")["status"] == "True"  # type: ignore[index]
+        cs = st["containerStatuses"][0]
+        assert cs["containerID"].startswith("containerd://")
+        assert cs["state"]["running"]["startedAt"]
+
+        async def ready() -> dict[str, Any] | None:
+            q = await get_pod(client, "web")
+            return q if is_pod_ready(q) else None
+
+        q = await eventually(ready)
+        for t in ("Initialized", "ContainersReady", "PodReadyToStartContainers"):
+            assert get_pod_condition(q, t)["status"] == "True"  # type: ignore[index]
+        assert q["status"]["containerStatuses"][0]["ready"] is True
+
+        async def scheduled_event() -> bool:
+            events = (await client.list("events", "default"))["items"]
+            return any(e["reason"] == "Scheduled" and e["involvedObject"]["name"] == "web"
+                       for e in events)
+
+        await eventually(scheduled_event)
+
+
+async def test_pod_ips_are_unique_and_pods_spread(sim_env: Env) -> None:
+    async with sim_env(nodes=3, node_prefix="ip", ready_after=0) as (client, _):
+        for i in range(12):
+            await client.create("pods", pod(f"p{i}"), "default")
+
+        async def all_running() -> list[dict[str, Any]] | None:
+            items = (await client.list("pods", "default"))["items"]
+            ok = [p for p in items if (p.get("status") or {}).get("phase") == "Running"]
+            return items if len(ok) == 12 else None
+
+        items = await all_running() or await eventually(all_running)
+        ips = [p["status"]["podIP"] for p in items]
+        assert len(set(ips)) == 12
+        per_node: dict[str, int] = {}
+        for p in items:
+            per_node[p["spec"]["nodeName"]] = per_node.get(p["spec"]["nodeName"], 0) + 1
+        assert sorted(per_node.values()) == [4, 4, 4]
+
+
+async def test_never_pod_succeeds_and_exit_code_fails(sim_env: Env) -> None:
+    async with sim_env(nodes=1, node_prefix="job", run_seconds=0.3) as (client, _):
+        await client.create("pods", pod("ok", "Never"), "default")
+        await client.create("pods", pod("bad", "Never", {"sim.pykcm.io/exit-code": "1"}),
+                            "default")
+        ok = await eventually(lambda: phase_is(client, "ok", "Succeeded"))
+        term = ok["status"]["containerStatuses"][0]["state"]["terminated"]
+        assert (term["exitCode"], term["reason"]) == (0, "Completed")
+        assert get_pod_condition(ok, "Ready")["reason"] == "PodCompleted"  # type: ignore[index]
+        bad = await eventually(lambda: phase_is(client, "bad", "Failed"))
+        term = bad["status"]["containerStatuses"][0]["state"]["terminated"]
+        assert (term["exitCode"], term["reason"]) == (1, "Error")
+
+
+async def test_on_failure_pod_restarts(sim_env: Env) -> None:
+    async with sim_env(nodes=1, node_prefix="rs") as (client, _):
+        await client.create("pods", pod("crash", "OnFailure", {
+            "sim.pykcm.io/exit-code": "3", "sim.pykcm.io/run-seconds": "0.3"}), "default")
+
+        async def restarted() -> dict[str, Any] | None:
+            p = await get_pod(client, "crash")
+            cs = (p.get("status") or {}).get("containerStatuses") or [{}]
+            return p if cs[0].get("restartCount", 0) >= 2 else None
+
+        p = await eventually(restarted)
+        assert p["status"]["phase"] == "Running"
+        last = p["status"]["containerStatuses"][0]["lastState"]["terminated"]
+        assert (last["exitCode"], last["reason"]) == (3, "Error")
+
+
+async def test_never_ready_and_ready_after(sim_env: Env) -> None:
+    async with sim_env(nodes=1, node_prefix="rd", ready_after=0) as (client, _):
+        await client.create("pods", pod("never", annotations={
+            "sim.pykcm.io/never-ready": "true"}), "default")
+        await client.create("pods", pod("late", annotations={
+            "sim.pykcm.io/ready-after-seconds": "1.5"}), "default")
+        await client.create("pods", pod("now"), "default")
+
+        async def now_ready() -> bool:
+            return is_pod_ready(await get_pod(client, "now"))
+
+        await eventually(now_ready)
+        # "late" and "never" are Running but not ready yet (late: for 1.5 s).
+        late = await eventually(lambda: phase_is(client, "late", "Running"))
+        assert get_pod_condition(late, "Ready")["status"] == "False"  # type: ignore[index]
+
+        async def late_ready() -> dict[str, Any] | None:
+            p = await get_pod(client, "late")
+            return p if is_pod_ready(p) else None
+
+        late = await eventually(late_ready)
+        started = late["status"]["containerStatuses"][0]["state"]["running"]["startedAt"]
+        became = get_pod_condition(late, "Ready")["lastTransitionTime"]  # type: ignore[index]
+        assert became > started  # ready after its delay, not at start
+        never = await get_pod(client, "never")
+        assert never["status"]["phase"] == "Running"
+        cond = get_pod_condition(never, "Ready")
+        assert cond is not None and (cond["status"], cond["reason"]) == \
+            ("False", "ContainersNotReady")
+        assert never["status"]["containerStatuses"][0]["started"] is True
+
+
+async def test_deleting_a_pod_makes_it_disappear(sim_env: Env) -> None:
+    async with sim_env(nodes=1, node_prefix="del", ready_after=0) as (client, sim):
+        await client.create("pods", pod("doomed"), "default")
+        await eventually(lambda: phase_is(client, "doomed", "Running"))
+        out = await client.delete("pods", "doomed", "default")
+        # A bound pod is deleted gracefully: the server keeps it, marked, for the kubelet.
+        assert out["metadata"].get("deletionTimestamp")
+
+        async def gone() -> bool:
+            try:
+                await get_pod(client, "doomed")
+            except NotFound:
+                return True
+            return False
+
+        await eventually(gone)
+        assert sim.kubelet is not None
+        assert sim.kubelet.deletes == 1
+        assert sim.kubelet.pods_on("del-0") == 0
+
+
+async def test_no_room_is_unschedulable_until_room_frees(sim_env: Env) -> None:
+    cfg = NodeConfig(pods=1)
+    async with sim_env(nodes=2, node_prefix="full", node_config=cfg, ready_after=0) \
+            as (client, _):
+        await client.create("pods", pod("a"), "default")
+        await client.create("pods", pod("b"), "default")
+        await eventually(lambda: phase_is(client, "a", "Running"))
+        await eventually(lambda: phase_is(client, "b", "Running"))
+        await client.create("pods", pod("c"), "default")
+
+        async def unschedulable() -> dict[str, Any] | None:
+            p = await get_pod(client, "c")
+            cond = get_pod_condition(p, "PodScheduled")
+            return dict(cond) if cond and cond.get("reason") == "Unschedulable" else None
+
+        cond = await eventually(unschedulable)
+        assert cond["status"] == "False"
+        assert cond["message"] == (
+            "0/2 nodes are available: 2 Too many pods. preemption: 0/2 nodes are available: "
+            "2 No preemption victims found for incoming pod.")
+
+        async def failed_event() -> bool:
+            events = (await client.list("events", "default"))["items"]
+            return any(e["reason"] == "FailedScheduling" and e["type"] == "Warning"
+                       and e["involvedObject"]["name"] == "c" for e in events)
+
+        await eventually(failed_event)
+        await client.delete("pods", "a", "default")
+        c = await eventually(lambda: phase_is(client, "c", "Running"))
+        assert get_pod_condition(c, "PodScheduled")["status"] == "True"  # type: ignore[index]
+
+
+async def test_node_selector_and_taints(sim_env: Env) -> None:
+    cfg = NodeConfig(taints=[{"key": "dedicated", "value": "sim", "effect": "NoSchedule"}])
+    async with sim_env(nodes=1, node_prefix="taint", node_config=cfg, ready_after=0) \
+            as (client, _):
+        await client.create("pods", pod("plain"), "default")
+        await client.create("pods", pod("tolerant", tolerations=[
+            {"key": "dedicated", "operator": "Equal", "value": "sim",
+             "effect": "NoSchedule"}], nodeSelector={"kubernetes.io/hostname": "taint-0"}),
+            "default")
+        await client.create("pods", pod("elsewhere", tolerations=[
+            {"operator": "Exists"}], nodeSelector={"kubernetes.io/hostname": "nope"}),
+            "default")
+        await eventually(lambda: phase_is(client, "tolerant", "Running"))
+
+        async def reason(name: str, want: str) -> bool:
+            cond = get_pod_condition(await get_pod(client, name), "PodScheduled")
+            return bool(cond and want in str(cond.get("message")))
+
+        await eventually(lambda: reason("plain", "untolerated taint {dedicated: sim}"))
+        await eventually(lambda: reason("elsewhere", "didn't match Pod's node affinity"))
+
+
+async def test_pods_bound_elsewhere_or_for_other_schedulers_are_left_alone(
+        sim_env: Env) -> None:
+    async with sim_env(nodes=1, node_prefix="own", ready_after=0) as (client, _):
+        await client.create("pods", pod("other", schedulerName="my-scheduler"), "default")
+        await client.create("pods", pod("direct", nodeName="own-0"), "default")
+        await client.create("pods", pod("foreign", nodeName="real-node"), "default")
+        direct = await eventually(lambda: phase_is(client, "direct", "Running"))
+        # Created with a nodeName: the kubelet adds PodScheduled itself.
+        assert get_pod_condition(direct, "PodScheduled")["status"] == "True"  # type: ignore[index]
+        await asyncio.sleep(0.5)
+        other = await get_pod(client, "other")
+        assert not other["spec"].get("nodeName") and other["status"]["phase"] == "Pending"
+        foreign = await get_pod(client, "foreign")
+        assert foreign["status"]["phase"] == "Pending"
+
+
+async def test_a_restarted_simulator_resumes_without_rewriting(sim_env: Env) -> None:
+    async with sim_env(nodes=1, node_prefix="again", ready_after=0) as (client, sim):
+        await client.create("pods", pod("steady"), "default")
+        await client.create("pods", pod("job", "Never", {"sim.pykcm.io/run-seconds": "2"}),
+                            "default")
+        steady = await eventually(lambda: phase_is(client, "steady", "Running"))
+        await eventually(lambda: phase_is(client, "job", "Running"))
+        await sim.stop()
+        again = Simulator(client, nodes=1, node_prefix="again", ready_after=0)
+        await again.start()
+        try:
+            # The job finishes on time under the new kubelet; the steady pod is left as is.
+            job = await eventually(lambda: phase_is(client, "job", "Succeeded"))
+            assert job["status"]["containerStatuses"][0]["restartCount"] == 0
+            await client.create("pods", pod("new"), "default")
+            new = await eventually(lambda: phase_is(client, "new", "Running"))
+            assert new["status"]["podIP"] != steady["status"]["podIP"]
+            now = await get_pod(client, "steady")
+            assert now["metadata"]["resourceVersion"] == steady["metadata"]["resourceVersion"]
+            assert again.kubelet is not None and again.kubelet.status_writes == 2  # job, new
+        finally:
+            await again.stop()
