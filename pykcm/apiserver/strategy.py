@@ -120,9 +120,15 @@ def prepare_for_update(
     """Carry over what this write may not change; returns the object to store."""
     old_meta = old["metadata"]
     if subresource == "status":
-        # ResetObjectMetaForStatus: only status (and managedFields) come from the request.
         result = dict(old)
-        result["metadata"] = dict(old_meta)
+        if custom or info.kind in ("Namespace", "CustomResourceDefinition"):
+            # Custom resources: only status (and managedFields) come from the request.
+            result["metadata"] = dict(old_meta)
+        else:
+            # Built-in status strategies reset the spec, not the metadata: the
+            # Deployment controller writes its revision annotation with UpdateStatus,
+            # and that must not bump the generation.
+            result["metadata"] = _status_write_metadata(info, new, old_meta)
         if "status" in new:
             result["status"] = new["status"]
         else:
@@ -175,6 +181,31 @@ def prepare_for_update(
         if "generation" in old_meta:
             meta["generation"] = old_meta["generation"]
     return new
+
+
+def _status_write_metadata(info: ResourceInfo, new: dict[str, Any],
+                           old_meta: dict[str, Any]) -> dict[str, Any]:
+    """The metadata a built-in kind's /status write stores (its status strategy's rules)."""
+    meta = dict(new.get("metadata") or old_meta)
+    for k in (*_SYSTEM_META, "generation"):
+        if k in old_meta:
+            meta[k] = old_meta[k]
+        else:
+            meta.pop(k, None)
+    meta.pop("selfLink", None)
+    if info.kind == "Deployment":
+        _keep(meta, old_meta, "labels")
+    elif info.kind == "Pod":
+        # Old kubelets corrupted owner references through pods/status.
+        _keep(meta, old_meta, "ownerReferences")
+    return meta
+
+
+def _keep(meta: dict[str, Any], old_meta: dict[str, Any], key: str) -> None:
+    if key in old_meta:
+        meta[key] = old_meta[key]
+    else:
+        meta.pop(key, None)
 
 
 def _keep_service_addresses(new: dict[str, Any], old: dict[str, Any]) -> None:

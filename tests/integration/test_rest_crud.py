@@ -350,3 +350,34 @@ def test_events_k8s_io_is_a_view_of_core_events(api: Api) -> None:
     assert evs[0]["object"]["note"] == "changed"
     code, _ = api.delete(f"{view}/e1")
     assert code == 200 and api.get(f"/api/v1/namespaces/{ns}/events/e1")[0] == 404
+
+
+def test_status_writes_follow_each_kinds_status_strategy(api: Api) -> None:
+    """Built-in /status writes reset the spec, not the metadata (Deployment: labels kept;
+    Pod: ownerReferences kept); the generation does not move."""
+    ns = api.ns()
+    code, d = api.post(f"/apis/apps/v1/namespaces/{ns}/deployments", deployment("st"))
+    assert code == 201, d
+    d["metadata"].setdefault("annotations", {})["deployment.kubernetes.io/revision"] = "1"
+    d["metadata"]["labels"] = {"changed": "yes"}
+    d["spec"]["replicas"] = 7
+    d["status"] = {"observedGeneration": 1, "replicas": 0}
+    code, out = api.put(f"/apis/apps/v1/namespaces/{ns}/deployments/st/status", d)
+    assert code == 200, out
+    assert out["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "1"
+    assert out["metadata"].get("labels") != {"changed": "yes"}
+    assert out["metadata"]["generation"] == 1
+    assert out["spec"]["replicas"] == 1
+    assert out["status"]["observedGeneration"] == 1
+
+    code, p = api.post(f"/api/v1/namespaces/{ns}/pods", pod("sp"))
+    assert code == 201, p
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "x",
+           "uid": "6a3b7c2e-0000-4000-8000-000000000001"}
+    code, out = api.patch(f"/api/v1/namespaces/{ns}/pods/sp/status",
+                          {"metadata": {"labels": {"via": "status"}, "ownerReferences": [ref]},
+                           "status": {"phase": "Running"}})
+    assert code == 200, out
+    assert out["metadata"]["labels"] == {"via": "status"}
+    assert "ownerReferences" not in out["metadata"]
+    assert out["status"]["phase"] == "Running"
