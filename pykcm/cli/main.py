@@ -1,6 +1,9 @@
 """The `pykcm` command: one module per subcommand in this package.
 
+    pykcm up [--data-dir DIR] [--port N] [--nodes N]
     pykcm apiserver [--data-dir DIR] [--bind ADDR] [--port N] [--insecure-http]
+    pykcm controller-manager --kubeconfig FILE [kube-controller-manager flags]
+    pykcm sim --kubeconfig FILE [--nodes N]
 
 Each subcommand module has ``NAME``, ``add_parser(subparsers)`` and an async
 ``run(args) -> exit code``. Errors end in one line on stderr and a non-zero
@@ -19,7 +22,7 @@ from types import ModuleType
 
 from pykcm import __version__
 
-_COMMANDS = ("apiserver",)
+_COMMANDS = ("up", "apiserver", "controller_manager", "sim")
 """Subcommand modules of ``pykcm.cli``, in help order."""
 
 

@@ -16,7 +16,9 @@ User-Agent and the credentials, and is retried as client-go would:
   re-run) gives a different one.
 
 All of that at most `config.max_retries` (10) times. An answer that is not
-2xx raises the typed `ApiError` built from its Status.
+2xx raises the typed `ApiError` built from its Status. Every attempt is
+counted in `rest_client_requests_total` and timed in
+`rest_client_request_duration_seconds` (`pykcm.client.metrics`).
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Literal, Self
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import aiohttp
 import orjson
@@ -42,6 +45,7 @@ from pykcm.client._discovery import (
 from pykcm.client._tls import build_ssl_context
 from pykcm.client.config import Config, default_user_agent
 from pykcm.client.errors import is_gone, is_resource_expired, status_error_from
+from pykcm.client.metrics import observe_request
 from pykcm.client.rate_limit import TokenBucketRateLimiter
 from pykcm.client.watch import CHUNK_SIZE, RawWatchStream, StreamSource, WatchStream
 
@@ -160,6 +164,7 @@ class Client:
     ) -> None:
         self.config = config
         self._base = config.host
+        self._metrics_host = urlsplit(config.host).netloc  # rest_client_* metrics' host label
         self._registry = registry if registry is not None else _default_registry()
         self.rate_limiter = rate_limiter if rate_limiter is not None else \
             TokenBucketRateLimiter(config.qps, config.burst)
@@ -266,12 +271,14 @@ class Client:
             if accept is not None:
                 h["Accept"] = accept
             headers = list(h.items()) + self._multi_headers if self._multi_headers else h
+            start = time.monotonic()
             try:
                 resp = await session.request(
                     method, url, params=params, data=data, headers=headers,
                     timeout=timeout or self._timeout, proxy=cfg.proxy_url,
                     server_hostname=cfg.tls_server_name, allow_redirects=False)
             except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
+                observe_request(method, self._metrics_host, None, time.monotonic() - start)
                 # Timeouts and TLS failures (a wrong CA, a wrong name) are answers,
                 # not glitches: only connection trouble is retried.
                 if isinstance(exc, (TimeoutError, aiohttp.ClientSSLError)) or \
@@ -283,6 +290,7 @@ class Client:
                 await asyncio.sleep(delay)
                 continue
             status = resp.status
+            observe_request(method, self._metrics_host, status, time.monotonic() - start)
             if 200 <= status < 300:
                 if "Warning" in resp.headers:
                     for w in resp.headers.getall("Warning"):

@@ -1,0 +1,437 @@
+"""The flags of ``pykcm controller-manager``, named and defaulted as kube-controller-manager's.
+
+Role: the command line is parsed once, into one :class:`ControllerManagerOptions`
+(the counterpart of upstream's ``KubeControllerManagerOptions`` applied to its
+``KubeControllerManagerConfiguration``). The manager reads it; controllers read
+their own settings from it through ``ControllerContext.options``; ``/configz``
+serves it in upstream's configuration shape (:meth:`ControllerManagerOptions.configz`).
+
+Data flow::
+
+    argv ──argparse (add_flags)──► Namespace ──from_args──► ControllerManagerOptions
+                                                              │ validate(registry)
+                                                              ▼ errors: one line, exit 1
+
+Flags pykcm has, with upstream's names and defaults: ``--kubeconfig``,
+``--master``, ``--controllers`` (``*``), ``--kube-api-qps`` (20),
+``--kube-api-burst`` (30), ``--min-resync-period`` (12h), the
+``--leader-elect*`` family (true, 15s, 10s, 2s, ``leases``,
+``kube-controller-manager`` in ``kube-system``), ``--bind-address``
+(0.0.0.0), ``--secure-port`` (10257; 0 turns HTTPS serving off),
+``--concurrent-*-syncs`` of the built-in controllers, ``--enable-garbage-collector``,
+``--namespace-sync-period``, ``--controller-shutdown-timeout`` (10s) and
+``-v/--v``. Durations are Go durations (``15s``, ``1m30s``, ``12h``);
+booleans take ``--flag``, ``--flag=true`` or ``--flag=false`` as pflag does.
+
+pykcm-only flags:
+
+- ``--port N``: also serve the same endpoints over plain HTTP on
+  ``--bind-address:N`` (0, the default, turns it off). This is the insecure
+  port kube-controller-manager had until v1.24; tests and ``pykcm up`` use
+  it with ``--secure-port=0``.
+- ``--extra-controllers MODULE:FUNCTION`` (hidden, repeatable; a testing
+  hook): ``FUNCTION(registry)`` is called to register more controller
+  descriptors before ``--controllers`` is resolved, so a test can run its
+  own controller in a ``pykcm controller-manager`` subprocess.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pykcm.manager.registry import ControllerRegistry
+
+__all__ = [
+    "ControllerManagerOptions",
+    "OptionsError",
+    "add_flags",
+    "format_duration",
+    "parse_bool",
+    "parse_duration",
+]
+
+
+class OptionsError(ValueError):
+    """The options cannot be used; the message is one line for the user."""
+
+
+# -- Go durations ---------------------------------------------------------------------
+
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
+          "h": 3600.0}
+_DURATION = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
+_WHOLE_DURATION = re.compile(r"(?:[0-9]*(?:\.[0-9]*)?(?:ns|us|µs|μs|ms|s|m|h))+")
+
+
+def parse_duration(text: str) -> float:
+    """Seconds of a Go duration (``time.ParseDuration``): ``"1h2m3.5s"``, ``"-1.5h"``, ``"0"``."""
+    s = text.strip()
+    sign = 1.0
+    if s[:1] in ("+", "-"):
+        sign = -1.0 if s[0] == "-" else 1.0
+        s = s[1:]
+    if s == "0":
+        return 0.0
+    if not _WHOLE_DURATION.fullmatch(s):
+        raise ValueError(f'time: invalid duration "{text}"')
+    total = 0.0
+    for number, unit in _DURATION.findall(s):
+        if number in ("", "."):
+            raise ValueError(f'time: invalid duration "{text}"')
+        total += float(number) * _UNITS[unit]
+    return sign * total
+
+
+def format_duration(seconds: float) -> str:
+    """A Go ``time.Duration.String()``: ``12h0m0s``, ``15s``, ``1m30s``, ``500ms``, ``0s``."""
+    ns = round(seconds * 1e9)
+    if ns == 0:
+        return "0s"
+    sign = "-" if ns < 0 else ""
+    ns = abs(ns)
+    if ns < 1_000_000_000:
+        for unit, size in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
+            if ns >= size:
+                return sign + _trim(ns / size) + unit
+    h, rem = divmod(ns, 3_600_000_000_000)
+    m, rem = divmod(rem, 60_000_000_000)
+    secs = _trim(rem / 1e9)
+    if h:
+        return f"{sign}{h}h{m}m{secs}s"
+    if m:
+        return f"{sign}{m}m{secs}s"
+    return f"{sign}{secs}s"
+
+
+def _trim(v: float) -> str:
+    out = f"{v:.9f}".rstrip("0").rstrip(".")
+    return out or "0"
+
+
+def parse_bool(text: str) -> bool:
+    """A Go ``strconv.ParseBool`` value: 1, t, T, TRUE, true, True and the false ones."""
+    if text in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if text in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    raise ValueError(f'strconv.ParseBool: parsing "{text}": invalid syntax')
+
+
+# -- the options --------------------------------------------------------------------------
+
+
+@dataclass
+class ControllerManagerOptions:
+    """Every setting of the controller manager; durations in seconds.
+
+    Field names are the flag names in snake case (``--kube-api-qps`` →
+    ``kube_api_qps``), so a descriptor names its worker count by field
+    (``ControllerDescriptor.concurrency="concurrent_replicaset_syncs"``).
+    """
+
+    kubeconfig: str | None = None
+    master: str | None = None
+    controllers: list[str] = field(default_factory=lambda: ["*"])
+    kube_api_qps: float = 20.0
+    kube_api_burst: int = 30
+    min_resync_period: float = 12 * 3600.0
+    # leader election (component-base's BindLeaderElectionFlags, kcm's defaults)
+    leader_elect: bool = True
+    leader_elect_lease_duration: float = 15.0
+    leader_elect_renew_deadline: float = 10.0
+    leader_elect_retry_period: float = 2.0
+    leader_elect_resource_lock: str = "leases"
+    leader_elect_resource_name: str = "kube-controller-manager"
+    leader_elect_resource_namespace: str = "kube-system"
+    # serving
+    bind_address: str = "0.0.0.0"
+    secure_port: int = 10257
+    port: int = 0
+    # built-in controllers (pkg/controller/*/config/v1alpha1/defaults.go)
+    concurrent_replicaset_syncs: int = 5
+    concurrent_deployment_syncs: int = 5
+    concurrent_job_syncs: int = 5
+    concurrent_cron_job_syncs: int = 5
+    concurrent_gc_syncs: int = 20
+    enable_garbage_collector: bool = True
+    concurrent_namespace_syncs: int = 10
+    namespace_sync_period: float = 300.0
+    concurrent_ttl_after_finished_syncs: int = 5
+    # process
+    controller_shutdown_timeout: float = 10.0
+    v: int = 0
+    extra_controllers: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ControllerManagerOptions:
+        """The options from a Namespace filled by :func:`add_flags` (unknown attributes ignored)."""
+        kw: dict[str, Any] = {}
+        for f in fields(cls):
+            if hasattr(args, f.name):
+                value = getattr(args, f.name)
+                if value is not None or f.name in ("kubeconfig", "master"):
+                    kw[f.name] = value
+        if kw.get("controllers") is None:
+            kw.pop("controllers", None)
+        return cls(**kw)
+
+    @classmethod
+    def parse(cls, argv: Sequence[str]) -> ControllerManagerOptions:
+        """Parse flags alone (a parser of its own; argparse errors exit 2)."""
+        p = argparse.ArgumentParser(prog="controller-manager")
+        add_flags(p)
+        return cls.from_args(p.parse_args(list(argv)))
+
+    def validate(self, registry: ControllerRegistry | None = None) -> None:
+        """Raise :class:`OptionsError` (one line) unless the options are usable.
+
+        Checks upstream's: the lock is ``leases``; the election durations are
+        ordered (lease > renew deadline > 1.2 x retry period); and, with a
+        registry, every ``--controllers`` name is known.
+        """
+        errs: list[str] = []
+        if self.leader_elect and self.leader_elect_resource_lock != "leases":
+            errs.append('resourceLock value must be "leases"')
+        if self.leader_elect:
+            le, rd, rp = (self.leader_elect_lease_duration, self.leader_elect_renew_deadline,
+                          self.leader_elect_retry_period)
+            if not (le > 0 and rd > 0 and rp > 0):
+                errs.append("leader election durations must be greater than zero")
+            elif le <= rd:
+                errs.append("leaseDuration must be greater than renewDeadline")
+            elif rd <= 1.2 * rp:
+                errs.append("renewDeadline must be greater than retryPeriod*JitterFactor")
+        if not (self.kube_api_qps >= 0) or math.isinf(self.kube_api_qps):
+            errs.append(f"--kube-api-qps must be >= 0, got {self.kube_api_qps}")
+        if self.kube_api_burst < 0:
+            errs.append(f"--kube-api-burst must be >= 0, got {self.kube_api_burst}")
+        for name in ("secure_port", "port"):
+            port = getattr(self, name)
+            if not 0 <= port <= 65535:
+                flag = "--" + name.replace("_", "-")
+                errs.append(f"{flag} {port} must be between 0 and 65535, inclusive")
+        for f in fields(self):
+            if f.name.startswith("concurrent_") and getattr(self, f.name) < 0:
+                errs.append(f"--{f.name.replace('_', '-')} must be >= 0")
+        if self.min_resync_period < 0:
+            errs.append("--min-resync-period must be >= 0")
+        if self.controller_shutdown_timeout < 0:
+            errs.append("--controller-shutdown-timeout must be >= 0")
+        if registry is not None:
+            try:
+                registry.resolve_enabled(self.controllers)
+            except ValueError as exc:
+                errs.append(str(exc))
+        if errs:
+            # utilerrors.NewAggregate: one error as is, several as "[a, b]".
+            raise OptionsError(errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]")
+
+    def configz(self) -> dict[str, Any]:
+        """The effective configuration in ``KubeControllerManagerConfiguration``'s shape
+        (what upstream's ``/configz`` serves under ``kubecontrollermanager.config.k8s.io``)."""
+        d = format_duration
+        return {
+            "Generic": {
+                "Port": self.secure_port,
+                "Address": self.bind_address,
+                "MinResyncPeriod": d(self.min_resync_period),
+                "ClientConnection": {
+                    "Kubeconfig": self.kubeconfig or "",
+                    "AcceptContentTypes": "",
+                    "ContentType": "application/json",
+                    "QPS": self.kube_api_qps,
+                    "Burst": self.kube_api_burst,
+                },
+                "ControllerStartInterval": "0s",
+                "LeaderElection": {
+                    "LeaderElect": self.leader_elect,
+                    "LeaseDuration": d(self.leader_elect_lease_duration),
+                    "RenewDeadline": d(self.leader_elect_renew_deadline),
+                    "RetryPeriod": d(self.leader_elect_retry_period),
+                    "ResourceLock": self.leader_elect_resource_lock,
+                    "ResourceName": self.leader_elect_resource_name,
+                    "ResourceNamespace": self.leader_elect_resource_namespace,
+                },
+                "Controllers": list(self.controllers),
+                "ControllerShutdownTimeout": d(self.controller_shutdown_timeout),
+            },
+            "ReplicaSetController": {"ConcurrentRSSyncs": self.concurrent_replicaset_syncs},
+            "DeploymentController": {
+                "ConcurrentDeploymentSyncs": self.concurrent_deployment_syncs},
+            "JobController": {"ConcurrentJobSyncs": self.concurrent_job_syncs},
+            "CronJobController": {"ConcurrentCronJobSyncs": self.concurrent_cron_job_syncs},
+            "GarbageCollectorController": {
+                "EnableGarbageCollector": self.enable_garbage_collector,
+                "ConcurrentGCSyncs": self.concurrent_gc_syncs,
+                "GCIgnoredResources": [{"Group": "", "Resource": "events"}],
+            },
+            "NamespaceController": {
+                "NamespaceSyncPeriod": d(self.namespace_sync_period),
+                "ConcurrentNamespaceSyncs": self.concurrent_namespace_syncs,
+            },
+            "TTLAfterFinishedController": {
+                "ConcurrentTTLSyncs": self.concurrent_ttl_after_finished_syncs},
+        }
+
+
+# -- argparse ----------------------------------------------------------------------------
+
+
+def _flag_type(flag: str, parse: Any, what: str) -> Any:
+    """An argparse type whose error reads like pflag's ("invalid argument ... for ...")."""
+    def conv(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(
+                f'invalid argument "{text}" for "{flag}" flag: {exc}') from None
+    conv.__name__ = what
+    return conv
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text, 10)
+    except ValueError:
+        raise ValueError(f'strconv.ParseInt: parsing "{text}": invalid syntax') from None
+
+
+def _float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise ValueError(f'strconv.ParseFloat: parsing "{text}": invalid syntax') from None
+    if math.isnan(v):
+        raise ValueError(f'strconv.ParseFloat: parsing "{text}": invalid syntax')
+    return v
+
+
+def _string_slice(text: str) -> list[str]:
+    """pflag's StringSlice: comma-separated; the empty string is the empty list."""
+    return [] if text == "" else [s.strip() for s in text.split(",")]
+
+
+class _SliceAction(argparse.Action):
+    """The first use replaces the default, later uses append (pflag's StringSlice)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        seen = f"_{self.dest}_seen"
+        current = getattr(namespace, self.dest) if getattr(namespace, seen, False) else []
+        setattr(namespace, self.dest, [*current, *values])
+        setattr(namespace, seen, True)
+
+
+def add_flags(p: argparse.ArgumentParser, known: Sequence[str] = (),
+              disabled_by_default: Sequence[str] = ()) -> None:
+    """Add every controller-manager flag to ``p`` (``known``/``disabled_by_default``
+    are listed in the help of ``--controllers``, as upstream does)."""
+    o = ControllerManagerOptions()
+
+    def dur(g: Any, flag: str, default: float, help_: str) -> None:
+        g.add_argument(flag, type=_flag_type(flag, parse_duration, "duration"),
+                       default=default, metavar="DURATION",
+                       help=f"{help_} (default {format_duration(default)})")
+
+    def boolean(g: Any, flag: str, default: bool, help_: str) -> None:
+        g.add_argument(flag, type=_flag_type(flag, parse_bool, "bool"), nargs="?",
+                       const=True, default=default, metavar="BOOL",
+                       help=f"{help_} (default {str(default).lower()})")
+
+    def integer(g: Any, flag: str, default: int, help_: str) -> None:
+        g.add_argument(flag, type=_flag_type(flag, _int, "int"), default=default,
+                       metavar="N", help=f"{help_} (default {default})")
+
+    g = p.add_argument_group("generic flags")
+    g.add_argument("--kubeconfig", metavar="FILE",
+                   help="path to a kubeconfig file with authorization and master location "
+                   "information (default: $KUBECONFIG or ~/.kube/config, else in-cluster)")
+    g.add_argument("--master", metavar="URL",
+                   help="the address of the Kubernetes API server (overrides any value in "
+                   "kubeconfig)")
+    g.add_argument("--controllers", type=_flag_type("--controllers", _string_slice, "list"),
+                   action=_SliceAction, default=list(o.controllers), metavar="LIST",
+                   help="a list of controllers to enable. '*' enables all on-by-default "
+                   "controllers, 'foo' enables the controller named 'foo', '-foo' disables "
+                   "the controller named 'foo'. All controllers: "
+                   f"{', '.join(known) or '(none)'}. Disabled-by-default controllers: "
+                   f"{', '.join(disabled_by_default) or '(none)'} (default *)")
+    g.add_argument("--kube-api-qps", type=_flag_type("--kube-api-qps", _float, "float"),
+                   default=o.kube_api_qps, metavar="QPS",
+                   help="QPS to use while talking with kubernetes apiserver, per controller "
+                   "client (default 20)")
+    integer(g, "--kube-api-burst", o.kube_api_burst,
+            "burst to use while talking with kubernetes apiserver, per controller client")
+    dur(g, "--min-resync-period", o.min_resync_period,
+        "the resync period in reflectors will be random between MinResyncPeriod and "
+        "2*MinResyncPeriod")
+    dur(g, "--controller-shutdown-timeout", o.controller_shutdown_timeout,
+        "how long controllers get to finish the work they hold after SIGTERM")
+
+    le = p.add_argument_group("leader election flags")
+    boolean(le, "--leader-elect", o.leader_elect,
+            "start a leader election client and gain leadership before executing the main "
+            "loop")
+    dur(le, "--leader-elect-lease-duration", o.leader_elect_lease_duration,
+        "the duration that non-leader candidates will wait after observing a leadership "
+        "renewal until attempting to acquire leadership")
+    dur(le, "--leader-elect-renew-deadline", o.leader_elect_renew_deadline,
+        "the interval between attempts by the acting master to renew a leadership slot "
+        "before it stops leading")
+    dur(le, "--leader-elect-retry-period", o.leader_elect_retry_period,
+        "the duration the clients should wait between attempting acquisition and renewal "
+        "of a leadership")
+    le.add_argument("--leader-elect-resource-lock", default=o.leader_elect_resource_lock,
+                    metavar="TYPE", help="the type of resource object that is used for "
+                    "locking during leader election; only 'leases' (default leases)")
+    le.add_argument("--leader-elect-resource-name", default=o.leader_elect_resource_name,
+                    metavar="NAME", help="the name of resource object that is used for "
+                    "locking during leader election (default kube-controller-manager)")
+    le.add_argument("--leader-elect-resource-namespace",
+                    default=o.leader_elect_resource_namespace, metavar="NS",
+                    help="the namespace of resource object that is used for locking during "
+                    "leader election (default kube-system)")
+
+    s = p.add_argument_group("serving flags")
+    s.add_argument("--bind-address", default=o.bind_address, metavar="IP",
+                   help="the IP address on which to listen for the --secure-port and --port "
+                   "(default 0.0.0.0)")
+    integer(s, "--secure-port", o.secure_port,
+            "the port on which to serve HTTPS with a self-signed certificate (/healthz, "
+            "/metrics, /configz); 0 turns HTTPS off")
+    integer(s, "--port", o.port,
+            "pykcm only: also serve plain HTTP on this port (kube-controller-manager's "
+            "insecure port before v1.24); 0 turns it off")
+
+    c = p.add_argument_group("controller flags")
+    integer(c, "--concurrent-replicaset-syncs", o.concurrent_replicaset_syncs,
+            "the number of replica sets that are allowed to sync concurrently")
+    integer(c, "--concurrent-deployment-syncs", o.concurrent_deployment_syncs,
+            "the number of deployment objects that are allowed to sync concurrently")
+    integer(c, "--concurrent-job-syncs", o.concurrent_job_syncs,
+            "the number of job objects that are allowed to sync concurrently")
+    integer(c, "--concurrent-cron-job-syncs", o.concurrent_cron_job_syncs,
+            "the number of cron job objects that are allowed to sync concurrently")
+    integer(c, "--concurrent-gc-syncs", o.concurrent_gc_syncs,
+            "the number of garbage collector workers that are allowed to sync concurrently")
+    boolean(c, "--enable-garbage-collector", o.enable_garbage_collector,
+            "enables the generic garbage collector")
+    integer(c, "--concurrent-namespace-syncs", o.concurrent_namespace_syncs,
+            "the number of namespace objects that are allowed to sync concurrently")
+    dur(c, "--namespace-sync-period", o.namespace_sync_period,
+        "the period for syncing namespace life-cycle updates")
+    integer(c, "--concurrent-ttl-after-finished-syncs", o.concurrent_ttl_after_finished_syncs,
+            "the number of ttl-after-finished-controller workers that are allowed to sync "
+            "concurrently")
+
+    p.add_argument("-v", "--v", dest="v", type=_flag_type("--v", _int, "int"), default=0,
+                   metavar="LEVEL", help="number for the log level verbosity (0: info, "
+                   ">= 4: debug)")
+    p.add_argument("--extra-controllers", action="append", default=[], metavar="MOD:FUNC",
+                   help=argparse.SUPPRESS)
