@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from pykcm.testing.cluster import Cluster
     from pykcm.testing.server_thread import ServerThread
 
 
@@ -35,3 +36,16 @@ def pykcm_apiserver_factory() -> Iterator[Callable[..., ServerThread]]:
     yield make
     for st in reversed(started):
         st.stop()
+
+
+@pytest.fixture(scope="session")
+def pykcm_cluster() -> Iterator[Cluster]:
+    """``pykcm up`` (API server, 3 simulated nodes, all controllers) for the session.
+
+    Its ``kubeconfig_path`` works with kubectl and any client; use a
+    namespace of your own per test.
+    """
+    from pykcm.testing.cluster import Cluster
+
+    with Cluster() as c:
+        yield c

@@ -1,0 +1,279 @@
+"""``pykcm up``: the API server, simulated nodes and the controller manager, on one machine.
+
+The main job. Three processes, exactly as on a cluster they would be three
+components talking over HTTP (and so the work spreads over the cores)::
+
+    pykcm up
+      ├─ pykcm apiserver --data-dir DIR --port N      (state in DIR, kubeconfig DIR/kubeconfig)
+      ├─ pykcm sim --kubeconfig DIR/kubeconfig --nodes K      (scheduler + kubelets)
+      └─ pykcm controller-manager --kubeconfig DIR/kubeconfig (all built-in controllers)
+
+Each child's output goes to DIR/logs/<name>.log. While they run, one status
+line (on a terminal) shows the stored objects, API requests per second and
+the controllers' queue depths, scraped from the API server's and the
+controller manager's /metrics. Ctrl-C (or SIGTERM) stops the controller
+manager, then the simulator, then the API server, each cleanly; a child that
+dies ends the whole thing with its log's path. A restart on the same DIR
+resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import ssl
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
+
+NAME = "up"
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    a: argparse.ArgumentParser = sub.add_parser(
+        NAME, help="run the API server, simulated nodes and the controller manager",
+        description="Start the embedded API server (state in DIR), simulated nodes and the "
+        "controller manager with all built-in controllers; write DIR/kubeconfig; run until "
+        "Ctrl-C.")
+    a.add_argument("--data-dir", default=".pykcm", metavar="DIR",
+                   help="state, kubeconfig and logs (default ./.pykcm; a restart resumes)")
+    a.add_argument("--port", type=int, default=6443, metavar="N",
+                   help="API server port (default 6443; 0 picks a free one)")
+    a.add_argument("--nodes", type=int, default=3, metavar="N",
+                   help="simulated nodes (default 3; 0 runs no simulator)")
+    a.add_argument("--max-pods", type=int, default=110, metavar="N",
+                   help="pods each simulated node takes (default 110, the kubelet's)")
+    a.add_argument("--controllers", default="*", metavar="LIST",
+                   help="controllers to run, as kube-controller-manager's --controllers "
+                   "(default '*')")
+    a.add_argument("--kube-api-qps", type=float, default=20.0, metavar="QPS",
+                   help="controller manager's QPS per controller client (default 20)")
+    a.add_argument("--kube-api-burst", type=int, default=30, metavar="N",
+                   help="controller manager's burst per controller client (default 30)")
+    a.add_argument("--no-status", action="store_true",
+                   help="no live status line (it is only drawn on a terminal anyway)")
+    return a
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@dataclass
+class _Child:
+    name: str
+    argv: list[str]
+    log_path: str
+    proc: asyncio.subprocess.Process | None = None
+    log: IO[bytes] | None = field(default=None, repr=False)
+
+    def _open_log(self) -> IO[bytes]:
+        log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
+        log.write(f"\n--- {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(self.argv)}\n"
+                  .encode())
+        log.flush()
+        return log
+
+    async def start(self) -> None:
+        self.log = self._open_log()
+        self.proc = await asyncio.create_subprocess_exec(
+            *self.argv, stdin=asyncio.subprocess.DEVNULL, stdout=self.log,
+            stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+
+    async def stop(self, timeout: float) -> None:
+        p = self.proc
+        if p is not None and p.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                p.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(p.wait(), timeout)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    p.kill()
+                await p.wait()
+        if self.log is not None:
+            self.log.close()
+            self.log = None
+
+    def last_line(self) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(max(0, os.path.getsize(self.log_path) - 4096))
+                lines = [ln for ln in f.read().decode(errors="replace").splitlines()
+                         if ln.strip()]
+        except OSError:
+            return ""
+        return lines[-1] if lines else ""
+
+
+class _Status:
+    """Scrapes /metrics of the API server and the controller manager for the status line."""
+
+    def __init__(self, api_url: str, token: str, ca: str, cm_url: str) -> None:
+        self.api_url = api_url
+        self.cm_url = cm_url
+        self.headers = {"Authorization": f"Bearer {token}"}
+        self.ssl = ssl.create_default_context(cafile=ca) if api_url.startswith("https") \
+            else False
+        self.last: tuple[float, float] | None = None
+
+    async def line(self, session: aiohttp.ClientSession) -> str:
+        objects = requests = 0.0
+        async with session.get(self.api_url + "/metrics", headers=self.headers,
+                               ssl=self.ssl) as r:
+            for fam in text_string_to_metric_families(await r.text()):
+                for s in fam.samples:
+                    if s.name == "apiserver_storage_objects":
+                        objects += s.value
+                    elif s.name == "apiserver_request_total":
+                        requests += s.value
+        now = time.monotonic()
+        rate = 0.0
+        if self.last is not None and now > self.last[0]:
+            rate = (requests - self.last[1]) / (now - self.last[0])
+        self.last = (now, requests)
+        depth = 0.0
+        busy: list[str] = []
+        with contextlib.suppress(aiohttp.ClientError, OSError):
+            async with session.get(self.cm_url + "/metrics") as r:
+                for fam in text_string_to_metric_families(await r.text()):
+                    for s in fam.samples:
+                        if s.name == "workqueue_depth" and s.value:
+                            depth += s.value
+                            busy.append(f"{s.labels.get('name', '?')}={int(s.value)}")
+        queues = f"queued {int(depth)}" + (f" ({', '.join(sorted(busy)[:4])})" if busy else "")
+        return f"objects {int(objects)} | API {rate:,.0f} req/s | {queues}"
+
+
+async def run(args: argparse.Namespace) -> int:
+    data_dir = os.path.abspath(args.data_dir)
+    os.makedirs(os.path.join(data_dir, "logs"), mode=0o700, exist_ok=True)
+    kubeconfig = os.path.join(data_dir, "kubeconfig")
+    py = [sys.executable, "-m", "pykcm"]
+    logs = os.path.join(data_dir, "logs")
+    cm_port = _free_port()
+    api = _Child("apiserver", [*py, "apiserver", "--data-dir", data_dir, "--port",
+                               str(args.port)], os.path.join(logs, "apiserver.log"))
+    children = [api]
+    if args.nodes > 0:
+        children.append(_Child("sim", [*py, "sim", "--kubeconfig", kubeconfig, "--nodes",
+                                       str(args.nodes), "--max-pods", str(args.max_pods)],
+                               os.path.join(logs, "sim.log")))
+    cm = _Child("controller-manager",
+                [*py, "controller-manager", "--kubeconfig", kubeconfig,
+                 "--controllers", args.controllers, "--leader-elect=false",
+                 "--bind-address", "127.0.0.1", "--secure-port", "0",
+                 "--port", str(cm_port),
+                 "--kube-api-qps", str(args.kube_api_qps),
+                 "--kube-api-burst", str(args.kube_api_burst)],
+                os.path.join(logs, "controller-manager.log"))
+    children.append(cm)
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+
+    started: list[_Child] = []
+    failed: _Child | None = None
+    try:
+        # The API server first: the others need its kubeconfig and a live endpoint.
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(kubeconfig)
+        await api.start()
+        started.append(api)
+        url = await _wait_api(api, kubeconfig, stop)
+        if url is None:
+            failed = api if api.proc is not None and api.proc.returncode is not None else None
+            return _report(failed, stop)
+        for c in children[1:]:
+            await c.start()
+            started.append(c)
+        print(f"pykcm up: API server {url}, {args.nodes} simulated nodes, controller manager "
+              f"(logs in {logs})", flush=True)
+        print(f"  export KUBECONFIG={kubeconfig}", flush=True)
+        print("  kubectl get nodes; kubectl create deployment web --image=nginx --replicas=3",
+              flush=True)
+        print("Ctrl-C stops everything; state stays in the data dir.", flush=True)
+        failed = await _supervise(started, stop, url, kubeconfig, data_dir,
+                                  f"http://127.0.0.1:{cm_port}",
+                                  show=not args.no_status and sys.stdout.isatty())
+        return _report(failed, stop)
+    finally:
+        for c in reversed(started):
+            await c.stop(timeout=15.0)
+        if sys.stdout.isatty():
+            print(flush=True)
+        print("pykcm up: stopped", flush=True)
+
+
+def _report(failed: _Child | None, stop: asyncio.Event) -> int:
+    if failed is None:
+        return 0 if stop.is_set() else 1
+    code = failed.proc.returncode if failed.proc is not None else None
+    print(f"pykcm: error: {failed.name} exited ({code}): {failed.last_line()} "
+          f"(log: {failed.log_path})", file=sys.stderr, flush=True)
+    return 1
+
+
+def _server_of(kubeconfig: str) -> str:
+    import yaml
+
+    with open(kubeconfig) as f:
+        cfg = yaml.safe_load(f)
+    server: str = cfg["clusters"][0]["cluster"]["server"]
+    return server
+
+
+def _read(path: str) -> str:
+    with open(path) as f:
+        return f.read().strip()
+
+
+async def _wait_api(api: _Child, kubeconfig: str, stop: asyncio.Event) -> str | None:
+    """The API server's URL once its kubeconfig is written; None if it died or we stop."""
+    assert api.proc is not None
+    while not stop.is_set():
+        if api.proc.returncode is not None:
+            return None
+        if os.path.exists(kubeconfig):
+            return _server_of(kubeconfig)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 0.1)
+    return None
+
+
+async def _supervise(children: Sequence[_Child], stop: asyncio.Event, url: str,
+                     kubeconfig: str, data_dir: str, cm_url: str, show: bool) -> _Child | None:
+    """Wait for Ctrl-C or a child's death (returned); draw the status line meanwhile."""
+    status = None
+    token_path = os.path.join(data_dir, "admin.token")
+    ca_path = os.path.join(data_dir, "pki", "ca.crt")
+    if show and os.path.exists(token_path):
+        status = _Status(url, _read(token_path), ca_path, cm_url)
+    timeout = aiohttp.ClientTimeout(total=2)
+    async with aiohttp.ClientSession(timeout=timeout, trust_env=False) as session:
+        while not stop.is_set():
+            for c in children:
+                if c.proc is not None and c.proc.returncode is not None:
+                    return c
+            if status is not None:
+                with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError, ValueError):
+                    line = await status.line(session)
+                    sys.stdout.write("\r\x1b[2K" + line[:200])
+                    sys.stdout.flush()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 1.0)
+    return None
