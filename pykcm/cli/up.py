@@ -201,6 +201,10 @@ async def run(args: argparse.Namespace) -> int:
         for c in children[1:]:
             await c.start()
             started.append(c)
+        failed = await _wait_ready(started, stop, url, data_dir, args.nodes,
+                                   f"http://127.0.0.1:{cm_port}")
+        if failed is not None or stop.is_set():
+            return _report(failed, stop)
         print(f"pykcm up: API server {url}, {args.nodes} simulated nodes, controller manager "
               f"(logs in {logs})", flush=True)
         print(f"  export KUBECONFIG={kubeconfig}", flush=True)
@@ -252,6 +256,38 @@ async def _wait_api(api: _Child, kubeconfig: str, stop: asyncio.Event) -> str | 
             return _server_of(kubeconfig)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), 0.1)
+    return None
+
+
+async def _wait_ready(children: Sequence[_Child], stop: asyncio.Event, url: str,
+                      data_dir: str, nodes: int, cm_url: str,
+                      timeout: float = 60.0) -> _Child | None:
+    """Until the simulated nodes are registered and the controller manager is healthy.
+
+    So that the banner means "ready": `kubectl get nodes` right after it lists
+    every node. Returns a child that died meanwhile; gives up quietly after
+    ``timeout`` (the status line and the logs then tell the rest).
+    """
+    token = _read(os.path.join(data_dir, "admin.token"))
+    ca = os.path.join(data_dir, "pki", "ca.crt")
+    ctx = ssl.create_default_context(cafile=ca) if url.startswith("https") else False
+    headers = {"Authorization": f"Bearer {token}"}
+    deadline = time.monotonic() + timeout
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5),
+                                     trust_env=False) as session:
+        while not stop.is_set() and time.monotonic() < deadline:
+            for c in children:
+                if c.proc is not None and c.proc.returncode is not None:
+                    return c
+            with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError, ValueError):
+                async with session.get(f"{url}/api/v1/nodes", headers=headers, ssl=ctx) as r:
+                    have = len((await r.json()).get("items") or []) if r.status == 200 else -1
+                async with session.get(f"{cm_url}/healthz") as r:
+                    healthy = r.status == 200
+                if have >= nodes and healthy:
+                    return None
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 0.2)
     return None
 
 

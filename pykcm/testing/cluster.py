@@ -39,6 +39,7 @@ class Cluster:
                       "--kube-api-qps", str(kube_api_qps), "--kube-api-burst",
                       str(kube_api_burst), "--no-status"]
         self._proc: subprocess.Popen[bytes] | None = None
+        self._log_offset = 0
         self.url = ""
 
     @property
@@ -54,7 +55,11 @@ class Cluster:
             return ""
 
     def start(self, timeout: float = 60.0) -> Self:
-        with open(os.path.join(self.data_dir, "up.log"), "ab") as out:
+        os.makedirs(self.data_dir, mode=0o700, exist_ok=True)
+        log = os.path.join(self.data_dir, "up.log")
+        # A restart on the same dir appends: only what this run writes counts.
+        self._log_offset = os.path.getsize(log) if os.path.exists(log) else 0
+        with open(log, "ab") as out:
             self._proc = subprocess.Popen(self._argv, stdout=out, stderr=subprocess.STDOUT,
                                           stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
@@ -74,6 +79,7 @@ class Cluster:
     def _tail(self, name: str) -> str:
         try:
             with open(os.path.join(self.data_dir, name)) as f:
+                f.seek(self._log_offset)
                 return f.read()[-2000:]
         except OSError:
             return ""
