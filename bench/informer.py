@@ -32,8 +32,17 @@ subprocess of its own (a fresh heap each time):
      list with default GC settings and with the GC disabled; plus memory per
      pod of candidate cached representations (tracemalloc).
 
+  6. side by side, the two ways an application gets its informers from
+     ``SharedInformerFactory``: its default path (dict trees, the factory's GC
+     policy: raised thresholds from start(), gc.freeze() once synced) and the
+     opt-in compact objects (``compact_objects=True``: read-only FrozenObjects
+     decoded straight from the bytes, pykcm.cache.frozen_object), both with
+     ``transform=strip_managed_fields``: sync of 10,000 and 50,000 pods, RSS
+     and tracemalloc per pod, watch events/s.
+
 Then pykcm is profiled (py-spy, native frames, so that time in the cyclic GC
-shows as ``gc_collect_main``) on the 50,000-pod sync and on the watch replay.
+shows as ``gc_collect_main``) on the 50,000-pod sync and on the watch replay,
+for the plain informer and for the compact objects.
 Prints a Markdown section and appends it to bench/RESULTS.md (--no-record to
 skip). --quick: small sizes, one repeat (smoke run). Medians of 3 where time
 allows (a single run that is too slow is not repeated; the table says so).
@@ -82,6 +91,8 @@ REF_PEERS: dict[str, dict[str, float]] = {
 TARGET = {"events": (">=", 40_000.0), "sync50k": ("<=", 1.8), "mem_kib": ("<=", 4.0)}
 # The application-level GC setting of the "tuned GC" runs (gen0, gen1, gen2 thresholds).
 GC_TUNED = (100_000, 50, 1000)
+# SharedInformerFactory's default path, and the same with compact_objects=True.
+MODES = ("factory", "compact")
 
 
 # =========================================================================================
@@ -177,9 +188,23 @@ async def child_pykcm(p: dict[str, Any]) -> dict[str, Any]:
     events = int(p.get("events", 0))
     cfg = load_kube_config(p["kubeconfig"]) if p.get("kubeconfig") else Config(host=p["url"])
     client = Client(cfg)
-    inf = SharedIndexInformer(ListWatch(client, "pods", namespace=p.get("namespace")))
-    if p.get("transform", True):
-        inf.set_transform(strip_managed_fields)
+    mode = p.get("mode", "informer")
+    factory: Any = None
+    if mode == "informer":
+        inf = SharedIndexInformer(ListWatch(client, "pods", namespace=p.get("namespace")))
+        if p.get("transform", True):
+            inf.set_transform(strip_managed_fields)
+    else:
+        # "factory": SharedInformerFactory's defaults (its GC policy: raised thresholds
+        # from start(), gc.freeze() once wait_for_cache_sync() sees the caches synced);
+        # "compact": the same with compact_objects=True (FrozenObject, msgspec).
+        from pykcm.informers import SharedInformerFactory
+        from pykcm.informers import strip_managed_fields as pykcm_strip
+        factory = SharedInformerFactory(
+            client, namespace=p.get("namespace"), name="",
+            transform=pykcm_strip if p.get("transform", True) else None,
+            compact_objects=mode == "compact", tune_gc=p.get("tune_gc", True))
+        inf = factory.core_v1.pods.informer
     h1, h2 = Counting(), Counting()
     inf.add_event_handler(h1)
     inf.add_event_handler(h2)
@@ -198,13 +223,19 @@ async def child_pykcm(p: dict[str, Any]) -> dict[str, Any]:
     g0 = gcs.snap()
     cpu0 = time.process_time()
     t0 = time.perf_counter()
-    task = asyncio.get_running_loop().create_task(inf.run())
-    out: dict[str, Any] = {"role": role, "n": n}
+    if factory is not None:
+        factory.start()
+        task = None
+    else:
+        task = asyncio.get_running_loop().create_task(inf.run())
+    out: dict[str, Any] = {"role": role, "n": n, "mode": mode}
     if not await _wait(inf.has_synced, p.get("timeout", 120)):
         raise RuntimeError(f"not synced after {p.get('timeout', 120)} s")
     t_sync = time.perf_counter()
     if p.get("gc_tuned"):
         gc.freeze()  # the synced cache: out of every later collection
+    if factory is not None:
+        await factory.wait_for_cache_sync()  # the factory's gc.freeze() (tune_gc)
     out["sync_s"] = t_sync - t0
     out["sync_cpu_s"] = time.process_time() - cpu0
     out.update(GCStats.delta(g0, gcs.snap()))
@@ -708,6 +739,30 @@ class Bench:
                                      "n": self.watch_n, "events": ev, "gc_tuned": True},
             repeats=1)
 
+    def phase_modes(self) -> None:
+        """The factory's default path and its opt-in compact objects, side by side."""
+        for mode in MODES:
+            for n in self.sizes:
+                self.srv.configure(n=n, events=0, watch_pods=min(n, self.watch_n))
+                log(f"pykcm {mode}: initial sync of {n:,} pods")
+                self.res[f"{mode}-sync-{n}"] = self.runs(
+                    f"pykcm {mode} sync {n}", {"role": "pykcm-sync", "url": self.srv.url,
+                                               "n": n, "mode": mode, "timeout": 200})
+            n = self.sizes[0]
+            self.srv.configure(n=n, events=0, watch_pods=min(n, self.watch_n))
+            self.res[f"{mode}-tracemalloc"] = self.runs(
+                f"pykcm {mode} tracemalloc", {"role": "pykcm-sync", "url": self.srv.url,
+                                              "n": n, "mode": mode, "tracemalloc": True},
+                repeats=1)
+            ev = self.events["pykcm"]
+            self.srv.configure(n=self.watch_n, events=ev, watch_pods=self.watch_n)
+            log(f"pykcm {mode}: watch replay of {ev:,} MODIFIED events over "
+                f"{self.watch_n:,} pods")
+            self.res[f"{mode}-watch"] = self.runs(
+                f"pykcm {mode} watch", {"role": "pykcm-watch", "url": self.srv.url,
+                                        "n": self.watch_n, "events": ev, "mode": mode,
+                                        "timeout": 200})
+
     def phase_watch(self, client: str) -> None:
         ev = self.events[client]
         self.srv.configure(n=self.watch_n, events=ev, watch_pods=self.watch_n)
@@ -734,6 +789,19 @@ class Bench:
         r = run_child({"role": "pykcm-watch", "url": self.srv.url, "n": self.watch_n,
                        "events": ev}, pyspy=path)
         prof["watch"] = (r, summarize_pyspy(path))
+        self.srv.configure(n=n, events=0, watch_pods=min(n, self.watch_n))
+        log(f"profile: pykcm compact objects, sync of {n:,} pods under py-spy --native")
+        path = os.path.join(tmp, "compact-sync.txt")
+        r = run_child({"role": "pykcm-sync", "url": self.srv.url, "n": n, "memory": False,
+                       "mode": "compact"}, pyspy=path)
+        prof["compact sync"] = (r, summarize_pyspy(path))
+        ev = self.events["pykcm"]
+        self.srv.configure(n=self.watch_n, events=ev, watch_pods=self.watch_n)
+        log(f"profile: pykcm compact objects, watch replay of {ev:,} events under py-spy")
+        path = os.path.join(tmp, "compact-watch.txt")
+        r = run_child({"role": "pykcm-watch", "url": self.srv.url, "n": self.watch_n,
+                       "events": ev, "mode": "compact"}, pyspy=path)
+        prof["compact watch"] = (r, summarize_pyspy(path))
         self.res["profile"] = prof
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -759,6 +827,7 @@ class Bench:
             self.phase_sync("pykcm")
             self.phase_watch("pykcm")
             self.phase_pykcm_extra()
+            self.phase_modes()
             self.phase_sync("official")
             self.phase_watch("official")
             self.phase_watch("kopf")
@@ -1118,6 +1187,7 @@ def report(b: Bench) -> str:
              "1,024 B (the issue's client-go and official-client memory figures are KB, "
              "converted).")
     L.append("")
+    L.extend(modes_table(b))
     # Details.
     d: list[str] = []
     for n in b.sizes:
@@ -1206,7 +1276,7 @@ def report(b: Bench) -> str:
         for what, (pr, summ) in prof.items():
             if not summ:
                 continue
-            head = (f"{pr.get('sync_s', float('nan')):.2f} s sync" if what == "sync" else
+            head = (f"{pr.get('sync_s', float('nan')):.2f} s sync" if "sync" in what else
                     f"{pr.get('events_per_s', float('nan')):,.0f} events/s")
             L.append(f"Profile, pykcm {what} (py-spy --native, {summ['samples']:,} samples, "
                      f"{head} under the profiler; share of samples, leaf frames, cyclic GC as "
@@ -1221,7 +1291,7 @@ def report(b: Bench) -> str:
                 "handle_deltas", "_handle_events", "next_batch", "_decode (client/watch.py)",
                 "replace (cache/delta_fifo.py)", "list (client/rest_client.py)", "pop (cache",
                 "run (cache/processor.py)", "_read_lines", "strip_managed_fields",
-                "_paged_list", "cyclic GC"))]
+                "_paged_list", "cyclic GC", "(cache/frozen_object.py)"))]
             if keys:
                 L.append("")
                 L.append("Inclusive: " + "; ".join(
@@ -1231,6 +1301,82 @@ def report(b: Bench) -> str:
         L.append("Not measured / errors: " + "; ".join(b.errors) + ".")
         L.append("")
     return "\n".join(L)
+
+
+def modes_table(b: Bench) -> list[str]:
+    """The factory's default path vs its opt-in compact objects (and the plain informer)."""
+    r = b.res
+    if not any(r.get(f"{m}-watch") for m in MODES):
+        return []
+    n1, n2 = b.sizes
+    cols = [("informer", "plain `SharedIndexInformer` (dict trees, default GC)"),
+            ("factory", "`SharedInformerFactory` default (dict trees, GC policy)"),
+            ("compact", "`SharedInformerFactory(compact_objects=True)` (FrozenObject)")]
+
+    def runs(key: str) -> list[dict[str, Any]]:
+        return [x for x in r.get(key, []) if "error" not in x]
+
+    def key(mode: str, what: str) -> str:
+        return f"pykcm-{what}" if mode == "informer" else f"{mode}-{what}"
+
+    def cell(mode: str, what: str, field: str, fmt: Any, scale: float = 1.0,
+             target: str | None = None) -> str:
+        rs = runs(key(mode, what))
+        if not rs:
+            return "n/a"
+        v = med(rs, field) / scale
+        out = f"**{fmt(v)}**" if mode == "compact" else fmt(v)
+        if target:
+            out += " " + judge(target, v)
+        return out + (f" ({len(rs)} runs)" if len(rs) != b.repeats else "")
+
+    def gc_share(mode: str, n: int) -> str:
+        rs = runs(key(mode, f"sync-{n}"))
+        return "n/a" if not rs else f"{med(rs, 'gc_s'):.2f} s"
+
+    def tm(mode: str) -> str:
+        k = "pykcm-tracemalloc" if mode == "informer" else f"{mode}-tracemalloc"
+        rs = runs(k)
+        return "n/a" if not rs else f_kib(rs[0]["traced_per_pod"] / KIB)
+
+    L = ["", ("Opt-in compact objects (`SharedInformerFactory(compact_objects=True)`, read-only "
+         "`FrozenObject`s decoded from the bytes: metadata as msgspec structs with "
+         "gc=False, spec/status as raw JSON decoded on access) against the factory's "
+         "default path, same run, same replay, managedFields stripped in all three "
+         f"(medians of {b.repeats}):"), "",
+         "| metric | " + " | ".join(c for _, c in cols) + " | target |",
+         "|---|" + "---|" * len(cols) + "---|"]
+    L.append(f"| initial sync, {n1:,} pods | " + " | ".join(
+        cell(m, f"sync-{n1}", "sync_s", f_s) for m, _ in cols) + " | — |")
+    L.append(f"| initial sync, {n2:,} pods | " + " | ".join(
+        cell(m, f"sync-{n2}", "sync_s", f_s, target="sync50k") for m, _ in cols)
+        + " | ≤ 1.80 s |")
+    L.append(f"| cyclic GC during the {n2:,}-pod sync | " + " | ".join(
+        gc_share(m, n2) for m, _ in cols) + " | — |")
+    L.append(f"| retained memory per cached pod ({n2:,} pods, RSS) | " + " | ".join(
+        cell(m, f"sync-{n2}", "rss_per_pod", f_kib, KIB, "mem_kib") for m, _ in cols)
+        + " | ≤ 4.0 KiB |")
+    L.append(f"| same, tracemalloc ({n1:,} pods, 1 run) | " + " | ".join(
+        tm(m) for m, _ in cols) + " | — |")
+    L.append("| watch events/s to 2 handlers (replay) | " + " | ".join(
+        cell(m, "watch", "events_per_s", f_rate, target="events") for m, _ in cols)
+        + " | ≥ 40,000/s |")
+    d: list[str] = []
+    for m, _ in cols[1:]:
+        for what, field, fmt in ((f"sync-{n1}", "sync_s", "{:.2f}"),
+                                 (f"sync-{n2}", "sync_s", "{:.2f}"),
+                                 ("watch", "events_per_s", "{:,.0f}")):
+            rs = runs(key(m, what))
+            if rs:
+                busy = ", ".join(f"{x.get('machine_busy', 0):.2f}" for x in rs)
+                d.append(f"{m} {what}: runs {seq(rs, field, fmt)} (machine busy {busy} cores)")
+        rs = runs(key(m, f"sync-{n2}"))
+        if rs:
+            d.append(f"{m} sync {n2:,}: RSS {rs[0]['rss_before'] / 2**20:.0f} → "
+                     f"{rs[0]['rss_after'] / 2**20:.0f} MiB, cyclic GC collections by "
+                     f"generation {rs[0]['gc_n']}")
+    L.extend(["", "Runs: " + "; ".join(d) + ".", ""])
+    return L
 
 
 def seq(runs: list[dict[str, Any]], key: str, fmt: str) -> str:

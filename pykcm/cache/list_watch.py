@@ -21,6 +21,12 @@ Every request's options go through ``tweak_list_options`` (client-go's
 ``timeoutSeconds``, ``allowWatchBookmarks``, ``sendInitialEvents``), after the
 selectors are set, so it may narrow or replace them.
 
+``compact=True`` (or a ``CompactDecoder``) is the opt-in compact cache
+(:mod:`pykcm.cache.frozen_object`, needs msgspec): lists and watch events
+are decoded from the server's bytes straight into read-only
+``FrozenObject`` mappings (metadata decoded, the rest kept as raw JSON),
+never as dict trees. Off by default: objects are plain dicts.
+
 List items get the list's ``kind`` (minus ``List``) and ``apiVersion`` when
 they lack them, as client-go's unstructured decoding does: the API server
 leaves them out of list items, but watch events carry them, and a cache fed
@@ -30,11 +36,14 @@ by both must hold objects of one shape.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pykcm.api.resources import ResourceInfo, ResourceRegistry, builtin_registry
 from pykcm.client import Client, WatchStream
 from pykcm.client._discovery import find, parse_resource_name
+
+if TYPE_CHECKING:
+    from pykcm.cache.frozen_object import CompactDecoder
 
 __all__ = ["ListWatch", "ListerWatcher", "TweakListOptionsFunc"]
 
@@ -81,7 +90,9 @@ class ListWatch:
         label_selector: str = "",
         field_selector: str = "",
         tweak_list_options: TweakListOptionsFunc | None = None,
+        compact: bool | CompactDecoder = False,
     ) -> None:
+        """``compact``: True (or the decoder to use) for FrozenObject items (see above)."""
         self.client = client
         self._resource = resource
         # True once the client resolved the name (or it came resolved).
@@ -93,6 +104,12 @@ class ListWatch:
         self.label_selector = label_selector
         self.field_selector = field_selector
         self.tweak_list_options = tweak_list_options
+        self.compact_decoder: CompactDecoder | None = None
+        if compact:
+            # Imported only when asked for: it needs msgspec.
+            from pykcm.cache.frozen_object import CompactDecoder
+            self.compact_decoder = compact if isinstance(compact, CompactDecoder) \
+                else CompactDecoder()
 
     @property
     def resource(self) -> ResourceInfo:
@@ -130,16 +147,21 @@ class ListWatch:
         o = self._options({"resourceVersion": resource_version,
                            "resourceVersionMatch": resource_version_match,
                            "limit": limit, "continue": continue_})
-        out = await self.client.list(
-            self._target(), self.namespace,
-            label_selector=o.get("labelSelector") or None,
-            field_selector=o.get("fieldSelector") or None,
-            limit=int(o.get("limit") or 0) or None,
-            continue_=o.get("continue") or None,
+        kw: dict[str, Any] = {
+            "label_selector": o.get("labelSelector") or None,
+            "field_selector": o.get("fieldSelector") or None,
+            "limit": int(o.get("limit") or 0) or None,
+            "continue_": o.get("continue") or None,
             # "" is "absent" (a consistent read), not an empty parameter.
-            resource_version=o.get("resourceVersion") or None,
-            resource_version_match=o.get("resourceVersionMatch") or None,
-            timeout_seconds=o.get("timeoutSeconds"))
+            "resource_version": o.get("resourceVersion") or None,
+            "resource_version_match": o.get("resourceVersionMatch") or None,
+            "timeout_seconds": o.get("timeoutSeconds")}
+        decoder = self.compact_decoder
+        if decoder is not None:
+            # Items get the list's kind and apiVersion as they are built.
+            return decoder.list(await self.client.list_raw(self._target(), self.namespace,
+                                                           **kw))
+        out = await self.client.list(self._target(), self.namespace, **kw)
         _set_item_kinds(out)
         return out
 
@@ -152,15 +174,19 @@ class ListWatch:
                            "timeoutSeconds": timeout_seconds,
                            "allowWatchBookmarks": allow_watch_bookmarks,
                            "sendInitialEvents": send_initial_events})
-        return self.client.watch(
-            self._target(), self.namespace,
-            resource_version=o.get("resourceVersion") or None,
-            allow_watch_bookmarks=bool(o.get("allowWatchBookmarks")),
-            send_initial_events=o.get("sendInitialEvents"),
-            resource_version_match=o.get("resourceVersionMatch") or None,
-            label_selector=o.get("labelSelector") or None,
-            field_selector=o.get("fieldSelector") or None,
-            timeout_seconds=o.get("timeoutSeconds"))
+        kw: dict[str, Any] = {
+            "resource_version": o.get("resourceVersion") or None,
+            "allow_watch_bookmarks": bool(o.get("allowWatchBookmarks")),
+            "send_initial_events": o.get("sendInitialEvents"),
+            "resource_version_match": o.get("resourceVersionMatch") or None,
+            "label_selector": o.get("labelSelector") or None,
+            "field_selector": o.get("fieldSelector") or None,
+            "timeout_seconds": o.get("timeoutSeconds")}
+        decoder = self.compact_decoder
+        if decoder is not None:
+            return WatchStream.decoding(
+                self.client.watch_raw(self._target(), self.namespace, **kw), decoder.event)
+        return self.client.watch(self._target(), self.namespace, **kw)
 
     def __str__(self) -> str:
         what = self._info.group_resource if self._info is not None else str(self._resource)

@@ -210,13 +210,34 @@ class RawWatchStream:
 
 
 class WatchStream(RawWatchStream):
-    """A watch stream yielding `(event_type, object)`."""
+    """A watch stream yielding `(event_type, object)`.
+
+    `event_decoder` turns a line into `(type, object)` in place of
+    `orjson.loads` (e.g. `pykcm.cache.frozen_object.CompactDecoder.event`);
+    it raises ValueError (or KeyError, TypeError) on a line it cannot decode.
+    """
+
+    def __init__(self, opener: Callable[[], Awaitable[StreamSource]], *,
+                 event_decoder: Callable[[bytes], WatchEvent] | None = None) -> None:
+        super().__init__(opener)
+        self._event_decoder = event_decoder
+
+    @classmethod
+    def decoding(cls, raw: RawWatchStream,
+                 event_decoder: Callable[[bytes], WatchEvent] | None) -> WatchStream:
+        """A WatchStream for the request of `raw` (not started yet), decoding with `event_decoder`."""
+        if raw.started or raw.closed:
+            raise ValueError("the raw watch stream is already started or closed")
+        return cls(raw._opener, event_decoder=event_decoder)
 
     def _decode(self, line: bytes) -> WatchEvent | None:
         try:
+            decode = self._event_decoder
+            if decode is not None:
+                return decode(line)
             ev = orjson.loads(line)
             return ev["type"], ev["object"]
-        except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError) as exc:  # orjson's JSONDecodeError too
             if not line.strip():
                 return None
             # As client-go: report it as an ERROR event, then stop.

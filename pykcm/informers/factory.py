@@ -41,6 +41,13 @@ Rules (client-go's):
   ``"leases.coordination.k8s.io"``), as ``ResourceInfo.group_resource``.
 - ``transform`` is set on every informer the factory creates (e.g.
   :func:`~pykcm.informers.transforms.strip_managed_fields`).
+- ``compact_objects=True`` (opt-in; needs msgspec) caches every object as a
+  read-only, compact :class:`~pykcm.cache.frozen_object.FrozenObject`
+  decoded straight from the server's bytes (2.3-3.4 KiB a pod instead of
+  10.8, no GC-tracked objects) instead of a dict tree; consumers then
+  ``thaw()`` (or ``copy.deepcopy``) an object before changing it. With
+  ``transform=strip_managed_fields`` the managedFields are dropped while
+  decoding.
 - ``namespace`` restricts namespaced resources to one namespace;
   cluster-scoped ones (namespaces, nodes, CRDs) are always watched whole.
 - Informers are named ``"<name>/<plural.group>"`` (``name`` defaults to
@@ -67,7 +74,7 @@ import asyncio
 import logging
 import math
 from collections.abc import Callable, Mapping
-from typing import Final, Self
+from typing import TYPE_CHECKING, Final, Self
 
 from pykcm.api.resources import ResourceInfo, ResourceRegistry, builtin_registry
 from pykcm.cache import gc_policy
@@ -78,6 +85,7 @@ from pykcm.cache.shared_informer import SharedIndexInformer
 from pykcm.cache.synced import SYNCED_POLL_PERIOD
 from pykcm.client import Client
 from pykcm.informers.generic import GenericInformer, GroupVersionResource
+from pykcm.informers.transforms import strip_managed_fields
 from pykcm.informers.typed import (
     ApiextensionsV1Informers,
     AppsV1Informers,
@@ -86,6 +94,9 @@ from pykcm.informers.typed import (
     CoreV1Informers,
     EventsV1Informers,
 )
+
+if TYPE_CHECKING:
+    from pykcm.cache.frozen_object import CompactDecoder
 
 __all__ = [
     "DEFAULT_FACTORY_NAME",
@@ -144,6 +155,7 @@ class SharedInformerFactory:
         custom_resync: Mapping[str, float] | None = None,
         name: str = DEFAULT_FACTORY_NAME,
         tune_gc: bool = True,
+        compact_objects: bool = False,
     ) -> None:
         self._client = client
         self._default_resync = _check_period("resync", resync)
@@ -158,6 +170,13 @@ class SharedInformerFactory:
         # from start(), a freeze once wait_for_cache_sync() sees every cache
         # synced. About 3x faster syncs and watches with large caches.
         self._tune_gc = tune_gc
+        self._compact: type[CompactDecoder] | None = None
+        # With the usual transform, compact decoders drop managedFields themselves.
+        self._compact_strip = transform is strip_managed_fields
+        if compact_objects:
+            # Imported only when asked for: it needs msgspec.
+            from pykcm.cache.frozen_object import CompactDecoder
+            self._compact = CompactDecoder
         self._frozen = False
         self._registry: ResourceRegistry = builtin_registry()
         self._informers: dict[GroupVersionResource, GenericInformer] = {}
@@ -272,18 +291,25 @@ class SharedInformerFactory:
         existing = self._informers.get(gvr)
         if existing is not None:
             return existing
+        # One compact decoder per informer: it learns its resource's shape.
+        compact: CompactDecoder | bool = False if self._compact is None else \
+            self._compact(strip_managed_fields=self._compact_strip)
         if info is not None:
             namespace = self._namespace if info.namespaced else None
             lw = ListWatch(self._client, info, namespace=namespace,
-                           tweak_list_options=self._tweak_list_options)
+                           tweak_list_options=self._tweak_list_options,
+                           compact=compact)
         else:
             # Resolved through discovery by the ListWatch's first request.
             lw = ListWatch(self._client, str(gvr), namespace=self._namespace,
-                           tweak_list_options=self._tweak_list_options)
+                           tweak_list_options=self._tweak_list_options,
+                           compact=compact)
         name = f"{self._name}/{gvr.group_resource}" if self._name else ""
         build = new_informer if new_informer is not None else default_new_informer
         informer = build(lw, self.resync_period_for(gvr), name)
-        if self._transform is not None:
+        if self._transform is not None and not (
+                self._compact is not None and self._compact_strip):
+            # (A compact decoder that strips managedFields did the transform's work.)
             informer.set_transform(self._transform)
         lister = GenericLister(informer.get_indexer(),
                                info if info is not None else gvr.group_resource)
