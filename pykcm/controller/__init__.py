@@ -1,6 +1,6 @@
 """The controller runtime and utilities shared by controllers (kube-controller-manager's pkg/controller)."""
 
-from pykcm.controller.controller import Controller, Reconciler, Result
+from pykcm.controller.controller import Controller, ControllerHost, Reconciler, Result
 from pykcm.controller.expectations import (
     EXPECTATIONS_TIMEOUT,
     ControlleeExpectations,
@@ -15,6 +15,7 @@ __all__ = [
     "Controller",
     "ControllerExpectations",
     "ControllerExpectationsInterface",
+    "ControllerHost",
     "Reconciler",
     "Result",
     "UIDTrackingControllerExpectations",

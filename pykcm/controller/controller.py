@@ -54,7 +54,7 @@ from pykcm.cache.shared_informer import SharedIndexInformer
 from pykcm.cache.synced import InformerSynced, wait_for_named_cache_sync
 from pykcm.workqueue import RateLimiter, RateLimitingQueue
 
-__all__ = ["Controller", "Reconciler", "Result"]
+__all__ = ["Controller", "ControllerHost", "Reconciler", "Result"]
 
 log = logging.getLogger("pykcm.controller")
 
@@ -317,6 +317,32 @@ class Controller:
 
     def __repr__(self) -> str:
         return f"<Controller {self.name} queue={len(self.queue)}>"
+
+
+class ControllerHost:
+    """Base of a controller class that holds its work loop in ``self.controller``.
+
+    Gives it the manager's protocol (``run``, ``health_check``, ``shutdown``)
+    by delegation, so a built-in controller only writes its handlers and its
+    sync function. ``default_workers`` is what ``run()`` uses without an
+    argument (upstream's ``--concurrent-*-syncs`` default).
+    """
+
+    name: str
+    controller: Controller
+    default_workers: int = 1
+
+    async def run(self, workers: int | None = None) -> None:
+        """Wait for the caches, then run ``workers`` workers until :meth:`shutdown`."""
+        await self.controller.run(self.default_workers if workers is None else workers)
+
+    def health_check(self) -> str | None:
+        """None while healthy; the reason otherwise."""
+        return self.controller.health_check()
+
+    def shutdown(self) -> None:
+        """Stop taking keys; :meth:`run` returns once the workers are done."""
+        self.controller.shutdown()
 
 
 class _EnqueueSelf:

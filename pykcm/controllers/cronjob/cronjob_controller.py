@@ -54,7 +54,7 @@ from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.cache.keys import DeletedFinalStateUnknown, split_meta_namespace_key
 from pykcm.client import Client
 from pykcm.client.errors import ApiError, is_already_exists, is_not_found
-from pykcm.controller.controller import Controller, Result
+from pykcm.controller.controller import Controller, ControllerHost, Result
 from pykcm.controller.event_recorder import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder
 from pykcm.controllers.cronjob.cron import CronParseError, load_location, local_zone, parse_standard
 from pykcm.controllers.cronjob.utils import (
@@ -118,7 +118,7 @@ def _job_ref(job: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in ref.items() if v}
 
 
-class CronJobController:
+class CronJobController(ControllerHost):
     """Creates a CronJob's Jobs on schedule and keeps its history (upstream ControllerV2).
 
     Build it before the informer factory starts (handlers are added to both
@@ -142,20 +142,6 @@ class CronJobController:
             add_func=self.controller.enqueue, update_func=self.update_cronjob,
             delete_func=self.controller.enqueue))
         self.controller.add_synced(reg.has_synced)
-
-    # -- the manager's RunnableController protocol -----------------------------------------
-
-    async def run(self, workers: int) -> None:
-        """Wait for the caches, then run ``workers`` workers until :meth:`shutdown`."""
-        await self.controller.run(workers)
-
-    def health_check(self) -> str | None:
-        """None while healthy; why not otherwise."""
-        return self.controller.health_check()
-
-    def shutdown(self) -> None:
-        """Stop taking keys; :meth:`run` returns once the workers are done."""
-        self.controller.shutdown()
 
     def enqueue_key(self, key: str) -> None:
         """Sync the CronJob ``namespace/name`` now (a test that moved its clock; a resync)."""

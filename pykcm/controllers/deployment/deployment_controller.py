@@ -47,7 +47,7 @@ from pykcm.cache.keys import DeletedFinalStateUnknown, split_meta_namespace_key
 from pykcm.client import Client
 from pykcm.client.errors import ApiError, is_not_found
 from pykcm.controller.active_pods import add_pod_controller_indexer, filter_pods_by_owner
-from pykcm.controller.controller import Controller
+from pykcm.controller.controller import Controller, ControllerHost
 from pykcm.controller.controller_ref_manager import (
     ReplicaSetControllerRefManager,
     recheck_deletion_timestamp,
@@ -82,7 +82,7 @@ def _meta(obj: Obj) -> Mapping[str, Any]:
     return m if isinstance(m, Mapping) else {}
 
 
-class DeploymentController:
+class DeploymentController(ControllerHost):
     """The Deployment controller (``name`` "deployment"): build it, start the informers, ``run``.
 
     ``rs_control`` sends the adoption / release patches of ReplicaSets
@@ -120,20 +120,6 @@ class DeploymentController:
                 delete_func=self.delete_pod)),
         ]
         self.controller.add_synced(*(r.has_synced for r in regs))
-
-    # -- the manager's RunnableController protocol -----------------------------------------
-
-    async def run(self, workers: int) -> None:
-        """Wait for the caches, then sync Deployments with ``workers`` workers until shut down."""
-        await self.controller.run(workers)
-
-    def health_check(self) -> str | None:
-        """None while healthy, else why not."""
-        return self.controller.health_check()
-
-    def shutdown(self) -> None:
-        """Stop taking work; :meth:`run` returns once the workers are done."""
-        self.controller.shutdown()
 
     # -- enqueueing --------------------------------------------------------------------------
 

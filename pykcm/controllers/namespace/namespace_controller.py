@@ -27,7 +27,7 @@ from typing import Any, Final
 from pykcm.api.resources import ResourceInfo
 from pykcm.cache.keys import DeletedFinalStateUnknown
 from pykcm.client import Client, is_not_found
-from pykcm.controller.controller import Controller, Result
+from pykcm.controller.controller import Controller, ControllerHost, Result
 from pykcm.controllers.namespace.deletion import (
     NamespacedResourcesDeleter,
     ResourcesRemainingError,
@@ -82,7 +82,7 @@ class _EnqueueDeleting:
         pass
 
 
-class NamespaceController:
+class NamespaceController(ControllerHost):
     """The namespace controller (manager name ``namespace``).
 
     ``namespace_informer`` is the shared informer of namespaces; ``resync_period``
@@ -93,6 +93,7 @@ class NamespaceController:
     """
 
     name = "namespace"
+    default_workers = DEFAULT_WORKERS
 
     def __init__(self, *, client: Client, namespace_informer: GenericInformer,
                  resync_period: float = 300.0, finalizer_token: str = "kubernetes",
@@ -108,16 +109,6 @@ class NamespaceController:
         self.controller.watch(namespace_informer,
                               _EnqueueDeleting(self.controller, deletion_grace_period),
                               resync_period)
-
-    async def run(self, workers: int = DEFAULT_WORKERS) -> None:
-        """Wait for the namespace cache, then run ``workers`` workers until shutdown."""
-        await self.controller.run(workers)
-
-    def shutdown(self) -> None:
-        self.controller.shutdown()
-
-    def health_check(self) -> str | None:
-        return self.controller.health_check()
 
     @property
     def running(self) -> bool:

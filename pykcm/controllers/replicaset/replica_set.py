@@ -68,7 +68,7 @@ from pykcm.controller.active_pods import (
     find_min_next_pod_availability_check,
     get_pods_ranked_by_related_pods_on_same_node,
 )
-from pykcm.controller.controller import Controller, Result
+from pykcm.controller.controller import Controller, ControllerHost, Result
 from pykcm.controller.controller_ref_manager import (
     PodControllerRefManager,
     recheck_deletion_timestamp,
@@ -150,7 +150,7 @@ def get_pods_to_delete(filtered_pods: list[Any], related_pods: Sequence[Any], di
     return filtered_pods[:diff]
 
 
-class ReplicaSetController:
+class ReplicaSetController(ControllerHost):
     """Creates and deletes pods so each ReplicaSet has ``spec.replicas`` of them.
 
     Build it before the informer factory starts: it adds its indexes and
@@ -160,6 +160,8 @@ class ReplicaSetController:
     is the DeploymentReplicaSetTerminatingReplicas feature gate (on by
     default, as in v1.36); ``clock`` gives epoch seconds (tests).
     """
+
+    default_workers = CONCURRENT_RS_SYNCS
 
     def __init__(self, *, pod_informer: GenericInformer, rs_informer: GenericInformer,
                  client: Client, recorder: EventRecorder, burst_replicas: int = BURST_REPLICAS,
@@ -198,18 +200,6 @@ class ReplicaSetController:
         self.controller.add_synced(reg.has_synced)
 
     # -- the manager's RunnableController protocol -----------------------------------------
-
-    async def run(self, workers: int = CONCURRENT_RS_SYNCS) -> None:
-        """Wait for the caches, then sync with ``workers`` workers until :meth:`shutdown`."""
-        await self.controller.run(workers)
-
-    def health_check(self) -> str | None:
-        """None while healthy; why not otherwise."""
-        return self.controller.health_check()
-
-    def shutdown(self) -> None:
-        """Stop taking keys; :meth:`run` returns once the workers are done."""
-        self.controller.shutdown()
 
     # -- lookups in the caches --------------------------------------------------------------
 

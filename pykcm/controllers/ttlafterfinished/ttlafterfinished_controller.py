@@ -38,7 +38,7 @@ from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.cache.keys import split_meta_namespace_key
 from pykcm.client import Client
 from pykcm.client.errors import ApiError, is_not_found
-from pykcm.controller.controller import Controller, Result
+from pykcm.controller.controller import Controller, ControllerHost, Result
 from pykcm.controllers.job.utils import COMPLETE, FAILED, REAL_CLOCK, Clock, is_job_finished
 from pykcm.informers.generic import GenericInformer
 
@@ -93,7 +93,7 @@ def time_left(job: Mapping[str, Any], now: float) -> float:
     return expire - now
 
 
-class TTLAfterFinishedController:
+class TTLAfterFinishedController(ControllerHost):
     """Deletes finished Jobs ``ttlSecondsAfterFinished`` after they finished.
 
     Build it before the informer factory starts (its handler is added to
@@ -110,20 +110,6 @@ class TTLAfterFinishedController:
         reg = job_informer.informer.add_event_handler(ResourceEventHandlerFuncs(
             add_func=self._on_job, update_func=lambda old, cur: self._on_job(cur)))
         self.controller.add_synced(reg.has_synced)
-
-    # -- the manager's RunnableController protocol -----------------------------------------
-
-    async def run(self, workers: int) -> None:
-        """Wait for the Job cache, then run ``workers`` workers until :meth:`shutdown`."""
-        await self.controller.run(workers)
-
-    def health_check(self) -> str | None:
-        """None while healthy; why not otherwise."""
-        return self.controller.health_check()
-
-    def shutdown(self) -> None:
-        """Stop taking keys; :meth:`run` returns once the workers are done."""
-        self.controller.shutdown()
 
     def enqueue_key(self, key: str) -> None:
         """Check the Job ``namespace/name`` now (a test that moved its clock; a manual resync)."""
