@@ -8,6 +8,7 @@ down exactly once. The data mirrors kube-apiserver v1.36's discovery documents.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 ALL_VERBS: tuple[str, ...] = (
@@ -185,3 +186,20 @@ class ResourceRegistry:
 
 def builtin_registry() -> ResourceRegistry:
     return ResourceRegistry(BUILTIN_RESOURCES)
+
+
+def preferred_resources(resources: Iterable[ResourceInfo]) -> list[ResourceInfo]:
+    """Each group's resources at the server's preferred version (ServerPreferredResources).
+
+    Discovery lists each group's preferred version first, so the first
+    version seen of a ``(group, plural)`` wins; a resource served only by a
+    non-preferred version is kept at that version.
+    """
+    seen: set[tuple[str, str]] = set()
+    out: list[ResourceInfo] = []
+    for r in resources:
+        key = (r.group, r.plural)
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out

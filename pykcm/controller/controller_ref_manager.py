@@ -51,7 +51,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from pykcm.api.labels import LabelSelector
-from pykcm.api.owner_refs import get_controller_of
+from pykcm.api.owner_refs import get_controller_of, new_controller_ref
 from pykcm.client.errors import is_invalid, is_not_found
 from pykcm.controller.pod_control import PodControl
 from pykcm.controller.replica_set_control import RSControl
@@ -138,16 +138,8 @@ def owner_ref_controller_patch(controller: Mapping[str, Any], api_version: str, 
     ``controller: true``. ``finalizers`` (the Job controller's tracking
     finalizer) are added in the same write.
     """
-    meta = _meta(controller)
     patch_meta: dict[str, Any] = {
-        "ownerReferences": [{
-            "apiVersion": api_version,
-            "kind": kind,
-            "name": meta.get("name", ""),
-            "uid": meta.get("uid", ""),
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }],
+        "ownerReferences": [new_controller_ref(controller, api_version, kind)],
         "uid": uid,
     }
     if finalizers:

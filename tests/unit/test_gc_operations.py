@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 import pytest
 
-from pykcm.api.resources import ALL_VERBS, ResourceInfo, builtin_registry
+from pykcm.api.resources import ALL_VERBS, ResourceInfo, builtin_registry, preferred_resources
 from pykcm.client import Conflict, NotFound, UnsupportedMediaType
 from pykcm.controllers.garbagecollector import GarbageCollector
 from pykcm.controllers.garbagecollector.graph import Node, ObjectReference, OwnerReference
@@ -24,7 +24,6 @@ from pykcm.controllers.garbagecollector.operations import (
     RESTMappingError,
     deletable_resources,
     delete_owner_ref_strategic_merge_patch,
-    preferred_resources,
     unblock_owner_references_strategic_merge_patch,
 )
 from pykcm.informers.generic import GroupVersionResource

@@ -37,7 +37,7 @@ from typing import Any, Final, Literal
 import orjson
 
 from pykcm.api.owner_refs import api_group
-from pykcm.api.resources import ResourceInfo, builtin_registry
+from pykcm.api.resources import ResourceInfo, builtin_registry, preferred_resources
 from pykcm.client import (
     Client,
     NotFound,
@@ -56,7 +56,6 @@ __all__ = [
     "RESTMappingError",
     "deletable_resources",
     "delete_owner_ref_strategic_merge_patch",
-    "preferred_resources",
     "unblock_owner_references_strategic_merge_patch",
 ]
 
@@ -82,22 +81,6 @@ class RESTMappingError(LookupError):
         self.kind = kind
         self.api_version = api_version
 
-
-def preferred_resources(resources: Iterable[ResourceInfo]) -> list[ResourceInfo]:
-    """Each group's resources at the server's preferred version (ServerPreferredResources).
-
-    Discovery lists each group's preferred version first; a resource served
-    only by a non-preferred version is kept at that version.
-    """
-    seen: set[tuple[str, str]] = set()
-    out: list[ResourceInfo] = []
-    for r in resources:
-        key = (r.group, r.plural)
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append(r)
-    return out
 
 
 def deletable_resources(resources: Iterable[ResourceInfo]

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from pykcm.api.resources import ResourceInfo
+from pykcm.api.resources import ResourceInfo, preferred_resources
 from pykcm.client import (
     Client,
     is_conflict,
@@ -249,16 +249,7 @@ async def discover_namespaced_resources(client: Client) -> list[ResourceInfo]:
     kept at that version.
     """
     resources = await client.discovery.refresh()
-    seen: set[tuple[str, str]] = set()
-    out: list[ResourceInfo] = []
-    for r in resources:
-        key = (r.group, r.plural)
-        if key in seen:
-            continue
-        seen.add(key)
-        if r.namespaced:
-            out.append(r)
-    return out
+    return [r for r in preferred_resources(resources) if r.namespaced]
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
