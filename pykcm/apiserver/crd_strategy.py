@@ -97,7 +97,7 @@ def _str(v: Any) -> str:
 
 
 def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time()))
 
 
 # --- defaulting ---------------------------------------------------------------------

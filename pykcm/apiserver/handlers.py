@@ -485,7 +485,8 @@ class APIHandlers:
         conds = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
         conds.append({"type": "PodScheduled", "status": "True",
                       "lastProbeTime": None,
-                      "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+                      "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                          time.gmtime(time.time()))})
         status["conditions"] = conds
         if dry:
             return

@@ -20,7 +20,9 @@ from pykcm.apiserver.custom_resources import CRD_GROUP, CustomResourceVersion
 
 
 def now_rfc3339() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    # time.gmtime() without an argument reads C time(), the coarse clock (up to a tick
+    # behind time.time()): stamps right after a second boundary would show the last second.
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time()))
 
 
 def rfc3339(ts: float) -> str:

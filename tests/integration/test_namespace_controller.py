@@ -115,9 +115,10 @@ async def test_namespace_emptied_then_removed_after_finalizer(
     await eventually(reports_finalizer)
     obj = await client.get("namespaces", ns)
     c = conditions(obj)
-    assert c["NamespaceFinalizersRemaining"]["reason"] == "SomeFinalizerRemain"
+    assert c["NamespaceFinalizersRemaining"]["reason"] == "SomeFinalizersRemain"
     assert c["NamespaceFinalizersRemaining"]["message"] == \
-        "Some finalizers are remaining: example.com/hold in 1 resource instances"
+        "Some content in the namespace has finalizers remaining: example.com/hold in 1 " \
+        "resource instances"
     assert c["NamespaceContentRemaining"]["status"] == "True"
     assert c["NamespaceContentRemaining"]["reason"] == "SomeResourcesRemain"
     assert c["NamespaceContentRemaining"]["message"] == \

@@ -183,9 +183,9 @@ def test_transition_time_moves_only_with_status() -> None:
         "message": "Some resources are remaining: configmaps. has 2 resource instances, "
                    "widgets.example.com has 1 resource instances"}
     assert c["NamespaceFinalizersRemaining"]["message"] == \
-        "Some finalizers are remaining: a/fin in 2 resource instances, " \
-        "b/fin in 1 resource instances"
-    assert c["NamespaceFinalizersRemaining"]["reason"] == "SomeFinalizerRemain"
+        "Some content in the namespace has finalizers remaining: " \
+        "a/fin in 2 resource instances, b/fin in 1 resource instances"
+    assert c["NamespaceFinalizersRemaining"]["reason"] == "SomeFinalizersRemain"
     # Same status, new message: the transition time stays.
     u2 = NamespaceConditionUpdater(lambda: NOW + 20)
     u2.process_content_totals(AllGVRDeletionMetadata({CONFIGMAPS: 1}, {"a/fin": 1}))

@@ -175,6 +175,7 @@ REASON_POD_FAILURE_POLICY: Final = "PodFailurePolicy"
 REASON_MAX_FAILED_INDEXES_EXCEEDED: Final = "MaxFailedIndexesExceeded"
 REASON_FAILED_INDEXES: Final = "FailedIndexes"
 REASON_SUCCESS_POLICY: Final = "SuccessPolicy"
+REASON_COMPLETIONS_REACHED: Final = "CompletionsReached"
 
 _NAMESPACE_TERMINATING_CAUSE: Final = "NamespaceTerminating"
 
@@ -786,7 +787,9 @@ class JobController:
             else:
                 complete = ctx.succeeded >= int(completions_spec) and active == 0
             if complete:
-                ctx.finished_condition = new_condition(SUCCESS_CRITERIA_MET, "True", "", "", now)
+                ctx.finished_condition = new_condition(
+                    SUCCESS_CRITERIA_MET, "True", REASON_COMPLETIONS_REACHED,
+                    "Reached expected number of succeeded pods", now)
             elif manage_job_called:
                 # Conditions and events only from a sync that managed pods.
                 conditions = status.setdefault("conditions", [])

@@ -191,8 +191,9 @@ class NamespaceConditionUpdater:
             by_finalizer = sorted(f"{f} in {n} resource instances"
                                   for f, n in totals.finalizers_to_num_remaining.items() if n)
             self.new_conditions.append(_condition(
-                NAMESPACE_FINALIZERS_REMAINING, "True", "SomeFinalizerRemain",
-                "Some finalizers are remaining: " + ", ".join(by_finalizer), self._clock()))
+                NAMESPACE_FINALIZERS_REMAINING, "True", "SomeFinalizersRemain",
+                "Some content in the namespace has finalizers remaining: "
+                + ", ".join(by_finalizer), self._clock()))
 
     def update(self, namespace: dict[str, Any]) -> bool:
         """Write the conditions into ``namespace["status"]``; whether anything changed."""
