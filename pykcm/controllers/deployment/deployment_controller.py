@@ -82,6 +82,16 @@ def _meta(obj: Obj) -> Mapping[str, Any]:
     return m if isinstance(m, Mapping) else {}
 
 
+RS_CONTROLLER_INDEX: Final = "deployment/rsController"
+"""ReplicaSets by ``namespace/<controller uid>``; ``namespace/`` for orphans."""
+
+
+def _rs_controller_index_func(rs: Any) -> list[str]:
+    ref = get_controller_of(rs)
+    ns = (rs.get("metadata") or {}).get("namespace") or ""
+    return [f"{ns}/{ref.get('uid', '') if ref is not None else ''}"]
+
+
 class DeploymentController(ControllerHost):
     """The Deployment controller (``name`` "deployment"): build it, start the informers, ``run``.
 
@@ -104,6 +114,11 @@ class DeploymentController(ControllerHost):
         self.rs_control: RSControl = rs_control if rs_control is not None else RealRSControl(client)
         self.d_lister = deployment_informer.lister
         self.rs_lister = rs_informer.lister
+        # ReplicaSets by controller (namespace/uid; namespace/ for orphans): a sync claims
+        # from its own and the orphans, not from every ReplicaSet of the namespace.
+        if RS_CONTROLLER_INDEX not in rs_informer.informer.get_indexer().get_indexers():
+            rs_informer.informer.add_indexers({RS_CONTROLLER_INDEX: _rs_controller_index_func})
+        self.rs_indexer = rs_informer.informer.get_indexer()
         self.pod_lister = pod_informer.lister
         # Pods by controller: the pod map of a sync is one index lookup per ReplicaSet.
         add_pod_controller_indexer(pod_informer.informer)
@@ -256,10 +271,8 @@ class DeploymentController(ControllerHost):
             return
         # Upstream lists the ReplicaSets from the API server here; a handler must
         # not block, so the cache's ReplicaSets controlled by ``d`` are used.
-        uid = _meta(d).get("uid")
         ns = str(_meta(d).get("namespace", ""))
-        rs_list = [rs for rs in self.rs_lister.by_namespace(ns).list()
-                   if (get_controller_of(rs) or {}).get("uid") == uid]
+        rs_list = self.rs_indexer.by_index(RS_CONTROLLER_INDEX, f"{ns}/{_meta(d).get('uid', '')}")
         pod_map = self.get_pod_map_for_deployment(d, rs_list)
         if sum(len(p) for p in pod_map.values()) == 0:
             self.enqueue(d)
@@ -270,9 +283,12 @@ class DeploymentController(ControllerHost):
         """The ReplicaSets ``d`` owns after adopting matching orphans and releasing the rest."""
         meta = _meta(d)
         ns = str(meta.get("namespace", ""))
-        # All ReplicaSets of the namespace: also those we own that no longer
-        # match our selector, so the claim releases them.
-        rs_list = self.rs_lister.by_namespace(ns).list()
+        # Those we control (also any that no longer match our selector, so the
+        # claim releases them) and the orphans of the namespace (which it may
+        # adopt). One controlled by another owner is ignored by the claim, so the
+        # rest of the namespace is not read (upstream lists it all).
+        rs_list = [*self.rs_indexer.by_index(RS_CONTROLLER_INDEX, f"{ns}/{meta.get('uid', '')}"),
+                   *self.rs_indexer.by_index(RS_CONTROLLER_INDEX, f"{ns}/")]
         try:
             selector = selector_from_label_selector((d.get("spec") or {}).get("selector"))
         except ValueError as exc:

@@ -120,6 +120,17 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return m if isinstance(m, Mapping) else {}
 
 
+POD_TEMPLATE_HASH_INDEX: Final = "replicaset/podTemplateHash"
+"""Pods by ``namespace/<pod-template-hash label>`` (only pods carrying the label)."""
+_HASH_LABEL: Final = "pod-template-hash"
+
+
+def _pod_template_hash_index_func(pod: Any) -> list[str]:
+    meta = pod.get("metadata") or {}
+    h = (meta.get("labels") or {}).get(_HASH_LABEL)
+    return [f"{meta.get('namespace') or ''}/{h}"] if h is not None else []
+
+
 def _controller_uid_index_func(rs: Any) -> list[str]:
     ref = get_controller_of(rs)
     return [str(ref.get("uid", ""))] if ref is not None else []
@@ -191,6 +202,8 @@ class ReplicaSetController(ControllerHost):
 
         pod_inf = pod_informer.informer
         add_pod_controller_indexer(pod_inf)
+        if POD_TEMPLATE_HASH_INDEX not in pod_inf.get_indexer().get_indexers():
+            pod_inf.add_indexers({POD_TEMPLATE_HASH_INDEX: _pod_template_hash_index_func})
         self.pod_indexer = pod_inf.get_indexer()
         self.pod_lister = pod_informer.lister
         # Every pod change reaches the owner (host assignment, status...): the
@@ -259,8 +272,19 @@ class ReplicaSetController(ControllerHost):
                 sel = selector_from_label_selector((other.get("spec") or {}).get("selector"))
             except SelectorParseError:
                 continue  # an invalid selector matches no pods
-            for pod in self.pod_lister.by_namespace(str(_meta(other).get("namespace") or "")
-                                                    ).list(sel):
+            ns = str(_meta(other).get("namespace") or "")
+            match_labels = (((other.get("spec") or {}).get("selector") or {})
+                            .get("matchLabels") or {})
+            h = match_labels.get(_HASH_LABEL)
+            if isinstance(h, str):
+                # Every pod the selector matches carries this label value: one index
+                # bucket (the family's pods), not a scan of the namespace; same result.
+                pods = [p for p in self.pod_indexer.by_index(POD_TEMPLATE_HASH_INDEX,
+                                                             f"{ns}/{h}")
+                        if sel.matches((p.get("metadata") or {}).get("labels"))]
+            else:
+                pods = self.pod_lister.by_namespace(ns).list(sel)
+            for pod in pods:
                 uid = str(_meta(pod).get("uid") or "")
                 if uid in seen:
                     continue
