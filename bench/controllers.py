@@ -1,0 +1,994 @@
+"""Benchmark of the controllers end to end: `pykcm up` (API server, simulated nodes, controllers).
+
+    .venv/bin/python bench/controllers.py [--quick] [--runs N] [--qps 20/30,1000/2000]
+                                          [--profile] [--no-events] [--no-record]
+
+Each run starts the three processes of `pykcm up` itself, with the same CLI
+commands `pykcm up` runs (so that the CPU of each is read from /proc): a
+fresh empty data dir, `pykcm apiserver` (TLS, durable), `pykcm sim --nodes 10
+--max-pods 250` (10 x 110 pods would not hold 2,000 replicas) and `pykcm
+controller-manager --controllers '*' --kube-api-qps Q --kube-api-burst B`.
+Then, in order, on the same cluster (the clock of each phase runs from its
+first request to the condition being observed by a watch):
+
+  1. scale     200 Deployments x 5 replicas created, until every one has
+               status.availableReplicas == 5 and observedGeneration == generation
+  2. rollout   a new image on all 200 (merge patch), until every rollout is
+               complete (`kubectl rollout status`'s test: observedGeneration
+               current, updatedReplicas == replicas == availableReplicas == 5)
+  3. gc        DELETE of the 200 Deployments (background propagation), until
+               every ReplicaSet and Pod in the namespace is gone (issue 7)
+  4. jobs      100 Jobs x 10 completions (parallelism 10, pods annotated
+               sim.pykcm.io/run-seconds=0.5), until every Job is Complete (issue 7)
+  5. big       1 Deployment x 2,000 replicas, until Available (2,000 available,
+               observedGeneration current); the finished Job pods still exist
+               (terminal pods do not count against --max-pods)
+
+Per phase: wall time, CPU seconds of the API server, simulator, controller
+manager and this driver, API requests by verb/resource from the API server's
+/metrics (the driver's own requests subtracted) and the controller manager's
+own requests (rest_client_requests_total from its /metrics), the load average.
+--profile attaches py-spy to the controller manager during scale and big
+(last run of the fastest QPS setting). Prints a Markdown section and appends
+it to bench/RESULTS.md (--no-record to skip). --quick: 20 Deployments, 200
+replicas, 10 Jobs, one run (smoke run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import datetime as _dt
+import math
+import os
+import platform
+import shutil
+import signal
+import socket
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import orjson
+import yaml  # type: ignore[import-untyped, unused-ignore]
+from prometheus_client.parser import text_string_to_metric_families
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from _common import append_results, busy_cpu_seconds, cpu_model, log
+
+NS = "bench"
+NS_JOBS = "bench-jobs"
+NS_BIG = "bench-big"
+PHASES = ("scale", "rollout", "gc", "jobs", "big")
+
+# Issue 6: real kube-controller-manager v1.36 + kube-apiserver + etcd + a minimal node
+# simulator, same kind of machine, medians of 3 (s). No reference for the issue 7 phases.
+REFERENCE: dict[str, dict[str, float]] = {
+    "20/30": {"scale": 78.6, "rollout": 253.0, "big": 102.0},
+    "1000/2000": {"scale": 5.3, "rollout": 15.7, "big": 8.2},
+}
+TARGET: dict[str, dict[str, float]] = {
+    "20/30": {"scale": 78.6, "rollout": 253.0, "big": 102.0},
+    "1000/2000": {"scale": 10.0, "rollout": 25.0, "big": 15.0},
+}
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def proc_cpu(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_rss_mib(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+# -- the cluster: the three processes of `pykcm up` ---------------------------------------
+
+
+class Stack:
+    def __init__(self, qps: float, burst: int, *, nodes: int, max_pods: int,
+                 events: bool) -> None:
+        self.qps, self.burst = qps, burst
+        self.nodes, self.max_pods, self.events = nodes, max_pods, events
+        self.work = tempfile.mkdtemp(prefix="pykcm-bench-ctl-")
+        self.data_dir = os.path.join(self.work, "data")
+        self.logs = os.path.join(self.work, "logs")
+        os.makedirs(self.logs)
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.url = ""
+        self.token = ""
+        self.ssl: ssl.SSLContext | bool = False
+        self.cm_port = _free_port()
+
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        with open(os.path.join(self.logs, f"{name}.log"), "wb") as out:
+            self.procs[name] = subprocess.Popen(
+                [sys.executable, "-m", "pykcm", *argv], cwd=REPO, stdout=out,
+                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def log_tail(self, name: str, n: int = 5) -> str:
+        try:
+            with open(os.path.join(self.logs, f"{name}.log"), "rb") as f:
+                lines = f.read().decode(errors="replace").splitlines()
+        except OSError:
+            return ""
+        return " | ".join(ln for ln in lines[-n:] if ln.strip())
+
+    def check(self) -> None:
+        for name, p in self.procs.items():
+            if p.poll() is not None:
+                raise BenchError(f"{name} exited ({p.returncode}): {self.log_tail(name)}")
+
+    def start(self, timeout: float = 60.0) -> None:
+        kubeconfig = os.path.join(self.data_dir, "kubeconfig")
+        self._spawn("apiserver", ["apiserver", "--data-dir", self.data_dir, "--port", "0"])
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(kubeconfig):
+            self.check()
+            if time.monotonic() > deadline:
+                raise BenchError("the API server did not write its kubeconfig in time")
+            time.sleep(0.05)
+        time.sleep(0.1)  # written whole before it is renamed? read it again on failure
+        for _ in range(50):
+            try:
+                with open(kubeconfig) as f:
+                    cfg = yaml.safe_load(f)
+                break
+            except (OSError, yaml.YAMLError):
+                time.sleep(0.1)
+        cluster = cfg["clusters"][0]["cluster"]
+        self.url = cluster["server"].rstrip("/")
+        self.token = cfg["users"][0]["user"]["token"]
+        if self.url.startswith("https://"):
+            if "certificate-authority-data" in cluster:
+                ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
+                self.ssl = ssl.create_default_context(cadata=ca)
+            else:
+                self.ssl = ssl.create_default_context(cafile=cluster["certificate-authority"])
+        sim = ["sim", "--kubeconfig", kubeconfig, "--nodes", str(self.nodes),
+               "--max-pods", str(self.max_pods)]
+        if not self.events:
+            sim.append("--no-events")
+        self._spawn("sim", sim)
+        self._spawn("controller-manager", [
+            "controller-manager", "--kubeconfig", kubeconfig, "--controllers", "*",
+            "--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", "0",
+            "--port", str(self.cm_port), "--kube-api-qps", str(self.qps),
+            "--kube-api-burst", str(self.burst)])
+
+    def cpu(self) -> dict[str, float]:
+        out = {name: proc_cpu(p.pid) for name, p in self.procs.items()}
+        out["driver"] = time.process_time()
+        return out
+
+    def rss(self) -> dict[str, float]:
+        return {name: proc_rss_mib(p.pid) for name, p in self.procs.items()}
+
+    def stop(self) -> None:
+        for name in ("controller-manager", "sim", "apiserver"):
+            p = self.procs.get(name)
+            if p is None or p.poll() is not None:
+                continue
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+# -- the driver ----------------------------------------------------------------------------
+
+
+class Driver:
+    """One aiohttp session; counts its own requests by (verb, resource) to subtract them."""
+
+    def __init__(self, stack: Stack) -> None:
+        self.stack = stack
+        self.base = stack.url
+        self.session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=32, ssl=stack.ssl),
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=30),
+            headers={"Authorization": f"Bearer {stack.token}", "Accept": "application/json"},
+            trust_env=False)
+        self.own: Counter[tuple[str, str, str]] = Counter()
+        self.failures: list[str] = []
+
+    async def close(self) -> None:
+        await self.session.close()
+
+    async def request(self, verb: str, resource: str, method: str, path: str,
+                      body: Any = None, ctype: str = "application/json",
+                      ok: tuple[int, ...] = ()) -> tuple[int, Any]:
+        self.own[(verb, resource, "")] += 1
+        data = orjson.dumps(body) if body is not None else None
+        headers = {"Content-Type": ctype} if data is not None else None
+        async with self.session.request(method, self.base + path, data=data,
+                                        headers=headers) as r:
+            raw = await r.read()
+        if r.status >= 300 and r.status not in ok:
+            self.failures.append(f"{method} {path}: {r.status} {raw[:200]!r}")
+        try:
+            return r.status, orjson.loads(raw) if raw else None
+        except orjson.JSONDecodeError:
+            return r.status, raw
+
+    async def metrics(self) -> Counter[tuple[str, str, str, str]]:
+        """apiserver_request_total summed by (verb, resource, subresource, code)."""
+        async with self.session.get(self.base + "/metrics") as r:
+            text = await r.text()
+        out: Counter[tuple[str, str, str, str]] = Counter()
+        for fam in text_string_to_metric_families(text):
+            for s in fam.samples:
+                if s.name == "apiserver_request_total":
+                    lb = s.labels
+                    res = lb.get("resource", "")
+                    if lb.get("group"):
+                        res = f"{res}.{lb['group']}"
+                    out[(lb.get("verb", ""), res, lb.get("subresource", ""),
+                         lb.get("code", ""))] += int(s.value)
+        return out
+
+    async def events(self) -> Counter[str]:
+        """Events recorded so far by (source component, reason), counting repeats."""
+        out: Counter[str] = Counter()
+        st, body = await self.request("LIST", "events", "GET", "/api/v1/events")
+        if st != 200:
+            return out
+        for ev in body["items"]:
+            comp = ((ev.get("source") or {}).get("component") or ev.get("reportingComponent")
+                    or "?")
+            out[f"{comp} {ev.get('reason', '?')}"] += int(ev.get("count") or 1)
+        return out
+
+    async def cm_metrics(self) -> Counter[str]:
+        """The controller manager's own requests (rest_client_requests_total) by method."""
+        out: Counter[str] = Counter()
+        try:
+            async with self.session.get(f"http://127.0.0.1:{self.stack.cm_port}/metrics",
+                                        ssl=False) as r:
+                text = await r.text()
+        except (aiohttp.ClientError, OSError):
+            return out
+        for fam in text_string_to_metric_families(text):
+            for s in fam.samples:
+                if s.name == "rest_client_requests_total":
+                    out[s.labels.get("method", "?")] += int(s.value)
+        return out
+
+
+class Watch:
+    """LIST + WATCH of one collection; objects reduced by ``keep`` into ``objs``."""
+
+    def __init__(self, drv: Driver, verb_res: str, path: str,
+                 keep: Callable[[dict[str, Any]], Any]) -> None:
+        self.drv, self.res, self.path, self.keep = drv, verb_res, path, keep
+        self.objs: dict[str, Any] = {}
+        self.changed = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+        self.synced = asyncio.Event()
+
+    def start(self) -> None:
+        self.task = asyncio.ensure_future(self._run())
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self.task
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                st, body = await self.drv.request("LIST", self.res, "GET", self.path)
+                if st != 200:
+                    await asyncio.sleep(0.5)
+                    continue
+                self.objs = {it["metadata"]["name"]: self.keep(it) for it in body["items"]}
+                rv = body["metadata"]["resourceVersion"]
+                self.synced.set()
+                self.changed.set()
+                self.drv.own[("WATCH", self.res, "")] += 1
+                url = (f"{self.drv.base}{self.path}?watch=1&resourceVersion={rv}"
+                       "&allowWatchBookmarks=true&timeoutSeconds=3600")
+                async with self.drv.session.get(url) as r:
+                    if r.status != 200:
+                        await asyncio.sleep(0.5)
+                        continue
+                    buf = b""
+                    async for chunk in r.content.iter_any():
+                        buf += chunk
+                        if b"\n" not in buf:
+                            continue
+                        *lines, buf = buf.split(b"\n")
+                        for ln in lines:
+                            if not ln.strip():
+                                continue
+                            ev = orjson.loads(ln)
+                            t, obj = ev.get("type"), ev.get("object") or {}
+                            if t in ("ADDED", "MODIFIED"):
+                                self.objs[obj["metadata"]["name"]] = self.keep(obj)
+                            elif t == "DELETED":
+                                self.objs.pop(obj["metadata"]["name"], None)
+                            elif t == "ERROR":
+                                raise ConnectionResetError(f"watch error: {obj}")
+                        self.changed.set()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - re-list
+                log(f"bench: watch {self.path}: {exc!r}; re-listing")
+                await asyncio.sleep(0.2)
+
+    async def wait(self, pred: Callable[[dict[str, Any]], bool], timeout: float,
+                   progress: Callable[[dict[str, Any]], str], check: Callable[[], None]) -> None:
+        deadline = time.monotonic() + timeout
+        next_log = time.monotonic() + 15
+        await self.synced.wait()
+        while not pred(self.objs):
+            self.changed.clear()
+            now = time.monotonic()
+            if now > deadline:
+                raise BenchError(f"timed out after {timeout:.0f} s: {progress(self.objs)}")
+            if now > next_log:
+                log(f"bench:   ... {progress(self.objs)}")
+                next_log = now + 15
+            check()
+            try:
+                await asyncio.wait_for(self.changed.wait(), 1.0)
+            except TimeoutError:
+                pass
+            await asyncio.sleep(0.02)  # evaluate the predicate at most ~50 times a second
+
+
+# -- objects -------------------------------------------------------------------------------
+
+
+def deployment(name: str, replicas: int, image: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "labels": {"app": name}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "app", "image": image,
+                                         "resources": {"requests": {"cpu": "1m",
+                                                                    "memory": "1Mi"}}}]},
+            },
+        },
+    }
+
+
+def job(name: str, completions: int, parallelism: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "completions": completions, "parallelism": parallelism, "backoffLimit": 6,
+            "template": {
+                "metadata": {"annotations": {"sim.pykcm.io/run-seconds": "0.5"}},
+                "spec": {"restartPolicy": "Never",
+                         "containers": [{"name": "work", "image": "busybox:1.36",
+                                         "command": ["true"],
+                                         "resources": {"requests": {"cpu": "1m",
+                                                                    "memory": "1Mi"}}}]},
+            },
+        },
+    }
+
+
+def d_state(obj: dict[str, Any]) -> tuple[int, int, int, int, int, int, str]:
+    """(generation, observedGeneration, spec replicas, replicas, updated, available, image)."""
+    st = obj.get("status") or {}
+    spec = obj.get("spec") or {}
+    image = spec["template"]["spec"]["containers"][0]["image"]
+    return (obj["metadata"].get("generation", 0), st.get("observedGeneration", 0),
+            spec.get("replicas", 1), st.get("replicas", 0), st.get("updatedReplicas", 0),
+            st.get("availableReplicas", 0), image)
+
+
+def available(s: tuple[int, ...], want: int) -> bool:
+    return s[1] >= s[0] and s[5] == want
+
+
+def rolled_out(s: tuple[Any, ...], want: int, image: str) -> bool:
+    return bool(s[6] == image and s[1] >= s[0] and s[4] == want and s[3] == want
+                and s[5] == want)
+
+
+def j_state(obj: dict[str, Any]) -> tuple[int, bool]:
+    st = obj.get("status") or {}
+    done = any(c.get("type") == "Complete" and c.get("status") == "True"
+               for c in st.get("conditions") or ())
+    return st.get("succeeded", 0), done
+
+
+async def pool(items: list[Any], fn: Callable[[Any], Awaitable[Any]], n: int = 32) -> None:
+    it = iter(items)
+
+    async def worker() -> None:
+        for x in it:
+            await fn(x)
+
+    await asyncio.gather(*(worker() for _ in range(n)))
+
+
+# -- one run ---------------------------------------------------------------------------------
+
+
+class Run:
+    def __init__(self, args: argparse.Namespace, qps: float, burst: int, label: str,
+                 profile_dir: str | None) -> None:
+        self.args, self.qps, self.burst, self.label = args, qps, burst, label
+        self.profile_dir = profile_dir
+        self.n_dep = args.deployments
+        self.n_big = args.big
+        self.n_jobs = args.jobs
+        self.phases: dict[str, dict[str, Any]] = {}
+        self.rss: dict[str, float] = {}
+
+    async def measure(self, name: str, stack: Stack, drv: Driver,
+                      body: Callable[[], Awaitable[None]], profile: bool = False) -> None:
+        log(f"bench: [{self.label}] {name} ...")
+        e0 = await drv.events()
+        m0, c0, own0 = await drv.metrics(), await drv.cm_metrics(), Counter(drv.own)
+        cpu0, busy0, load0 = stack.cpu(), busy_cpu_seconds(), os.getloadavg()
+        spy = None
+        pyspy = shutil.which("py-spy", path=os.path.dirname(sys.executable)) or \
+            shutil.which("py-spy")
+        if profile and self.profile_dir and pyspy:
+            out = os.path.join(self.profile_dir, f"{name}.txt")
+            spy = subprocess.Popen([pyspy, "record",  # noqa: ASYNC220 - returns at once "--native", "-r", "100", "-f", "raw",
+                                    "-o", out, "-p", str(stack.procs["controller-manager"].pid)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        t0 = time.perf_counter()
+        try:
+            await body()
+        finally:
+            wall = time.perf_counter() - t0
+            if spy is not None:
+                spy.send_signal(signal.SIGINT)
+                try:
+                    spy.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    spy.kill()
+        cpu1, busy1, load1 = stack.cpu(), busy_cpu_seconds(), os.getloadavg()
+        m1, c1 = await drv.metrics(), await drv.cm_metrics()
+        e1 = await drv.events()
+        ev = Counter({k: e1.get(k, 0) - e0.get(k, 0) for k in set(e1) | set(e0)})
+        own = Counter(drv.own)
+        own.subtract(own0)
+        own[("GET", "", "")] += 0
+        reqs: Counter[tuple[str, str, str]] = Counter()
+        codes: Counter[str] = Counter()
+        for k, v in m1.items():
+            d = v - m0.get(k, 0)
+            if d:
+                reqs[k[:3]] += d
+                if not k[3].startswith("2"):
+                    codes[f"{k[0]} {k[1]}{'/' + k[2] if k[2] else ''} {k[3]}"] += d
+        # the driver's own requests, and the 2 /metrics scrapes of the first snapshot
+        for ok, ov in own.items():
+            if ov:
+                reqs[ok] -= ov
+        reqs[("GET", "", "")] -= 1
+        reqs = Counter({k: v for k, v in reqs.items() if v > 0})
+        cm = Counter({k: c1.get(k, 0) - c0.get(k, 0) for k in set(c1) | set(c0)})
+        cpu = {k: cpu1[k] - cpu0.get(k, 0.0) for k in cpu1}
+        self.phases[name] = {
+            "wall": wall, "cpu": cpu, "requests": reqs, "cm_requests": cm, "codes": codes,
+            "busy": busy1 - busy0, "load0": load0, "load1": load1,
+            "events": Counter({k: v for k, v in ev.items() if v}),
+        }
+        r = self.phases[name]
+        log(f"bench: [{self.label}] {name}: {wall:.1f} s; CPU s api {cpu['apiserver']:.1f} "
+            f"sim {cpu['sim']:.1f} cm {cpu['controller-manager']:.1f} driver "
+            f"{cpu['driver']:.1f}; requests (not the driver's) {sum(reqs.values()):,}, of "
+            f"which the controller manager {sum(cm.values()):,}; load {load1[0]:.2f}")
+        if codes:
+            log(f"bench:   non-2xx: {dict(codes)}")
+        del r
+
+    async def run(self) -> dict[str, Any]:
+        a = self.args
+        tree = git_state()
+        stack = Stack(self.qps, self.burst, nodes=a.nodes, max_pods=a.max_pods,
+                      events=not a.no_events)
+        drv: Driver | None = None
+        watches: list[Watch] = []
+        try:
+            stack.start()
+            drv = Driver(stack)
+            await self._ready(stack, drv)
+            for ns in (NS, NS_JOBS, NS_BIG):
+                await drv.request("POST", "namespaces", "POST", "/api/v1/namespaces",
+                                  {"metadata": {"name": ns}})
+            dw = Watch(drv, "deployments.apps", f"/apis/apps/v1/namespaces/{NS}/deployments",
+                       d_state)
+            rw = Watch(drv, "replicasets.apps", f"/apis/apps/v1/namespaces/{NS}/replicasets",
+                       lambda o: None)
+            pw = Watch(drv, "pods", f"/api/v1/namespaces/{NS}/pods", lambda o: None)
+            jw = Watch(drv, "jobs.batch", f"/apis/batch/v1/namespaces/{NS_JOBS}/jobs", j_state)
+            bw = Watch(drv, "deployments.apps",
+                       f"/apis/apps/v1/namespaces/{NS_BIG}/deployments", d_state)
+            watches = [dw, rw, pw, jw, bw]
+            for w in watches:
+                w.start()
+            for w in watches:
+                await w.synced.wait()
+            await asyncio.sleep(1.0)
+            names = [f"web-{i:03d}" for i in range(self.n_dep)]
+            n = self.n_dep
+            prof = bool(self.profile_dir)
+
+            async def scale() -> None:
+                await pool(names, lambda nm: drv.request(
+                    "POST", "deployments.apps", "POST",
+                    f"/apis/apps/v1/namespaces/{NS}/deployments",
+                    deployment(nm, 5, "nginx:1.25")))
+                await dw.wait(lambda o: len(o) == n and all(available(s, 5) for s in o.values()),
+                              a.timeout, lambda o: f"{sum(available(s, 5) for s in o.values())}"
+                              f"/{n} available", stack.check)
+
+            async def rollout() -> None:
+                patch = {"spec": {"template": {"spec": {"containers": [
+                    {"name": "app", "image": "nginx:1.26",
+                     "resources": {"requests": {"cpu": "1m", "memory": "1Mi"}}}]}}}}
+                await pool(names, lambda nm: drv.request(
+                    "PATCH", "deployments.apps", "PATCH",
+                    f"/apis/apps/v1/namespaces/{NS}/deployments/{nm}", patch,
+                    ctype="application/merge-patch+json"))
+                await dw.wait(lambda o: all(rolled_out(s, 5, "nginx:1.26") for s in o.values()),
+                              a.timeout, lambda o: f"{sum(rolled_out(s, 5, 'nginx:1.26') for s in o.values())}/{n} rolled out", stack.check)
+
+            async def gc() -> None:
+                await pool(names, lambda nm: drv.request(
+                    "DELETE", "deployments.apps", "DELETE",
+                    f"/apis/apps/v1/namespaces/{NS}/deployments/{nm}"))
+                await rw.wait(lambda o: not o, a.timeout,
+                              lambda o: f"{len(o)} ReplicaSets, {len(pw.objs)} pods left",
+                              stack.check)
+                await pw.wait(lambda o: not o, a.timeout,
+                              lambda o: f"{len(o)} pods left", stack.check)
+
+            jnames = [f"job-{i:03d}" for i in range(self.n_jobs)]
+
+            async def jobs() -> None:
+                await pool(jnames, lambda nm: drv.request(
+                    "POST", "jobs.batch", "POST", f"/apis/batch/v1/namespaces/{NS_JOBS}/jobs",
+                    job(nm, 10, 10)))
+                nj = len(jnames)
+                await jw.wait(lambda o: len(o) == nj and all(s[1] for s in o.values()),
+                              a.timeout, lambda o: f"{sum(s[1] for s in o.values())}/{nj} "
+                              f"complete, {sum(s[0] for s in o.values())} pods succeeded",
+                              stack.check)
+
+            nb = self.n_big
+
+            async def big() -> None:
+                await drv.request("POST", "deployments.apps", "POST",
+                                  f"/apis/apps/v1/namespaces/{NS_BIG}/deployments",
+                                  deployment("big", nb, "nginx:1.25"))
+                await bw.wait(lambda o: len(o) == 1 and available(o["big"], nb), a.timeout,
+                              lambda o: f"{o['big'][5] if o else 0}/{nb} available",
+                              stack.check)
+
+            await self.measure("scale", stack, drv, scale, profile=prof)
+            await self.measure("rollout", stack, drv, rollout, profile=prof)
+            await self.measure("gc", stack, drv, gc)
+            await self.measure("jobs", stack, drv, jobs)
+            await self.measure("big", stack, drv, big, profile=prof)
+            self.rss = stack.rss()
+            return {"phases": self.phases, "rss": self.rss, "tree": tree,
+                    "failures": list(drv.failures)}
+        except BenchError as exc:
+            log(f"bench: [{self.label}] failed: {exc}")
+            for name in stack.procs:
+                log(f"bench:   {name} log tail: {stack.log_tail(name, 3)[:600]}")
+            return {"phases": self.phases, "rss": stack.rss(), "error": str(exc), "tree": tree,
+                    "failures": list(drv.failures) if drv else []}
+        finally:
+            for w in watches:
+                await w.stop()
+            if drv is not None:
+                await drv.close()
+            if self.args.keep_logs:
+                dst = os.path.join(self.args.keep_logs, self.label.replace("/", "-"))
+                shutil.copytree(stack.logs, dst, dirs_exist_ok=True)
+            stack.stop()
+
+    async def _ready(self, stack: Stack, drv: Driver, timeout: float = 90.0) -> None:
+        """Every node Ready and the controller manager's /healthz answering."""
+        deadline = time.monotonic() + timeout
+        while True:
+            stack.check()
+            if time.monotonic() > deadline:
+                raise BenchError("the cluster did not come up in time")
+            ready = 0
+            try:
+                st, body = await drv.request("LIST", "nodes", "GET", "/api/v1/nodes")
+                if st == 200:
+                    for it in body["items"]:
+                        for c in (it.get("status") or {}).get("conditions") or ():
+                            if c.get("type") == "Ready" and c.get("status") == "True":
+                                ready += 1
+                async with drv.session.get(f"http://127.0.0.1:{stack.cm_port}/healthz",
+                                           ssl=False) as r:
+                    cm_ok = r.status == 200
+            except (aiohttp.ClientError, OSError):
+                cm_ok = False
+            if ready >= stack.nodes and cm_ok:
+                return
+            await asyncio.sleep(0.25)
+
+
+def git_state() -> str:
+    """HEAD and a digest of the uncommitted changes: other work changes the tree between runs."""
+    import hashlib
+
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
+                              capture_output=True, text=True, check=False).stdout.strip()
+        diff = subprocess.run(["git", "diff", "HEAD", "--", "pykcm"], cwd=REPO,
+                              capture_output=True, check=False).stdout
+        new = subprocess.run(["git", "ls-files", "--others", "--exclude-standard", "pykcm"],
+                             cwd=REPO, capture_output=True, text=True, check=False).stdout
+        h = hashlib.sha1(diff)
+        for path in sorted(new.split()):
+            try:
+                with open(os.path.join(REPO, path), "rb") as f:
+                    h.update(path.encode() + f.read())
+            except OSError:
+                pass
+        dirty = bool(diff or new.strip())
+        return f"{head}+{h.hexdigest()[:8]}" if dirty else head
+    except OSError:
+        return "?"
+
+
+# -- report ---------------------------------------------------------------------------------
+
+
+def machine() -> str:
+    return (f"{platform.machine()}, nproc {len(os.sched_getaffinity(0))}, {cpu_model()}, "
+            f"Python {platform.python_version()}")
+
+
+def med(vals: list[float]) -> float:
+    return statistics.median(vals) if vals else float("nan")
+
+
+def fmt_s(v: float) -> str:
+    return "n/a" if math.isnan(v) else (f"{v:.1f} s" if v < 100 else f"{v:.0f} s")
+
+
+def summarize_pyspy(path: str, top: int = 14) -> list[tuple[str, float]]:
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    total = 0
+    self_c: Counter[str] = Counter()
+    incl: Counter[str] = Counter()
+    for ln in lines:
+        stack, _, cnt = ln.rpartition(" ")
+        if not stack or not cnt.isdigit():
+            continue
+        frames = [_frame(fr) for fr in stack.split(";") if fr]
+        c = int(cnt)
+        total += c
+        if "gc_collect_main" in frames:
+            self_c["cyclic GC (gc_collect_main)"] += c
+        else:
+            py = [f for f in frames if ".py:" in f or ".py)" in f]
+            idle = any(f.startswith(("epoll_wait", "select ", "_run_once (asyncio/base_events"))
+                       for f in frames[-3:])
+            self_c["(idle: waiting in the event loop)" if idle and not py[-1:] else
+                   (py[-1] if py else "(native)")] += c
+        for name in set(frames):
+            if ".py)" in name:
+                incl[name] += c
+    if not total:
+        return []
+    return [(k, v / total) for k, v in self_c.most_common(top)] + \
+        [("incl: " + k, v / total) for k, v in incl.most_common(top + 10)]
+
+
+def _frame(fr: str) -> str:
+    name, _, where = fr.strip().partition(" (")
+    where = where.rstrip(")")
+    if ".py:" in where:
+        parts = where.rsplit(":", 1)[0].replace("\\", "/").split("/")
+        return f"{name} ({'/'.join(parts[-2:])})"
+    return name
+
+
+def report(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]], wall: float,
+           profiles: dict[str, list[tuple[str, float]]]) -> str:
+    L: list[str] = []
+    when = _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    title = "Controllers end to end" + (" (quick smoke run, not comparable)" if args.quick
+                                        else "")
+    L.append(f"## {title} — {when}")
+    L.append("")
+    la = args.loadavg
+    L.append(f"Machine: {machine()}; load average at start {la[0]:.2f} {la[1]:.2f} "
+             f"{la[2]:.2f}.  ")
+    L.append(f"Run: `bench/controllers.py {' '.join(sys.argv[1:])}`"
+             f"{'' if math.isnan(wall) else f', {wall:.0f} s wall'}. The "
+             f"three processes of `pykcm up`, started by the benchmark with `pykcm up`'s own "
+             f"commands (fresh data dir per run, TLS, durable store): `pykcm apiserver`, "
+             f"`pykcm sim --nodes {args.nodes} --max-pods {args.max_pods}"
+             f"{' --no-events' if args.no_events else ''}` (**--max-pods {args.max_pods}**: "
+             f"10 x 110 would not hold 2,000 replicas; scheduler events "
+             f"{'off' if args.no_events else 'on, as in `pykcm up`'}), `pykcm "
+             f"controller-manager --controllers '*' --kube-api-qps Q --kube-api-burst B` (QPS "
+             f"and burst per controller client, as kube-controller-manager). Phases in order on "
+             f"one cluster: scale = {args.deployments} Deployments x 5 created until all "
+             f"Available (availableReplicas 5, observedGeneration current); rollout = a new "
+             f"image on all (merge patch) until `kubectl rollout status` would say done; gc = "
+             f"DELETE of the {args.deployments} Deployments (background) until no ReplicaSet "
+             f"or Pod is left; jobs = {args.jobs} Jobs x 10 completions (parallelism 10, "
+             f"run-seconds 0.5) until all Complete; big = 1 Deployment x {args.big:,} until "
+             f"Available. Time from the first request of a phase to a watch seeing the "
+             f"condition. Medians of {args.runs} run(s) per setting.")
+    L.append("")
+    L.append("| QPS/burst | phase | pykcm (median) | runs | kube-controller-manager v1.36 "
+             "(issue 6) | ratio | target |")
+    L.append("|---|---|---:|---|---:|---:|---|")
+    for label, runs in results.items():
+        for ph in PHASES:
+            vals = [r["phases"][ph]["wall"] for r in runs if ph in r["phases"]
+                    and not (r.get("error") and list(r["phases"])[-1] == ph and False)]
+            v = med(vals)
+            ref = REFERENCE.get(label, {}).get(ph)
+            tgt = TARGET.get(label, {}).get(ph)
+            ratio = f"{v / ref:.2f}×" if ref and vals else "—"
+            tcell = "—"
+            if tgt is not None and not args.quick:
+                tcell = f"≤ {fmt_s(tgt)} {'✅' if vals and v <= tgt else '❌'}"
+            L.append(f"| {label} | {ph} | {fmt_s(v) if vals else 'failed'} | "
+                     f"{', '.join(f'{x:.1f}' for x in vals)} | "
+                     f"{fmt_s(ref) if ref else '—'} | {ratio} | {tcell} |")
+    L.append("")
+    L.append("Ratio = pykcm ÷ kube-controller-manager (below 1 is faster). The reference ran "
+             "real kube-apiserver + etcd (Go); pykcm's API server, simulator and controllers "
+             "are all Python on the same 2 cores.")
+    L.append("")
+    # CPU split and requests, medians over runs
+    L.append("CPU seconds per process (median over runs) and API requests per phase (median; "
+             "the benchmark driver's own requests are subtracted; `cm` = the controller "
+             "manager's own count, rest_client_requests_total):")
+    L.append("")
+    L.append("| QPS/burst | phase | wall | apiserver | sim | controller-manager | driver | "
+             "controller-manager cores | whole machine cores | requests (all but driver) | "
+             "cm requests | cm req/s | load avg (1 min) at end |")
+    L.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for label, runs in results.items():
+        for ph in PHASES:
+            rs = [r["phases"][ph] for r in runs if ph in r["phases"]]
+            if not rs:
+                continue
+            w = med([r["wall"] for r in rs])
+            c = {k: med([r["cpu"][k] for r in rs]) for k in ("apiserver", "sim",
+                                                             "controller-manager", "driver")}
+            busy = med([r["busy"] / r["wall"] for r in rs])
+            req = med([sum(r["requests"].values()) for r in rs])
+            cmr = med([sum(r["cm_requests"].values()) for r in rs])
+            L.append(f"| {label} | {ph} | {fmt_s(w)} | {c['apiserver']:.1f} | {c['sim']:.1f} | "
+                     f"{c['controller-manager']:.1f} | {c['driver']:.1f} | "
+                     f"{c['controller-manager'] / w:.2f} | {busy:.2f} | {req:,.0f} | "
+                     f"{cmr:,.0f} | {cmr / w:,.0f} | "
+                     f"{med([r['load1'][0] for r in rs]):.2f} |")
+    L.append("")
+    # request breakdown, first run of each setting
+    L.append("Requests by verb and resource (first run of each setting; all clients but the "
+             "driver: controllers, simulator (binding, pods/status, nodes, leases, scheduler "
+             "events), and watches):")
+    L.append("")
+    for label, runs in results.items():
+        r0 = runs[0]
+        for ph in PHASES:
+            if ph not in r0["phases"]:
+                continue
+            p = r0["phases"][ph]
+            items = sorted(p["requests"].items(), key=lambda kv: -kv[1])
+            txt = ", ".join(f"{k[0]} {k[1]}{'/' + k[2] if k[2] else ''} {v:,}"
+                            for k, v in items if v)
+            cm = ", ".join(f"{k} {v:,}" for k, v in sorted(p["cm_requests"].items()) if v)
+            codes = ", ".join(f"{k}: {v}" for k, v in p["codes"].items())
+            evs = ", ".join(f"{k} {v:,}" for k, v in sorted(p.get("events", {}).items(),
+                                                            key=lambda kv: -kv[1]))
+            L.append(f"- {label} {ph}: {txt}. Controller manager by method: {cm or 'n/a'}."
+                     + (f" Non-2xx: {codes}." if codes else "")
+                     + (f" Events recorded (source, reason, with repeats): {evs}." if evs
+                        else ""))
+    L.append("")
+    errs = [(label, r["error"]) for label, runs in results.items() for r in runs
+            if r.get("error")]
+    fails = [(label, f) for label, runs in results.items() for r in runs
+             for f in r.get("failures", [])[:3]]
+    rss = [(label, r["rss"]) for label, runs in results.items() for r in runs[:1]]
+    trees = [(label, r.get("tree", "?")) for label, runs in results.items() for r in runs]
+    L.append("Source tree per run (HEAD+digest of uncommitted pykcm changes; the tree is shared "
+             "with other work in progress): " + ", ".join(f"{lb} {t}" for lb, t in trees)
+             + ".  ")
+    L.append("RSS at the end (MiB, first run): " + "; ".join(
+        f"{label}: " + ", ".join(f"{k} {v:.0f}" for k, v in d.items()) for label, d in rss)
+        + ".  ")
+    if errs:
+        L.append("Failed runs: " + "; ".join(f"{lb}: {e}" for lb, e in errs) + ".  ")
+    if fails:
+        L.append("Driver requests refused: " + "; ".join(f"{lb}: {f}" for lb, f in fails)
+                 + ".  ")
+    for name, summ in profiles.items():
+        if not summ:
+            continue
+        L.append("")
+        L.append(f"Profile of the controller manager, {name} (py-spy --native, 100 Hz, "
+                 "share of samples; leaf Python frame, then inclusive):")
+        L.append("")
+        L.append("| frame | share |")
+        L.append("|---|---:|")
+        for k, v in summ:
+            L.append(f"| {k.replace('|', '/')} | {v:.1%} |")
+    return "\n".join(L)
+
+
+def _jsonable(results: dict[str, list[dict[str, Any]]]) -> Any:
+    def conv(x: Any) -> Any:
+        if isinstance(x, Counter):
+            return [[list(k) if isinstance(k, tuple) else k, v] for k, v in x.items()]
+        if isinstance(x, dict):
+            return {k: conv(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [conv(v) for v in x]
+        return x
+    return conv(results)
+
+
+def save(path: str, results: dict[str, list[dict[str, Any]]], loadavg: Any) -> None:
+    with open(path, "wb") as f:
+        f.write(orjson.dumps({"loadavg": list(loadavg), "argv": sys.argv[1:],
+                              "results": _jsonable(results)}))
+
+
+def load(path: str) -> tuple[dict[str, list[dict[str, Any]]], list[float], list[str]]:
+    with open(path, "rb") as f:
+        d = orjson.loads(f.read())
+    for runs in d["results"].values():
+        for r in runs:
+            for p in r["phases"].values():
+                for key in ("requests", "cm_requests", "codes", "events"):
+                    p[key] = Counter({tuple(k) if isinstance(k, list) else k: v
+                                      for k, v in p.get(key, [])})
+    return d["results"], d["loadavg"], d["argv"]
+
+
+async def main_async(args: argparse.Namespace) -> int:
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        pass
+    settings = []
+    for s in args.qps.split(","):
+        q, _, b = s.partition("/")
+        settings.append((float(q), int(b or 0) or int(float(q) * 1.5), s))
+    results: dict[str, list[dict[str, Any]]] = {}
+    profiles: dict[str, list[tuple[str, float]]] = {}
+    t0 = time.perf_counter()
+    prof_dir = tempfile.mkdtemp(prefix="pykcm-bench-prof-") if args.profile else None
+    for q, b, label in settings:
+        results[label] = []
+        for i in range(args.runs):
+            profile = (prof_dir if args.profile and label == settings[-1][2]
+                       and i == args.runs - 1 else None)
+            r = await Run(args, q, b, f"{label}#{i + 1}", profile).run()
+            results[label].append(r)
+            if args.save:
+                save(args.save, results, args.loadavg)
+            if r.get("error") and not r["phases"]:
+                break
+    if prof_dir:
+        for ph in ("scale", "rollout", "big"):
+            profiles[ph] = summarize_pyspy(os.path.join(prof_dir, f"{ph}.txt"))
+        if args.keep_logs:
+            shutil.copytree(prof_dir, os.path.join(args.keep_logs, "profiles"),
+                            dirs_exist_ok=True)
+        shutil.rmtree(prof_dir, ignore_errors=True)
+    text = report(args, results, time.perf_counter() - t0, profiles)
+    print(text)
+    if not args.no_record:
+        append_results(text)
+        log("bench: appended to bench/RESULTS.md")
+    return 0
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="20 Deployments, 200 replicas, 10 Jobs")
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--qps", default="1000/2000,20/30",
+                   help="comma-separated QPS/burst settings (default 1000/2000,20/30)")
+    p.add_argument("--nodes", type=int, default=10)
+    p.add_argument("--max-pods", type=int, default=250)
+    p.add_argument("--deployments", type=int, default=200)
+    p.add_argument("--big", type=int, default=2000)
+    p.add_argument("--jobs", type=int, default=100)
+    p.add_argument("--timeout", type=float, default=900.0, help="per phase (s)")
+    p.add_argument("--no-events", action="store_true", help="pykcm sim --no-events")
+    p.add_argument("--profile", action="store_true",
+                   help="py-spy the controller manager during scale and big (last run of "
+                   "the last QPS setting)")
+    p.add_argument("--keep-logs", metavar="DIR", help="copy each run's logs to DIR")
+    p.add_argument("--no-record", action="store_true")
+    p.add_argument("--save", metavar="FILE", help="write the raw results (JSON) after each run")
+    p.add_argument("--analysis", metavar="FILE",
+                   help="with --report: Markdown text appended after the figures")
+    p.add_argument("--report", metavar="FILE",
+                   help="only print (and record) the report of results saved with --save")
+    args = p.parse_args()
+    if args.quick:
+        args.deployments, args.big, args.jobs, args.runs = 20, 200, 10, 1
+    args.loadavg = os.getloadavg()
+    if args.report:
+        results, loadavg, argv = load(args.report)
+        record, analysis = not args.no_record, args.analysis
+        sys.argv[1:] = argv
+        args = p.parse_args(argv)
+        if args.quick:
+            args.deployments, args.big, args.jobs, args.runs = 20, 200, 10, 1
+        args.loadavg = loadavg
+        text = report(args, results, float("nan"), {})
+        if analysis:
+            with open(analysis) as f:
+                text += "\n\n" + f.read().strip()
+        print(text)
+        if record:
+            append_results(text)
+        return 0
+    try:
+        import uvloop
+        return uvloop.run(main_async(args))
+    except ImportError:
+        return asyncio.run(main_async(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
