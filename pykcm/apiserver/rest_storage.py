@@ -491,6 +491,7 @@ class RESTStorage:
             raise errors.bad_request("the patched object has no metadata")
         if meta.get("name") != name:
             raise errors.bad_request("metadata.name cannot be changed by a patch")
+        _drop_empty_meta(meta)
         if info.namespaced and meta.get("namespace", namespace) != namespace:
             raise errors.bad_request(
                 "the namespace of the provided object does not match the namespace sent on "
@@ -750,7 +751,20 @@ def _check_body_meta(info: ResourceInfo, obj: dict[str, Any], namespace: str) ->
         meta["namespace"] = namespace
     else:
         meta.pop("namespace", None)
+    _drop_empty_meta(meta)
     return meta
+
+
+# ObjectMeta's collections are `omitempty`: kube-apiserver decodes writes into Go
+# structs, so an empty (or null) one is never stored nor served.
+_OMITEMPTY_META_COLLECTIONS = ("labels", "annotations", "ownerReferences", "finalizers",
+                               "managedFields")
+
+
+def _drop_empty_meta(meta: dict[str, Any]) -> None:
+    for k in _OMITEMPTY_META_COLLECTIONS:
+        if k in meta and not meta[k]:
+            del meta[k]
 
 
 _uid_pool: list[str] = []

@@ -42,6 +42,7 @@ __all__ = [
     "TooManyRequests",
     "Unauthorized",
     "UnsupportedMediaType",
+    "has_status_cause",
     "is_already_exists",
     "is_bad_request",
     "is_conflict",
@@ -424,6 +425,16 @@ def is_too_many_requests(exc: BaseException | None) -> bool:
 def is_request_entity_too_large(exc: BaseException | None) -> bool:
     r, c = _reason_code(exc)
     return r == "RequestEntityTooLarge" or c == 413
+
+
+def has_status_cause(exc: BaseException | None, cause_type: str) -> bool:
+    """Whether the error's Status lists a cause of ``cause_type`` (client-go errors.HasStatusCause).
+
+    On the wire a StatusCause's type is the JSON field ``reason``
+    (metav1.StatusCause ``Type CauseType `json:"reason"` ``), not ``type``.
+    """
+    return isinstance(exc, ApiError) and any(
+        isinstance(c, dict) and c.get("reason") == cause_type for c in exc.causes)
 
 
 def is_unexpected_server_error(exc: BaseException | None) -> bool:

@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 from pykcm.api.validation import name_is_dns_subdomain
 from pykcm.client import Client
-from pykcm.client.errors import ApiError, is_not_found
+from pykcm.client.errors import has_status_cause, is_not_found
 from pykcm.controller.event_recorder import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder
 
 __all__ = [
@@ -143,8 +143,7 @@ def get_pod_from_template(template: Mapping[str, Any], owner: Mapping[str, Any],
 
 
 def _has_status_cause(exc: BaseException, cause_type: str) -> bool:
-    return isinstance(exc, ApiError) and any(
-        c.get("type") == cause_type for c in exc.causes if isinstance(c, dict))
+    return has_status_cause(exc, cause_type)
 
 
 class RealPodControl:

@@ -156,7 +156,7 @@ async def test_create_failure_records_warning_and_reraises() -> None:
 
 async def test_create_in_terminating_namespace_records_nothing() -> None:
     err = Forbidden(status(403, "Forbidden", "namespace ns is being terminated",
-                           [{"type": "NamespaceTerminating", "message": "x", "field": "ns"}]))
+                           [{"reason": "NamespaceTerminating", "message": "x", "field": "ns"}]))
     pc, _, rec = real(err)
     with pytest.raises(Forbidden):
         await pc.create_pods("ns", TEMPLATE, OWNER, REF)

@@ -178,7 +178,7 @@ async def test_namespace_terminating_create_errors_are_not_errors() -> None:
     env = Env()
     env.pod_control.err = Forbidden({
         "kind": "Status", "reason": "Forbidden", "code": 403, "message": "terminating",
-        "details": {"causes": [{"type": "NamespaceTerminating"}]}})
+        "details": {"causes": [{"reason": "NamespaceTerminating"}]}})
     assert await env.ctl.manage_replicas([], make_rs(replicas=3)) is None
     assert len(env.pod_control.templates) == 3
 

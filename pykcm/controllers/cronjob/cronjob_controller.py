@@ -53,7 +53,7 @@ from pykcm.api.pod_util import parse_time
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.cache.keys import DeletedFinalStateUnknown, split_meta_namespace_key
 from pykcm.client import Client
-from pykcm.client.errors import ApiError, is_already_exists, is_not_found
+from pykcm.client.errors import ApiError, has_status_cause, is_already_exists, is_not_found
 from pykcm.controller.controller import Controller, ControllerHost, Result
 from pykcm.controller.event_recorder import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder
 from pykcm.controllers.cronjob.cron import CronParseError, load_location, local_zone, parse_standard
@@ -100,8 +100,7 @@ def _key(obj: Mapping[str, Any]) -> str:
 
 
 def _has_status_cause(exc: BaseException, cause_type: str) -> bool:
-    return isinstance(exc, ApiError) and any(
-        isinstance(c, dict) and c.get("type") == cause_type for c in exc.causes)
+    return has_status_cause(exc, cause_type)
 
 
 def _rfc1123z(t: datetime) -> str:

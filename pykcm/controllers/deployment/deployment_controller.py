@@ -45,7 +45,7 @@ from pykcm.api.owner_refs import get_controller_of
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.cache.keys import DeletedFinalStateUnknown, split_meta_namespace_key
 from pykcm.client import Client
-from pykcm.client.errors import ApiError, is_not_found
+from pykcm.client.errors import ApiError, has_status_cause, is_not_found
 from pykcm.controller.active_pods import add_pod_controller_indexer, filter_pods_by_owner
 from pykcm.controller.controller import Controller, ControllerHost
 from pykcm.controller.controller_ref_manager import (
@@ -366,7 +366,7 @@ class DeploymentController(ControllerHost):
         try:
             await self._sync_deployment(key)
         except ApiError as exc:
-            if any(c.get("type") == NAMESPACE_TERMINATING_CAUSE for c in exc.causes):
+            if has_status_cause(exc, NAMESPACE_TERMINATING_CAUSE):
                 log.debug("%s: namespace terminating, not retrying: %s", key, exc)
                 return
             raise

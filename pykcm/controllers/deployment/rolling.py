@@ -21,6 +21,7 @@ Data flow::
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,8 @@ from pykcm.controllers.deployment.util import Obj
 
 if TYPE_CHECKING:
     from pykcm.controllers.deployment.deployment_controller import DeploymentController
+
+log = logging.getLogger("pykcm.controllers.deployment")
 
 __all__ = [
     "cleanup_unhealthy_replicas",
@@ -107,9 +110,21 @@ async def reconcile_old_replica_sets(dc: DeploymentController, all_rss: list[Obj
         return False
     # Unhealthy replicas first: they would otherwise block the rollout until
     # the deadline (kubernetes#16737), and removing them costs no availability.
-    old_rss, cleanup_count = await cleanup_unhealthy_replicas(dc, old_rss, d, max_scaled_down)
-    scaled_down = await scale_down_old_replica_sets_for_rolling_update(
-        dc, [*old_rss, new_rs], old_rss, d)
+    # As upstream, a failure of either step is no sync error (`return false, nil`): an old
+    # ReplicaSet's status may still count pods its ReplicaSet controller has yet to delete
+    # (status.availableReplicas > spec.replicas), and the rollout goes on to its status.
+    try:
+        old_rss, cleanup_count = await cleanup_unhealthy_replicas(dc, old_rss, d,
+                                                                  max_scaled_down)
+    except Exception as exc:  # noqa: BLE001 - upstream drops it too
+        log.debug("cleaning up unhealthy replicas: %s", exc)
+        return False
+    try:
+        scaled_down = await scale_down_old_replica_sets_for_rolling_update(
+            dc, [*old_rss, new_rs], old_rss, d)
+    except Exception as exc:  # noqa: BLE001 - upstream drops it too
+        log.debug("scaling down old ReplicaSets: %s", exc)
+        return False
     return cleanup_count + scaled_down > 0
 
 

@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from pykcm.api.owner_refs import get_controller_of, new_controller_ref
-from pykcm.client.errors import ApiError, is_already_exists, is_not_found
+from pykcm.client.errors import ApiError, has_status_cause, is_already_exists, is_not_found
 from pykcm.controllers.deployment import util
 from pykcm.controllers.deployment.hashing import compute_hash
 from pykcm.controllers.deployment.util import Obj
@@ -234,7 +234,7 @@ async def get_new_replica_set(dc: DeploymentController, d: dict[str, Any], rs_li
                 except ApiError:
                     pass  # the requeue retries the whole thing
                 raise
-        elif any(c.get("type") == "NamespaceTerminating" for c in exc.causes):
+        elif has_status_cause(exc, "NamespaceTerminating"):
             raise
         else:
             msg = f'Failed to create new replica set "{new_rs["metadata"]["name"]}": {exc}'

@@ -65,7 +65,7 @@ from pykcm.cache.keys import (
     split_meta_namespace_key,
 )
 from pykcm.client import Client
-from pykcm.client.errors import ApiError, is_not_found
+from pykcm.client.errors import ApiError, has_status_cause, is_not_found
 from pykcm.controller.active_pods import (
     active_pods_sort_key,
     add_pod_controller_indexer,
@@ -192,8 +192,7 @@ def _uid(obj: Mapping[str, Any]) -> str:
 
 
 def _has_status_cause(exc: BaseException, cause_type: str) -> bool:
-    return isinstance(exc, ApiError) and any(
-        isinstance(c, dict) and c.get("type") == cause_type for c in exc.causes)
+    return has_status_cause(exc, cause_type)
 
 
 def _job_key(job: Mapping[str, Any]) -> str:

@@ -58,7 +58,7 @@ from pykcm.api.pod_util import is_pod_ready
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.cache.keys import DeletedFinalStateUnknown, meta_namespace_key
 from pykcm.client import Client
-from pykcm.client.errors import ApiError, is_not_found
+from pykcm.client.errors import has_status_cause, is_not_found
 from pykcm.controller.active_pods import (
     add_pod_controller_indexer,
     filter_active_pods,
@@ -137,8 +137,7 @@ def _controller_uid_index_func(rs: Any) -> list[str]:
 
 
 def _has_status_cause(exc: BaseException, cause_type: str) -> bool:
-    return isinstance(exc, ApiError) and any(
-        isinstance(c, dict) and c.get("type") == cause_type for c in exc.causes)
+    return has_status_cause(exc, cause_type)
 
 
 def get_pod_keys(pods: Sequence[Mapping[str, Any]]) -> list[str]:
