@@ -6,7 +6,9 @@ names are kube-apiserver's: ``apiserver_request_total{verb,code,resource,
 group,version,subresource,scope}``, ``apiserver_storage_objects{resource}``,
 ``apiserver_registered_watchers{resource}`` (upstream labels it by group,
 version and kind; pykcm's store knows the resource), and
-``apiserver_current_inflight_requests{request_kind}``.
+``apiserver_current_inflight_requests{request_kind}``; and the embedded
+store's revision under etcd's name, ``etcd_debugging_mvcc_current_revision``
+(its rate is the cluster's event rate).
 
 Data flow: ``APIServer._entry`` → :meth:`APIMetrics.observe` after each
 request; ``GET /metrics`` → :meth:`APIMetrics.render` walks the store.
@@ -85,6 +87,12 @@ class APIMetrics:
                 "check split by kind."), "# TYPE apiserver_storage_objects gauge", *objects,
                 ("# HELP apiserver_registered_watchers Number of currently registered watchers "
                 "for a given resource"), "# TYPE apiserver_registered_watchers gauge", *watchers]
+        if store is not None:
+            # The embedded store stands in for etcd: its revision under etcd's name; its
+            # rate is the cluster's write (watch event) rate.
+            out += ["# HELP etcd_debugging_mvcc_current_revision The current revision of store.",
+                    "# TYPE etcd_debugging_mvcc_current_revision gauge",
+                    f"etcd_debugging_mvcc_current_revision {store.rv}"]
         readonly, mutating = self._inflight()
         out += [("# HELP apiserver_current_inflight_requests Maximal number of currently used "
                 "inflight request limit of this apiserver per request kind in last second."),

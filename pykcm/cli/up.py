@@ -9,8 +9,8 @@ components talking over HTTP (and so the work spreads over the cores)::
       └─ pykcm controller-manager --kubeconfig DIR/kubeconfig (all built-in controllers)
 
 Each child's output goes to DIR/logs/<name>.log. While they run, one status
-line (on a terminal) shows the stored objects, API requests per second and
-the controllers' queue depths, scraped from the API server's and the
+line (on a terminal) shows the stored objects, events (writes) per second,
+API requests per second and the controllers' queue depths, scraped from the API server's and the
 controller manager's /metrics. Ctrl-C (or SIGTERM) stops the controller
 manager, then the simulator, then the API server, each cleanly; a child that
 dies ends the whole thing with its log's path. A restart on the same DIR
@@ -127,10 +127,10 @@ class _Status:
         self.headers = {"Authorization": f"Bearer {token}"}
         self.ssl = ssl.create_default_context(cafile=ca) if api_url.startswith("https") \
             else False
-        self.last: tuple[float, float] | None = None
+        self.last: tuple[float, float, float] | None = None
 
     async def line(self, session: aiohttp.ClientSession) -> str:
-        objects = requests = 0.0
+        objects = requests = revision = 0.0
         async with session.get(self.api_url + "/metrics", headers=self.headers,
                                ssl=self.ssl) as r:
             for fam in text_string_to_metric_families(await r.text()):
@@ -139,11 +139,15 @@ class _Status:
                         objects += s.value
                     elif s.name == "apiserver_request_total":
                         requests += s.value
+                    elif s.name == "etcd_debugging_mvcc_current_revision":
+                        revision = s.value
         now = time.monotonic()
-        rate = 0.0
+        req_rate = ev_rate = 0.0
         if self.last is not None and now > self.last[0]:
-            rate = (requests - self.last[1]) / (now - self.last[0])
-        self.last = (now, requests)
+            dt = now - self.last[0]
+            req_rate = (requests - self.last[1]) / dt
+            ev_rate = (revision - self.last[2]) / dt
+        self.last = (now, requests, revision)
         depth = 0.0
         busy: list[str] = []
         with contextlib.suppress(aiohttp.ClientError, OSError):
@@ -154,7 +158,8 @@ class _Status:
                             depth += s.value
                             busy.append(f"{s.labels.get('name', '?')}={int(s.value)}")
         queues = f"queued {int(depth)}" + (f" ({', '.join(sorted(busy)[:4])})" if busy else "")
-        return f"objects {int(objects)} | API {rate:,.0f} req/s | {queues}"
+        return (f"objects {int(objects)} | events {ev_rate:,.0f}/s | API {req_rate:,.0f} req/s"
+                f" | {queues}")
 
 
 async def run(args: argparse.Namespace) -> int:

@@ -31,5 +31,7 @@ def test_metrics_count_requests_and_objects(api: Api) -> None:
     objects = {lab["resource"]: v for lab, v in s["apiserver_storage_objects"]}
     assert objects["configmaps"] >= 3
     assert "apiserver_registered_watchers" in s
+    (_, revision), = s["etcd_debugging_mvcc_current_revision"]
+    assert revision >= 3
     assert {lab["request_kind"] for lab, _ in s["apiserver_current_inflight_requests"]} == {
         "readOnly", "mutating"}

@@ -89,3 +89,26 @@ def test_up_stops_on_sigterm(tmp_path: Path) -> None:
             p.kill()
     assert p.returncode == 0, err
     assert "pykcm up: stopped" in out
+
+
+def test_status_line_reads_objects_events_and_requests(tmp_path: Path, pykcm_apiserver) -> None:  # type: ignore[no-untyped-def]
+    """The live line of `pykcm up`, from the API server's /metrics (manager unreachable here)."""
+    import asyncio
+
+    import aiohttp
+
+    from pykcm.cli.up import _Status
+
+    ca = tmp_path / "ca.crt"
+    ca.write_bytes(pykcm_apiserver.ca_pem)
+    status = _Status(pykcm_apiserver.url, pykcm_apiserver.token, str(ca), "http://127.0.0.1:9")
+
+    async def two_lines() -> tuple[str, str]:
+        async with aiohttp.ClientSession(trust_env=False) as s:
+            first = await status.line(s)
+            await asyncio.sleep(0.2)
+            return first, await status.line(s)
+
+    first, second = asyncio.run(two_lines())
+    assert first.startswith("objects ") and "| events 0/s | API 0 req/s | queued 0" in first
+    assert "events" in second and "req/s" in second and "queued 0" in second
