@@ -7,13 +7,19 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pykcm.testing.server_thread import ServerThread
+
+if TYPE_CHECKING:
+    from pykcm.testing.cluster import Cluster
+    from tests.e2e.cluster_helpers import Watch
 
 REQUEST_TIMEOUT = "--request-timeout=20s"
 
@@ -58,3 +64,36 @@ def kubectl(pykcm_apiserver: ServerThread) -> Iterator[Kubectl]:
     env = {**os.environ, "KUBECONFIG": pykcm_apiserver.kubeconfig_path, "KUBECACHEDIR": cache}
     yield Kubectl(_kubectl_path(), env)
     shutil.rmtree(cache, ignore_errors=True)
+
+
+# -- the real kubectl against ``pykcm up`` (helpers in cluster_helpers.py) -------------------
+
+@pytest.fixture(scope="module")
+def kubectl_up(pykcm_cluster: Cluster) -> Iterator[Kubectl]:
+    """The real kubectl, configured for the session's ``pykcm up``."""
+    cache = tempfile.mkdtemp(prefix="kubectl-cache-")
+    env = {**os.environ, "KUBECONFIG": pykcm_cluster.kubeconfig_path, "KUBECACHEDIR": cache}
+    yield Kubectl(_kubectl_path(), env)
+    shutil.rmtree(cache, ignore_errors=True)
+
+
+@pytest.fixture
+def ns(request: pytest.FixtureRequest, kubectl_up: Kubectl) -> Iterator[str]:
+    """A namespace of the test's own (``kubectl create namespace``), deleted afterwards.
+
+    Named ``<NS_PREFIX>-<8 hex digits>``, with the test module's ``NS_PREFIX`` (default ``e2e``).
+    """
+    prefix = getattr(request.module, "NS_PREFIX", "e2e")
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    kubectl_up.ok("create", "namespace", name)
+    yield name
+    kubectl_up.run("delete", "namespace", name, "--wait=false")
+
+
+@pytest.fixture
+def watches() -> Iterator[list[Watch]]:
+    """Watches (:class:`cluster_helpers.Watch`) opened by a test; all stopped when it ends."""
+    opened: list[Watch] = []
+    yield opened
+    for w in opened:
+        w.stop()

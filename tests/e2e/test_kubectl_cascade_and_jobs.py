@@ -20,89 +20,41 @@ about 35 s; the rest a few seconds each.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import tempfile
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from pykcm.testing.cluster import Cluster
-from tests.e2e.conftest import Kubectl, _kubectl_path
+from tests.e2e.cluster_helpers import (
+    READY_AFTER,
+    WAIT,
+    NotYet,
+    Watch,
+    condition,
+    controller_ref,
+    get_json,
+    is_active,
+    is_ready,
+    items,
+    phase,
+    rollout_status,
+    wait_until,
+)
+from tests.e2e.conftest import Kubectl
 
 pytestmark = pytest.mark.e2e
 
 RUN_SECONDS = "sim.pykcm.io/run-seconds"
 EXIT_CODE = "sim.pykcm.io/exit-code"
-READY_AFTER = "sim.pykcm.io/ready-after-seconds"
 HOLD = "e2e.pykcm.io/hold"
 """A finalizer of the tests' own: an object carrying it stays until the test removes it."""
-WAIT = 90.0
-"""Upper bound of every wait (a loaded 2-core machine runs other tests at the same time)."""
-
-
-# -- fixtures --------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def kubectl_up(pykcm_cluster: Cluster) -> Iterator[Kubectl]:
-    """The real kubectl, configured for the session's ``pykcm up``."""
-    cache = tempfile.mkdtemp(prefix="kubectl-cache-")
-    env = {**os.environ, "KUBECONFIG": pykcm_cluster.kubeconfig_path, "KUBECACHEDIR": cache}
-    yield Kubectl(_kubectl_path(), env)
-    shutil.rmtree(cache, ignore_errors=True)
-
-
-@pytest.fixture
-def ns(kubectl_up: Kubectl) -> Iterator[str]:
-    """A namespace of the test's own (``kubectl create namespace``), deleted afterwards."""
-    name = f"gcjob-{uuid.uuid4().hex[:8]}"
-    kubectl_up.ok("create", "namespace", name)
-    yield name
-    kubectl_up.run("delete", "namespace", name, "--wait=false")
+NS_PREFIX = "gcjob"
+"""Prefix of the names of the tests' namespaces (conftest's ``ns`` fixture)."""
 
 
 # -- helpers ---------------------------------------------------------------------------------
-
-class NotYet:
-    """A falsy answer of a :func:`wait_until` predicate, carrying what it saw (for the message)."""
-
-    def __init__(self, seen: Any) -> None:
-        self.seen = seen
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __repr__(self) -> str:
-        return f"NotYet({self.seen!r})"
-
-
-def wait_until(pred: Callable[[], Any], what: str, timeout: float = WAIT,
-               interval: float = 0.3) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = pred()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
-
-
-def get_json(k: Kubectl, *args: str) -> dict[str, Any]:
-    out: dict[str, Any] = json.loads(k.ok("get", *args, "-o", "json"))
-    return out
-
-
-def items(k: Kubectl, ns: str, resource: str, *selector: str) -> list[dict[str, Any]]:
-    got: list[dict[str, Any]] = get_json(k, resource, "-n", ns, *selector)["items"]
-    return got
-
 
 def names(objs: list[dict[str, Any]]) -> list[str]:
     return sorted(o["metadata"]["name"] for o in objs)
@@ -114,35 +66,6 @@ def exists(k: Kubectl, *args: str) -> bool:
         return True
     assert "NotFound" in r.stderr or "not found" in r.stderr, r.stderr
     return False
-
-
-def condition(obj: dict[str, Any], ctype: str) -> dict[str, Any] | None:
-    for c in (obj.get("status") or {}).get("conditions") or []:
-        if c.get("type") == ctype:
-            return dict(c)
-    return None
-
-
-def controller_ref(obj: dict[str, Any]) -> dict[str, Any] | None:
-    for ref in obj["metadata"].get("ownerReferences") or []:
-        if ref.get("controller"):
-            return dict(ref)
-    return None
-
-
-def phase(pod: dict[str, Any]) -> str:
-    return str((pod.get("status") or {}).get("phase") or "")
-
-
-def is_ready(pod: dict[str, Any]) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or [])
-
-
-def is_active(pod: dict[str, Any]) -> bool:
-    """Not being deleted and not terminal (what the Job controller counts as active)."""
-    return not pod["metadata"].get("deletionTimestamp") and phase(pod) not in ("Succeeded",
-                                                                               "Failed")
 
 
 def ts(value: str) -> float:
@@ -194,108 +117,11 @@ def kubectl_wait(k: Kubectl, ns: str, what: str, cond: str, timeout: float = WAI
     return r.stdout
 
 
-class Watch:
-    """``kubectl get <resource> -w -o json --output-watch-events``: a real watch in a subprocess.
-
-    A thread decodes the stream of watch events, keeps the current objects by
-    name and every name ever seen; ``on_event(store, type, obj)`` runs after
-    each event is applied, so it sees every state of the store in
-    resourceVersion order.
-    """
-
-    def __init__(self, k: Kubectl, ns: str, resource: str, *selector: str,
-                 on_event: Callable[[dict[str, dict[str, Any]], str, dict[str, Any]], None]
-                 | None = None) -> None:
-        self.store: dict[str, dict[str, Any]] = {}
-        self.seen: set[str] = set()
-        self.on_event = on_event
-        self.errors: list[BaseException] = []
-        self._cond = threading.Condition()
-        self.proc = subprocess.Popen(
-            [k.binary, "get", resource, "-n", ns, *selector, "-w", "-o", "json",
-             "--output-watch-events", "--request-timeout=0"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=k.env)
-        self._thread = threading.Thread(target=self._read, daemon=True)
-        self._thread.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        dec = json.JSONDecoder()
-        lines: list[str] = []
-        for line in self.proc.stdout:
-            lines.append(line)
-            if not line.rstrip().endswith("}"):
-                continue
-            text = "".join(lines).strip()
-            try:
-                ev, end = dec.raw_decode(text)
-            except json.JSONDecodeError:
-                continue
-            lines = [text[end:]] if text[end:].strip() else []
-            self._apply(ev)
-        with self._cond:
-            self._cond.notify_all()
-
-    def _apply(self, ev: dict[str, Any]) -> None:
-        etype, obj = ev.get("type", ""), ev.get("object") or {}
-        name = obj.get("metadata", {}).get("name", "")
-        with self._cond:
-            if etype == "DELETED":
-                self.store.pop(name, None)
-            elif etype in ("ADDED", "MODIFIED"):
-                self.store[name] = obj
-                self.seen.add(name)
-            if self.on_event is not None:
-                try:
-                    self.on_event(self.store, etype, obj)
-                except AssertionError as exc:  # reported by check()
-                    self.errors.append(exc)
-            self._cond.notify_all()
-
-    def wait_for(self, pred: Callable[[dict[str, dict[str, Any]]], bool], what: str,
-                 timeout: float = WAIT) -> None:
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while not pred(self.store):
-                left = deadline - time.monotonic()
-                if left <= 0 or self.proc.poll() is not None and not self._thread.is_alive():
-                    raise AssertionError(f"watch: timed out waiting for {what}; "
-                                         f"store: {sorted(self.store)}")
-                self._cond.wait(min(left, 0.5))
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._thread.join(10)
-        for f in (self.proc.stdout, self.proc.stderr):
-            if f is not None:
-                f.close()
-
-    def check(self) -> None:
-        if self.errors:
-            raise self.errors[0]
-
-
-@pytest.fixture
-def watches() -> Iterator[list[Watch]]:
-    """Watches opened by a test; all stopped when it ends."""
-    opened: list[Watch] = []
-    yield opened
-    for w in opened:
-        w.stop()
-
-
 def rolled_out_deployment(k: Kubectl, ns: str, name: str, replicas: int
                           ) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
     """Create a Deployment, wait for its rollout: (deployment, its ReplicaSet, its pods)."""
     assert apply(k, ns, deployment(name, replicas)).strip() == f"deployment.apps/{name} created"
-    r = k.run("rollout", "status", f"deployment/{name}", "-n", ns, f"--timeout={int(WAIT)}s",
-              timeout=WAIT + 30)
+    r = rollout_status(k, ns, name)
     assert r.returncode == 0, f"rollout status: {r.stdout}\n{r.stderr}"
     d = get_json(k, "deployment", name, "-n", ns)
     [rs] = items(k, ns, "replicasets", "-l", f"app={name}")

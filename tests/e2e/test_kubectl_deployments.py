@@ -16,49 +16,34 @@ pkg/controller/deployment computes for the same inputs.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import subprocess
-import tempfile
-import threading
-import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from pykcm.testing.cluster import Cluster
-from tests.e2e.conftest import Kubectl, _kubectl_path
+from tests.e2e.cluster_helpers import (
+    READY_AFTER,
+    NotYet,
+    Watch,
+    condition,
+    controller_ref,
+    get_json,
+    is_active,
+    is_ready,
+    items,
+    rollout_status,
+    wait_until,
+)
+from tests.e2e.conftest import Kubectl
 
 pytestmark = pytest.mark.e2e
 
-READY_AFTER = "sim.pykcm.io/ready-after-seconds"
 NEVER_READY = "sim.pykcm.io/never-ready"
 HASH_LABEL = "pod-template-hash"
-WAIT = 90.0
-"""Upper bound of every wait (a loaded 2-core machine runs other tests at the same time)."""
-
-
-# -- fixtures --------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def kubectl_up(pykcm_cluster: Cluster) -> Iterator[Kubectl]:
-    """The real kubectl, configured for the session's ``pykcm up``."""
-    cache = tempfile.mkdtemp(prefix="kubectl-cache-")
-    env = {**os.environ, "KUBECONFIG": pykcm_cluster.kubeconfig_path, "KUBECACHEDIR": cache}
-    yield Kubectl(_kubectl_path(), env)
-    shutil.rmtree(cache, ignore_errors=True)
-
-
-@pytest.fixture
-def ns(kubectl_up: Kubectl) -> Iterator[str]:
-    """A namespace of the test's own (``kubectl create namespace``), deleted afterwards."""
-    name = f"deploy-{uuid.uuid4().hex[:8]}"
-    kubectl_up.ok("create", "namespace", name)
-    yield name
-    kubectl_up.run("delete", "namespace", name, "--wait=false")
+NS_PREFIX = "deploy"
+"""Prefix of the names of the tests' namespaces (conftest's ``ns`` fixture)."""
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -94,58 +79,14 @@ def rolling(max_surge: int | str, max_unavailable: int | str) -> dict[str, Any]:
             "rollingUpdate": {"maxSurge": max_surge, "maxUnavailable": max_unavailable}}
 
 
-def get_json(k: Kubectl, *args: str) -> dict[str, Any]:
-    out: dict[str, Any] = json.loads(k.ok("get", *args, "-o", "json"))
-    return out
-
-
-def rollout_status(k: Kubectl, ns: str, name: str, timeout: float = WAIT
-                   ) -> subprocess.CompletedProcess[str]:
-    return k.run("rollout", "status", f"deployment/{name}", "-n", ns, f"--timeout={int(timeout)}s",
-                 timeout=timeout + 30)
-
-
 def assert_rolled_out(k: Kubectl, ns: str, name: str) -> None:
     r = rollout_status(k, ns, name)
     assert r.returncode == 0, f"rollout status rc={r.returncode}\n{r.stdout}\n{r.stderr}"
     assert f'deployment "{name}" successfully rolled out' in r.stdout
 
 
-class NotYet:
-    """A falsy answer of a :func:`wait_until` predicate, carrying what it saw (for the message)."""
-
-    def __init__(self, seen: Any) -> None:
-        self.seen = seen
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __repr__(self) -> str:
-        return f"NotYet({self.seen!r})"
-
-
-def wait_until(pred: Callable[[], Any], what: str, timeout: float = WAIT,
-               interval: float = 0.3) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = pred()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
-
-
-def condition(obj: dict[str, Any], ctype: str) -> dict[str, Any] | None:
-    for c in (obj.get("status") or {}).get("conditions") or []:
-        if c.get("type") == ctype:
-            return dict(c)
-    return None
-
-
 def replica_sets(k: Kubectl, ns: str, app: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = get_json(k, "replicasets", "-n", ns, "-l", f"app={app}")["items"]
-    return items
+    return items(k, ns, "replicasets", "-l", f"app={app}")
 
 
 def rs_sizes_by_image(k: Kubectl, ns: str, app: str) -> dict[str, int]:
@@ -154,129 +95,7 @@ def rs_sizes_by_image(k: Kubectl, ns: str, app: str) -> dict[str, int]:
 
 
 def pods(k: Kubectl, ns: str, app: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = get_json(k, "pods", "-n", ns, "-l", f"app={app}")["items"]
-    return items
-
-
-def is_ready(pod: dict[str, Any]) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or [])
-
-
-def is_active(pod: dict[str, Any]) -> bool:
-    """Not being deleted and not terminal: what the ReplicaSet controller counts (FilterActivePods)."""
-    return (not pod["metadata"].get("deletionTimestamp")
-            and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
-
-
-def controller_ref(obj: dict[str, Any]) -> dict[str, Any] | None:
-    for ref in obj["metadata"].get("ownerReferences") or []:
-        if ref.get("controller"):
-            return dict(ref)
-    return None
-
-
-class Watch:
-    """``kubectl get <resource> -w -o json --output-watch-events``: a real watch in a subprocess.
-
-    A thread decodes the stream of watch events (one JSON object a line)
-    and keeps the current objects by name; ``on_event(store, type, obj)``
-    runs after each event is applied, so it sees every state of the store in
-    resourceVersion order (one watch stream, no interleaving).
-    """
-
-    def __init__(self, k: Kubectl, ns: str, resource: str, *selector: str,
-                 on_event: Callable[[dict[str, dict[str, Any]], str, dict[str, Any]], None]
-                 | None = None) -> None:
-        self.resource = resource
-        self.store: dict[str, dict[str, Any]] = {}
-        self.events: list[tuple[str, dict[str, Any]]] = []
-        self.on_event = on_event
-        self.errors: list[BaseException] = []
-        self._cond = threading.Condition()
-        # No request timeout: the watch lasts as long as the test needs it.
-        self.proc = subprocess.Popen(
-            [k.binary, "get", resource, "-n", ns, *selector, "-w", "-o", "json",
-             "--output-watch-events", "--request-timeout=0"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=k.env)
-        self._thread = threading.Thread(target=self._read, daemon=True)
-        self._thread.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        dec = json.JSONDecoder()
-        lines: list[str] = []
-        for line in self.proc.stdout:
-            lines.append(line)
-            # With --output-watch-events kubectl writes one event per line; an
-            # indented object would end with a "}" line: try to decode then.
-            if not line.rstrip().endswith("}"):
-                continue
-            text = "".join(lines).strip()
-            try:
-                ev, end = dec.raw_decode(text)
-            except json.JSONDecodeError:
-                continue
-            lines = [text[end:]] if text[end:].strip() else []
-            self._apply(ev)
-        with self._cond:
-            self._cond.notify_all()
-
-    def _apply(self, ev: dict[str, Any]) -> None:
-        etype, obj = ev.get("type", ""), ev.get("object") or {}
-        name = obj.get("metadata", {}).get("name", "")
-        with self._cond:
-            if etype == "DELETED":
-                self.store.pop(name, None)
-            elif etype in ("ADDED", "MODIFIED"):
-                self.store[name] = obj
-            self.events.append((etype, obj))
-            if self.on_event is not None:
-                try:
-                    self.on_event(self.store, etype, obj)
-                except AssertionError as exc:  # reported by check()
-                    self.errors.append(exc)
-            self._cond.notify_all()
-
-    def wait_for(self, pred: Callable[[dict[str, dict[str, Any]]], bool], what: str,
-                 timeout: float = WAIT) -> None:
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while not pred(self.store):
-                left = deadline - time.monotonic()
-                if left <= 0 or self.proc.poll() is not None and not self._thread.is_alive():
-                    stderr = ""
-                    if self.proc.poll() is not None and self.proc.stderr is not None:
-                        stderr = self.proc.stderr.read()
-                    raise AssertionError(f"watch: timed out waiting for {what}; "
-                                         f"store: {sorted(self.store)} {stderr}")
-                self._cond.wait(min(left, 0.5))
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._thread.join(10)
-        for f in (self.proc.stdout, self.proc.stderr):
-            if f is not None:
-                f.close()
-
-    def check(self) -> None:
-        if self.errors:
-            raise self.errors[0]
-
-
-@pytest.fixture
-def watches() -> Iterator[list[Watch]]:
-    """Watches opened by a test; all stopped when it ends."""
-    opened: list[Watch] = []
-    yield opened
-    for w in opened:
-        w.stop()
+    return items(k, ns, "pods", "-l", f"app={app}")
 
 
 def create_and_roll_out(k: Kubectl, ns: str, manifest: str, name: str) -> dict[str, Any]:
