@@ -480,9 +480,10 @@ def find_new_replica_set(d: Obj, rs_list: Sequence[Obj]) -> Obj | None:
     Oldest first: if the cache ever holds two equal ones (a collision-count
     bump after a slow cache), the older one is the one with the pods.
     """
-    template = _spec(d).get("template")
+    # The Deployment's side is normalised once, not once per ReplicaSet.
+    wanted = _without_hash(_spec(d).get("template"))
     for rs in sort_by_creation_timestamp(rs_list):
-        if equal_ignore_hash(_spec(rs).get("template"), template):
+        if _without_hash(_spec(rs).get("template")) == wanted:
             return rs
     return None
 
