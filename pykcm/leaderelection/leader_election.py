@@ -14,7 +14,8 @@ Data flow::
       │           most renew_deadline; a renewal that does not succeed within the
       │           deadline ends leadership ──► master_status = 0
       └─ finally: cancel (and wait for) the on_started_leading task; with
-                  release_on_cancel, write an empty holder with a 1 s lease;
+                  release_on_cancel, re-read the lock and write an empty holder
+                  with a 1 s lease over it (Conflict retried);
                   on_stopped_leading() — always, leader or not.
 
 try_acquire_or_renew (client-go's algorithm):
@@ -60,7 +61,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
-from pykcm.client import is_not_found
+from pykcm.client import is_conflict, is_not_found
 from pykcm.leaderelection import metrics
 from pykcm.leaderelection.healthz import HealthzAdaptor, LeaderElectionUnhealthy
 from pykcm.leaderelection.lease_lock import LeaderElectionRecord, ResourceLock
@@ -339,18 +340,49 @@ class LeaderElector:
             await self.clock.sleep(min(self.config.retry_period, remaining))
 
     async def release(self) -> bool:
-        """Give up the lock if held: an empty holder with a 1 s lease (client-go ``release``)."""
+        """Give up the lock if held: an empty holder with a 1 s lease (client-go ``release``).
+
+        The lock is read first, as client-go does (kubernetes#131867): a renewal
+        cancelled in flight may still have been applied by the server, leaving the
+        resourceVersion last seen by the lock stale, so an update over it would be
+        rejected with Conflict and nobody could take over before the lease expired.
+        A Conflict (such a renewal landing between the read and the write) is
+        retried with a fresh read, within ``renew_deadline`` (kubernetes#137988).
+        The decision is made on the record just read: a lock another candidate
+        holds by now is left alone.
+        """
         if not self.is_leader():
             return True
-        now = self.clock.now()
-        record = LeaderElectionRecord(
-            holder_identity="", lease_duration_seconds=1, acquire_time=now, renew_time=now,
-            leader_transitions=self._observed_record.leader_transitions)
+        desc = self.config.lock.describe()
         try:
             async with asyncio.timeout(self.config.renew_deadline):
-                await self.config.lock.update(record)
+                while True:
+                    try:
+                        current, _ = await self.config.lock.get()
+                    except Exception as e:  # noqa: BLE001 - any failure: no release
+                        if is_not_found(e):
+                            log.info("lease lock %s not found", desc)
+                        else:
+                            log.error("error retrieving resource lock %s: %s", desc, e)
+                        return False
+                    if current.holder_identity != self.identity:
+                        log.info("not releasing lock %s: held by %r", desc,
+                                 current.holder_identity)
+                        return True
+                    now = self.clock.now()
+                    record = LeaderElectionRecord(
+                        holder_identity="", lease_duration_seconds=1, acquire_time=now,
+                        renew_time=now, leader_transitions=current.leader_transitions)
+                    try:
+                        await self.config.lock.update(record)
+                    except Exception as e:  # a Conflict is retried, anything else fails
+                        if is_conflict(e):
+                            log.info("conflict releasing lock %s, retrying", desc)
+                            continue
+                        raise
+                    break
         except Exception as e:  # noqa: BLE001 - any failure: the release did not happen
-            log.error("Failed to release lock %s: %s", self.config.lock.describe(), e)
+            log.error("Failed to release lock %s: %s", desc, e)
             return False
         self._set_observed_record(record)
         return True

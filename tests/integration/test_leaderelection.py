@@ -1,6 +1,7 @@
 """Leader election on a real Lease of the embedded API server, with short durations
 (lease 2 s, renew deadline 1 s, retry 0.2 s): one leader among two candidates,
-hand-over with and without release, and the Lease as client-go writes it."""
+hand-over with and without release (also when the leader is cancelled during a
+renewal the server applies), and the Lease as client-go writes it."""
 
 from __future__ import annotations
 
@@ -22,6 +23,11 @@ from pykcm.leaderelection import (
     master_status,
     parse_micro_time,
 )
+from pykcm.leaderelection.lease_lock import (
+    LEASE_RESOURCE,
+    LeaderElectionRecord,
+    record_to_lease_spec,
+)
 from pykcm.testing.server_thread import ServerThread
 
 LEASE, RENEW, RETRY = 2.0, 1.0, 0.2
@@ -41,10 +47,33 @@ async def ns(client: Client) -> str:
     return name
 
 
+class InFlightLeaseLock(LeaseLock):
+    """A LeaseLock whose next update, once armed, is applied by the server but never
+    answered: what cancelling the elector during a renewal can leave behind (the
+    server has bumped the resourceVersion, the lock still holds the previous one)."""
+
+    def __init__(self, client: Client, namespace: str, name: str, identity: str) -> None:
+        super().__init__(client, namespace, name, identity)
+        self.armed = False
+        self.applied = asyncio.Event()
+
+    async def update(self, record: LeaderElectionRecord) -> None:
+        if not self.armed:
+            await super().update(record)
+            return
+        self.armed = False
+        assert self.lease is not None
+        body = dict(self.lease, spec=record_to_lease_spec(record))
+        await self.client.update(LEASE_RESOURCE, body, self.namespace)  # applied, unheard
+        self.applied.set()
+        await asyncio.Event().wait()  # the response never arrives; cancelled from outside
+
+
 @dataclass
 class Candidate:
     identity: str
     elector: LeaderElector
+    lock: InFlightLeaseLock
     leading: asyncio.Event = field(default_factory=asyncio.Event)
     stopped: asyncio.Event = field(default_factory=asyncio.Event)
     leaders: list[str] = field(default_factory=list)
@@ -61,14 +90,15 @@ def candidate(client: Client, ns: str, identity: str, *, release: bool) -> Candi
         finally:
             holder[0].leading.clear()
 
+    lock = InFlightLeaseLock(client, ns, "test-controller-manager", identity)
     cfg = LeaderElectionConfig(
-        LeaseLock(client, ns, "test-controller-manager", identity),
+        lock,
         LeaderCallbacks(on_started_leading=on_started,
                         on_stopped_leading=lambda: holder[0].stopped.set(),
                         on_new_leader=lambda who: holder[0].leaders.append(who)),
         lease_duration=LEASE, renew_deadline=RENEW, retry_period=RETRY,
         release_on_cancel=release, name=f"{ns}-{identity}")
-    c = Candidate(identity, LeaderElector(cfg))
+    c = Candidate(identity, LeaderElector(cfg), lock)
     holder.append(c)
     return c
 
@@ -138,6 +168,28 @@ async def test_release_on_cancel_hands_over_at_once(client: Client, ns: str) -> 
         assert lease["spec"]["leaseDurationSeconds"] == 2
         assert follower.leaders == [leader.identity, "", follower.identity] or \
             follower.leaders == [leader.identity, follower.identity]
+    finally:
+        await stop(follower)
+    assert leader.stopped.is_set()
+
+
+async def test_release_after_a_renewal_cancelled_in_flight(client: Client, ns: str) -> None:
+    # The leader is cancelled while its renewal is in flight and the server applies
+    # that renewal anyway: the release must still hand over at once (client-go reads
+    # the lock before releasing, kubernetes#131867), not wait for the lease to expire.
+    leader, follower = await start_two(client, ns, release=True)
+    try:
+        await asyncio.sleep(0.5)
+        leader.lock.armed = True
+        await asyncio.wait_for(leader.lock.applied.wait(), 5)
+        await stop(leader)
+        released = await client.get("leases.coordination.k8s.io", "test-controller-manager", ns)
+        assert released["spec"]["holderIdentity"] == ""
+        assert released["spec"]["leaseDurationSeconds"] == 1
+        await asyncio.wait_for(follower.leading.wait(), 5)
+        lease = await client.get("leases.coordination.k8s.io", "test-controller-manager", ns)
+        assert lease["spec"]["holderIdentity"] == follower.identity
+        assert lease["spec"]["leaseTransitions"] == 1
     finally:
         await stop(follower)
     assert leader.stopped.is_set()
