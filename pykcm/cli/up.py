@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import ssl
@@ -213,7 +214,8 @@ async def run(args: argparse.Namespace) -> int:
         print(f"pykcm up: API server {url}, {args.nodes} simulated nodes, controller manager "
               f"(logs in {logs})", flush=True)
         print(f"  export KUBECONFIG={kubeconfig}", flush=True)
-        print("  kubectl get nodes; kubectl create deployment web --image=nginx --replicas=3",
+        k = _kubectl()
+        print(f"  {k} get nodes; {k} create deployment web --image=nginx --replicas=3",
               flush=True)
         print("Ctrl-C stops everything; state stays in the data dir.", flush=True)
         failed = await _supervise(started, stop, url, kubeconfig, data_dir,
@@ -226,6 +228,17 @@ async def run(args: argparse.Namespace) -> int:
         if sys.stdout.isatty():
             print(flush=True)
         print("pykcm up: stopped", flush=True)
+
+
+def _kubectl() -> str:
+    """How to call kubectl here: on PATH, else the one installed beside this Python."""
+    if shutil.which("kubectl"):
+        return "kubectl"
+    beside = os.path.join(os.path.dirname(sys.executable), "kubectl")
+    if not os.path.exists(beside):
+        return "kubectl"
+    rel = os.path.relpath(beside)
+    return beside if rel.startswith("..") else rel
 
 
 def _report(failed: _Child | None, stop: asyncio.Event) -> int:
