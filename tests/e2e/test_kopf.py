@@ -94,8 +94,12 @@ def test_kopf_operator_handles_custom_resources(api: Api, tmp_path: Path) -> Non
         assert code == 201, w
         _wait(lambda: ["create", "w1", "red"] in _lines(out))
         # kopf's finalizer is on the object, and its handler result in the status
-        obj = _wait(lambda: (lambda o: o if "kopf.zalando.org/KopfFinalizerMarker" in (
-            o["metadata"].get("finalizers") or []) else None)(api.get(f"{path}/w1")[1]))
+        def finalized() -> dict[str, Any] | None:
+            o = api.get(f"{path}/w1")[1]
+            return o if "kopf.zalando.org/KopfFinalizerMarker" in (
+                o["metadata"].get("finalizers") or []) else None
+
+        obj = _wait(finalized)
         assert obj["metadata"]["finalizers"] == ["kopf.zalando.org/KopfFinalizerMarker"]
         _wait(lambda: (api.get(f"{path}/w1")[1].get("status") or {}).get("created") == {
             "seen": "red"})

@@ -93,7 +93,7 @@ def test_edit_with_an_editor_script(api: Api, kubectl: Kubectl, tmp_path: Path) 
 
     r = subprocess.run([kubectl.binary, "edit", "configmap", "ed", "-n", ns,
                         "--request-timeout=20s"], env=env, capture_output=True, text=True,
-                       timeout=60)
+                       timeout=60, check=False)
     assert r.returncode == 0, r.stderr
     assert "configmap/ed edited" in r.stdout
     got = json.loads(kubectl.ok("get", "cm", "ed", "-n", ns, "-o", "json"))

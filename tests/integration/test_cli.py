@@ -9,7 +9,7 @@ import sys
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "pykcm", *args], capture_output=True, text=True,
-                          timeout=60)
+                          timeout=60, check=False)
 
 
 def test_unknown_command_and_flag() -> None:

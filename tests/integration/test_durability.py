@@ -164,7 +164,8 @@ def test_second_server_on_same_data_dir_fails_clearly(data_dir: str) -> None:
     srv = Proc(data_dir)
     try:
         p = subprocess.run([sys.executable, "-m", "pykcm", "apiserver", "--data-dir", data_dir,
-                            "--port", "0"], capture_output=True, text=True, timeout=30)
+                            "--port", "0"], capture_output=True, text=True, timeout=30,
+                           check=False)
         assert p.returncode != 0
         err = p.stderr.strip().splitlines()
         assert len(err) == 1 and "another pykcm API server" in err[0]

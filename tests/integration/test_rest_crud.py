@@ -68,7 +68,7 @@ def test_update_conflict_and_precondition(api: Api) -> None:
     code, cm = api.post(path, {"metadata": {"name": "c"}, "data": {"a": "1"}})
     stale = dict(cm)
     code, cm2 = api.put(f"{path}/c", {**cm, "data": {"a": "2"}})
-    assert code == 200
+    assert code == 200 and cm2["data"] == {"a": "2"}, cm2
     code, err = api.put(f"{path}/c", {**stale, "data": {"a": "3"}})
     assert code == 409 and err["reason"] == "Conflict"
     assert err["message"] == ('Operation cannot be fulfilled on configmaps "c": the object has '
@@ -117,7 +117,7 @@ def test_binding_sets_node_once(api: Api) -> None:
     assert any(c["type"] == "PodScheduled" and c["status"] == "True"
                for c in p["status"]["conditions"])
     code, err = api.post(f"/api/v1/namespaces/{ns}/pods/p/binding", b)
-    assert code == 409
+    assert code == 409 and err["kind"] == "Status", err
 
 
 def test_delete_with_finalizers_and_propagation(api: Api) -> None:

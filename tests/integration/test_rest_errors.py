@@ -63,6 +63,7 @@ def test_invalid_names_labels_and_specs(api: Api) -> None:
     _status(body, 422, "Invalid")
     assert body["message"].startswith('Deployment.apps "web" is invalid: ')
     code, body = api.post(f"/api/v1/namespaces/{ns}/configmaps", {"metadata": {}})
+    assert code == 422
     _status(body, 422, "Invalid")
 
 
@@ -132,7 +133,7 @@ def test_owner_references_and_immutable_fields(api: Api) -> None:
     assert "Only one reference can have Controller set to true" in body["message"]
     base = f"/apis/apps/v1/namespaces/{ns}/deployments"
     code, d = api.post(base, deployment("web"))
-    assert code == 201
+    assert code == 201, d
     code, body = api.patch(f"{base}/web", {"spec": {"selector": {"matchLabels": {"app": "x"}},
                                                     "template": {"metadata": {"labels": {
                                                         "app": "x"}}}}})

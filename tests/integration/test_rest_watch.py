@@ -33,10 +33,12 @@ def test_watch_resumes_exactly_after_a_revision(api: Api) -> None:
     ns = api.ns()
     path = f"/api/v1/namespaces/{ns}/configmaps"
     code, a = api.post(path, {"metadata": {"name": "a"}})
+    assert code == 201, a
     start = _rv(a)
     api.patch(f"{path}/a", {"data": {"x": "1"}})
     api.post(path, {"metadata": {"name": "b"}})
     code, gone = api.delete(f"{path}/a")
+    assert code == 200, gone
     evs = api.watch(path, {"resourceVersion": str(start)}, max_events=3)
     assert [e["type"] for e in evs] == ["MODIFIED", "ADDED", "DELETED"]
     rvs = [_rv(e["object"]) for e in evs]
@@ -50,6 +52,7 @@ def test_watch_selector_transitions(api: Api) -> None:
     ns = api.ns()
     path = f"/api/v1/namespaces/{ns}/pods"
     code, p = api.post(path, pod("p", {"app": "x"}))
+    assert code == 201, p
     start = _rv(p)
     api.patch(f"{path}/p", {"metadata": {"labels": {"app": "y"}}})  # starts matching app=y
     api.patch(f"{path}/p", {"metadata": {"labels": {"tier": "1"}}})  # still matching
@@ -64,6 +67,7 @@ def test_watch_single_object_and_legacy_path(api: Api) -> None:
     ns = api.ns()
     path = f"/api/v1/namespaces/{ns}/configmaps"
     code, a = api.post(path, {"metadata": {"name": "a"}})
+    assert code == 201, a
     api.post(path, {"metadata": {"name": "b"}})
     api.patch(f"{path}/a", {"data": {"k": "v"}})
     evs = api.watch(f"/api/v1/watch/namespaces/{ns}/configmaps/a",
@@ -93,13 +97,14 @@ def test_watch_too_old_gets_in_stream_410(api: Api) -> None:
     # a list at that revision is gone too
     code, err = api.get(path, params={"resourceVersion": str(_rv(first)),
                                       "resourceVersionMatch": "Exact"})
-    assert code == 410
+    assert code == 410, err
 
 
 def test_bookmark_before_timeout(api: Api) -> None:
     ns = api.ns()
     path = f"/api/v1/namespaces/{ns}/configmaps"
     code, lst = api.get(path)
+    assert code == 200, lst
     evs = api.watch(path, {"resourceVersion": lst["metadata"]["resourceVersion"],
                            "allowWatchBookmarks": "true", "timeoutSeconds": "1"})
     assert evs and evs[-1]["type"] == "BOOKMARK"
