@@ -8,10 +8,11 @@ all of them lives here.
 
 from __future__ import annotations
 
-import datetime as _dt
 import time
 from collections.abc import Mapping
 from typing import Any
+
+from pykcm.api.timestamps import parse_time
 
 __all__ = [
     "get_pod_condition",
@@ -22,17 +23,6 @@ __all__ = [
     "is_pod_terminal",
     "parse_time",
 ]
-
-
-def parse_time(value: str | None) -> float | None:
-    """An RFC 3339 timestamp as seconds since the epoch (None stays None)."""
-    if not value:
-        return None
-    v = value.replace("Z", "+00:00")
-    try:
-        return _dt.datetime.fromisoformat(v).timestamp()
-    except ValueError:
-        return None
 
 
 def get_pod_condition(pod: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from pykcm.api import validation as _api_validation
 from pykcm.api.resources import ResourceInfo
+from pykcm.api.timestamps import format_time
 from pykcm.apiserver import crd_strategy as _crd
 from pykcm.apiserver import defaults as _defaults
 from pykcm.apiserver import validation as _validation
@@ -20,13 +21,13 @@ from pykcm.apiserver.custom_resources import CRD_GROUP, CustomResourceVersion
 
 
 def now_rfc3339() -> str:
-    # time.gmtime() without an argument reads C time(), the coarse clock (up to a tick
-    # behind time.time()): stamps right after a second boundary would show the last second.
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time()))
+    # time.time(), not C time() (time.gmtime() with no argument): the coarse clock
+    # runs up to a tick behind, so stamps just after a second boundary showed the last one.
+    return format_time(time.time())
 
 
 def rfc3339(ts: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+    return format_time(ts)
 
 
 def _as_status_causes(causes: list[Any]) -> list[dict[str, Any]]:

@@ -46,9 +46,9 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Generic, Protocol, TypeVar
 
+from pykcm.api.timestamps import format_time
 from pykcm.client.errors import (
     ApiError,
     is_already_exists,
@@ -100,10 +100,6 @@ class EventSink(Protocol):
     async def patch(self, resource: Any, name: str, body: Any,
                     patch_type: Any = "merge",
                     namespace: str | None = None) -> dict[str, Any]: ...
-
-
-def _rfc3339(t: float) -> str:
-    return datetime.fromtimestamp(int(t), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 K = TypeVar("K")
@@ -236,7 +232,7 @@ class EventAggregator:
             return event, _event_key(event)
         record.local_keys.pop()  # do not grow the set beyond max
         obj = _obj(event)
-        ts = _rfc3339(now)
+        ts = format_time(now)
         combined: Event = {
             "apiVersion": "v1", "kind": "Event",
             "metadata": {"name": f"{obj.get('name', '')}.{time.time_ns():016x}",
@@ -352,7 +348,7 @@ class EventRecorder:
                       message)
             return
         t = time.time_ns()
-        ts = _rfc3339(t / 1e9)
+        ts = format_time(t / 1e9)
         ev: Event = {
             "apiVersion": "v1", "kind": "Event",
             "metadata": {"name": f"{ref['name']}.{t:016x}",

@@ -82,11 +82,11 @@ from functools import lru_cache
 from typing import Any, Final
 
 from pykcm.api.pod_util import parse_time
+from pykcm.api.timestamps import format_time
 from pykcm.cache.keys import DeletedFinalStateUnknown
 from pykcm.client import Client, is_conflict, is_not_found
 from pykcm.controller.controller import Controller, Result
 from pykcm.informers import GenericInformer
-from pykcm.sim.nodes import rfc3339
 
 __all__ = [
     "ANNOTATION_EXIT_CODE",
@@ -241,8 +241,8 @@ def advance(record: PodRecord, script: PodScript, now: float) -> None:
     reason = "Completed" if code == 0 else "Error"
     for run in record.containers.values():
         run.last_terminated = {"exitCode": code, "reason": reason,
-                               "startedAt": rfc3339(record.cycle_start),
-                               "finishedAt": rfc3339(finish_at),
+                               "startedAt": format_time(record.cycle_start),
+                               "finishedAt": format_time(finish_at),
                                "containerID": run.container_id}
         run.restart_count += 1
         run.container_id = _container_id()
@@ -255,7 +255,7 @@ def _condition(ctype: str, status: str, now: float, existing: Mapping[str, Any] 
     since = existing.get("lastTransitionTime") if existing and \
         existing.get("status") == status else None
     c: dict[str, Any] = {"type": ctype, "status": status, "lastProbeTime": None,
-                         "lastTransitionTime": since or rfc3339(now)}
+                         "lastTransitionTime": since or format_time(now)}
     if reason:
         c["reason"] = reason
     if message:
@@ -300,12 +300,12 @@ def build_pod_status(pod: Mapping[str, Any], record: PodRecord, script: PodScrip
     ready_at = record.cycle_start + script.ready_after
     containers_ready = running and not script.never_ready and now >= ready_at
     names = [c.get("name", "") for c in spec.get("containers") or ()]
-    start = rfc3339(record.start_time)
-    cycle = rfc3339(record.cycle_start)
+    start = format_time(record.start_time)
+    cycle = format_time(record.cycle_start)
 
     def term(code: int, started: str, at: float, cid: str) -> dict[str, Any]:
         return {"terminated": {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
-                               "startedAt": started, "finishedAt": rfc3339(at),
+                               "startedAt": started, "finishedAt": format_time(at),
                                "containerID": cid}}
 
     statuses = []

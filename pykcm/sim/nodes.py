@@ -39,10 +39,9 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from functools import lru_cache
 from typing import Any, Final
 
+from pykcm.api.timestamps import format_micro_time, format_time
 from pykcm.client import Client, is_already_exists, is_conflict, is_not_found
 
 __all__ = [
@@ -57,8 +56,6 @@ __all__ = [
     "node_internal_ip",
     "node_names",
     "pod_cidr",
-    "rfc3339",
-    "rfc3339_micro",
 ]
 
 log = logging.getLogger("pykcm.sim.nodes")
@@ -71,22 +68,6 @@ SIM_NODE_ANNOTATION: Final = "sim.pykcm.io/node"
 """Marks a Node as one of the simulator's (value: "true")."""
 _POD_NETWORK: Final = int(ipaddress.IPv4Address("10.244.0.0"))
 _NODE_NETWORK: Final = int(ipaddress.IPv4Address("10.0.0.0"))
-
-
-def rfc3339(t: float) -> str:
-    """Seconds-precision RFC 3339 (metav1.Time)."""
-    return _rfc3339_seconds(int(t))
-
-
-@lru_cache(maxsize=256)
-def _rfc3339_seconds(t: int) -> str:
-    # Status writes stamp the same few seconds over and over: format each once.
-    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def rfc3339_micro(t: float) -> str:
-    """Microsecond-precision RFC 3339 (metav1.MicroTime, as Lease renewTime)."""
-    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass(frozen=True)
@@ -148,8 +129,8 @@ def _conditions(now: float, old: Sequence[Mapping[str, Any]] = ()) -> list[dict[
             ("Ready", "True", "KubeletReady", "kubelet is posting ready status")):
         p = prev.get(ctype)
         since = p.get("lastTransitionTime") if p and p.get("status") == status else None
-        out.append({"type": ctype, "status": status, "lastHeartbeatTime": rfc3339(now),
-                    "lastTransitionTime": since or rfc3339(now), "reason": reason,
+        out.append({"type": ctype, "status": status, "lastHeartbeatTime": format_time(now),
+                    "lastTransitionTime": since or format_time(now), "reason": reason,
                     "message": message})
     return out
 
@@ -220,7 +201,7 @@ def build_lease(node_name: str, node_uid: str | None, now: float) -> dict[str, A
     return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta,
             "spec": {"holderIdentity": node_name,
                      "leaseDurationSeconds": LEASE_DURATION_SECONDS,
-                     "renewTime": rfc3339_micro(now)}}
+                     "renewTime": format_micro_time(now)}}
 
 
 class NodeHeartbeats:
@@ -312,7 +293,7 @@ class NodeHeartbeats:
             body = dict(lease)
             body["spec"] = {**lease.get("spec", {}), "holderIdentity": name,
                             "leaseDurationSeconds": LEASE_DURATION_SECONDS,
-                            "renewTime": rfc3339_micro(now)}
+                            "renewTime": format_micro_time(now)}
             try:
                 self._leases[name] = await self._client.update(
                     "leases", body, NODE_LEASE_NAMESPACE)
@@ -334,7 +315,7 @@ class NodeHeartbeats:
         body = dict(current)
         body["spec"] = {**current.get("spec", {}), "holderIdentity": name,
                         "leaseDurationSeconds": LEASE_DURATION_SECONDS,
-                        "renewTime": rfc3339_micro(now)}
+                        "renewTime": format_micro_time(now)}
         self._leases[name] = await self._client.update("leases", body, NODE_LEASE_NAMESPACE)
         self.lease_renewals += 1
 

@@ -54,12 +54,12 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from pykcm.api.pod_util import get_pod_condition, is_pod_terminal
+from pykcm.api.timestamps import format_time
 from pykcm.cache.keys import DeletedFinalStateUnknown
 from pykcm.client import Client, is_conflict, is_not_found
 from pykcm.controller.controller import Controller, Result
 from pykcm.controller.event_recorder import EventRecorder
 from pykcm.informers import GenericInformer
-from pykcm.sim.nodes import rfc3339
 from pykcm.sim.resources import Resources, node_allocatable, non_zero_requests, pod_requests
 
 __all__ = [
@@ -499,7 +499,7 @@ class Scheduler:
             self._recorder.event(pod, "Warning", "FailedScheduling", message)
         patch = {"status": {"conditions": [{
             "type": "PodScheduled", "status": "False", "reason": reason, "message": message,
-            "lastProbeTime": None, "lastTransitionTime": rfc3339(time.time())}]}}
+            "lastProbeTime": None, "lastTransitionTime": format_time(time.time())}]}}
         meta = pod["metadata"]
         try:
             await self._client.patch("pods", meta["name"], patch, "strategic",

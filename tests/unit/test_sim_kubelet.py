@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from pykcm.api.timestamps import format_time
 from pykcm.sim.kubelet import (
     ANNOTATION_EXIT_CODE,
     ANNOTATION_NEVER_READY,
@@ -28,7 +29,6 @@ from pykcm.sim.nodes import (
     node_internal_ip,
     node_names,
     pod_cidr,
-    rfc3339,
 )
 
 T0 = 1_800_000_000.0
@@ -45,7 +45,7 @@ def pod(restart_policy: str | None = None, annotations: dict[str, str] | None = 
                          "annotations": annotations or {}},
             "spec": s,
             "status": {"phase": "Pending", "qosClass": "BestEffort", "conditions": [
-                {"type": "PodScheduled", "status": "True", "lastTransitionTime": rfc3339(T0)}]}}
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": format_time(T0)}]}}
 
 
 def record() -> PodRecord:
@@ -118,7 +118,7 @@ def test_running_then_ready() -> None:
     assert status["phase"] == "Running"
     assert (status["hostIP"], status["hostIPs"]) == ("10.0.0.2", [{"ip": "10.0.0.2"}])
     assert (status["podIP"], status["podIPs"]) == ("10.244.0.2", [{"ip": "10.244.0.2"}])
-    assert status["startTime"] == rfc3339(T0)
+    assert status["startTime"] == format_time(T0)
     c = conds(status)
     assert c["Ready"] == ("False", "ContainersNotReady")
     assert c["ContainersReady"] == ("False", "ContainersNotReady")
@@ -133,7 +133,7 @@ def test_running_then_ready() -> None:
     assert [x["name"] for x in cs] == ["app", "side"]
     assert cs[0]["image"] == "docker.io/library/nginx:1.27"
     assert cs[0]["containerID"].startswith("containerd://") and len(cs[0]["containerID"]) == 77
-    assert cs[0]["state"] == {"running": {"startedAt": rfc3339(T0)}}
+    assert cs[0]["state"] == {"running": {"startedAt": format_time(T0)}}
     assert (cs[0]["ready"], cs[0]["started"], cs[0]["restartCount"]) == (False, True, 0)
     assert wake == T0 + 0.5
 
@@ -146,7 +146,7 @@ def test_running_then_ready() -> None:
     assert status2["containerStatuses"][0]["containerID"] == cs[0]["containerID"]
     # Transition times of unchanged conditions are kept.
     sched = [x for x in status2["conditions"] if x["type"] == "PodScheduled"]
-    assert sched[0]["lastTransitionTime"] == rfc3339(T0)
+    assert sched[0]["lastTransitionTime"] == format_time(T0)
     # Nothing more happens: equal fingerprints.
     p["status"] = status2
     assert build_pod_status(p, rec, s, "10.0.0.2", T0 + 100)[1] == fp2
@@ -173,7 +173,7 @@ def test_a_never_pod_succeeds_after_its_run_time() -> None:
     assert status["phase"] == "Succeeded" and wake is None
     term = status["containerStatuses"][0]["state"]["terminated"]
     assert (term["exitCode"], term["reason"]) == (0, "Completed")
-    assert term["finishedAt"] == rfc3339(T0 + 2)
+    assert term["finishedAt"] == format_time(T0 + 2)
     c = conds(status)
     assert c["Ready"] == ("False", "PodCompleted")
     assert c["ContainersReady"] == ("False", "PodCompleted")

@@ -50,6 +50,7 @@ from typing import Any, Final
 
 from pykcm.api.owner_refs import get_controller_of, is_controlled_by
 from pykcm.api.pod_util import parse_time
+from pykcm.api.timestamps import format_time
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.cache.keys import DeletedFinalStateUnknown, split_meta_namespace_key
 from pykcm.client import Client
@@ -74,7 +75,6 @@ from pykcm.controllers.job.utils import (
     REAL_CLOCK,
     Clock,
     finished_condition,
-    format_time,
     is_job_finished,
     is_job_succeeded,
 )

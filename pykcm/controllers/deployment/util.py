@@ -24,7 +24,6 @@ except the functions documented to set fields on a copy the caller owns
 
 from __future__ import annotations
 
-import datetime as _dt
 import logging
 import math
 import time
@@ -35,7 +34,7 @@ import orjson
 
 from pykcm.api.intstr import get_scaled_value_from_int_or_percent
 from pykcm.api.labels import selector_from_label_selector
-from pykcm.api.pod_util import parse_time
+from pykcm.api.timestamps import format_time, parse_time
 
 __all__ = [
     "ANNOTATIONS_TO_SKIP", "AVAILABLE", "DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY",
@@ -151,8 +150,7 @@ def _annotations(obj: Obj | None) -> Mapping[str, str]:
 
 def now_rfc3339(now: float | None = None) -> str:
     """metav1.Now() as it serialises (second precision, UTC)."""
-    t = time.time() if now is None else now
-    return _dt.datetime.fromtimestamp(int(t), _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(time.time() if now is None else now)
 
 
 # -- sorting (upstream controller.ReplicaSetsBy*) ------------------------------------------

@@ -58,6 +58,7 @@ from typing import Any, Final
 from pykcm.api.labels import LabelSelector, SelectorParseError, selector_from_label_selector
 from pykcm.api.owner_refs import get_controller_of, is_controlled_by, new_controller_ref
 from pykcm.api.pod_util import is_pod_ready, parse_time
+from pykcm.api.timestamps import format_time
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.cache.keys import (
     DeletedFinalStateUnknown,
@@ -131,7 +132,6 @@ from pykcm.controllers.job.utils import (
     Clock,
     ensure_job_condition_status,
     find_condition_by_type,
-    format_time,
     is_job_finished,
     is_pod_failed,
     job_suspended,

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, MutableSequence
-from datetime import UTC, datetime
 from typing import Any, Final, Protocol
+
+from pykcm.api.timestamps import format_time
 
 __all__ = [
     "COMPLETE",
@@ -34,7 +35,6 @@ __all__ = [
     "ensure_job_condition_status",
     "find_condition_by_type",
     "finished_condition",
-    "format_time",
     "is_job_finished",
     "is_job_succeeded",
     "is_pod_failed",
@@ -73,11 +73,6 @@ class RealClock:
 
 
 REAL_CLOCK: Final = RealClock()
-
-
-def format_time(t: float) -> str:
-    """``t`` (epoch seconds) as metav1.Time's RFC 3339 form, second precision, UTC."""
-    return datetime.fromtimestamp(int(t), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _conditions(job: Mapping[str, Any]) -> list[Mapping[str, Any]]:

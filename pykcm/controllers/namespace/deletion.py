@@ -41,10 +41,10 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Final
 
 from pykcm.api.resources import ResourceInfo, preferred_resources
+from pykcm.api.timestamps import format_time, parse_time
 from pykcm.client import (
     Client,
     is_conflict,
@@ -104,14 +104,6 @@ _OK_REASONS: Final = {
 Clock = Callable[[], float]
 
 
-def _rfc3339(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _parse_time(value: str) -> float:
-    return datetime.fromisoformat(value).timestamp()  # Python >= 3.11 reads "Z"
-
-
 def gvr_string(info: ResourceInfo) -> str:
     """A GroupVersionResource as Go prints it: ``apps/v1, Resource=deployments``."""
     return f"{info.group}/{info.version}, Resource={info.plural}"
@@ -155,7 +147,7 @@ class AllGVRDeletionMetadata:
 
 def _condition(type_: str, status: str, reason: str, message: str, now: float
                ) -> dict[str, Any]:
-    return {"type": type_, "status": status, "lastTransitionTime": _rfc3339(now),
+    return {"type": type_, "status": status, "lastTransitionTime": format_time(now),
             "reason": reason, "message": message}
 
 
@@ -233,7 +225,7 @@ def update_conditions(status: dict[str, Any], new_conditions: list[dict[str, Any
         elif (old.get("status"), old.get("message"), old.get("reason")) != (
                 new["status"], new["message"], new["reason"]):
             if old.get("status") != new["status"]:
-                old["lastTransitionTime"] = _rfc3339(now)
+                old["lastTransitionTime"] = format_time(now)
             old.update(type=type_, status=new["status"], reason=new["reason"],
                        message=new["message"])
             changed = True
@@ -468,7 +460,7 @@ class NamespacedResourcesDeleter:
         """
         ns_meta = _meta(namespace)
         name = str(ns_meta.get("name"))
-        deleted_at = _parse_time(str(ns_meta.get("deletionTimestamp")))
+        deleted_at = parse_time(ns_meta.get("deletionTimestamp")) or self._clock()
         errors: list[BaseException] = []
         updater = NamespaceConditionUpdater(self._clock)
         estimate = 0

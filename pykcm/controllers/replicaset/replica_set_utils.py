@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from pykcm.api.labels import selector_from_set
 from pykcm.api.pod_util import is_pod_available, is_pod_ready
+from pykcm.api.timestamps import format_time
 from pykcm.client import Client
 
 __all__ = [
@@ -60,10 +61,6 @@ STATUS_UPDATE_RETRIES: Final = 1
 _COUNTERS: Final = ("replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas")
 
 
-def _rfc3339(t: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
-
-
 def spec_replicas(rs: Mapping[str, Any]) -> int:
     """``spec.replicas`` (1 when unset, the API default)."""
     v = (rs.get("spec") or {}).get("replicas")
@@ -76,7 +73,7 @@ def new_replica_set_condition(type_: str, status: str, reason: str, message: str
     return {
         "type": type_,
         "status": status,
-        "lastTransitionTime": _rfc3339(time.time() if now is None else now),
+        "lastTransitionTime": format_time(time.time() if now is None else now),
         "reason": reason,
         "message": message,
     }
