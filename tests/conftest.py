@@ -1,4 +1,5 @@
-"""Shared fixtures: a raw HTTP client for the API server started by the pykcm plugin."""
+"""Shared fixtures: a raw HTTP client for the API server started by the pykcm plugin, and
+the two API server back ends controller tests run on (pykcm's and the real kube-apiserver)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,42 @@ import os
 import tempfile
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 import requests
 
 from pykcm.testing.server_thread import ServerThread
+
+UPSTREAM = pytest.mark.upstream
+
+
+@dataclass(frozen=True)
+class Backend:
+    """An API server controller tests run against: ``pykcm`` (the embedded one, in memory,
+    shared by the session) or ``kube`` (the real kube-apiserver + etcd v1.36 of the session,
+    with the real kube-controller-manager running only what pykcm lacks)."""
+
+    name: str
+    kubeconfig_path: str
+    url: str
+    token: str
+    ca_pem: bytes
+
+    @property
+    def real(self) -> bool:
+        return self.name == "kube"
+
+
+@pytest.fixture(scope="session", params=["pykcm", pytest.param("kube", marks=UPSTREAM)])
+def apiserver(request: pytest.FixtureRequest) -> Backend:
+    """Each test using it runs twice: on pykcm's API server and on the real kube-apiserver."""
+    if request.param == "pykcm":
+        st: ServerThread = request.getfixturevalue("pykcm_apiserver")
+        return Backend("pykcm", st.kubeconfig_path, st.url, st.token, st.ca_pem or b"")
+    cp = request.getfixturevalue("kube_control_plane")
+    return Backend("kube", cp.kubeconfig_path, cp.url, cp.token, cp.ca_pem)
 
 
 class Api:

@@ -60,6 +60,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    help="controller manager's QPS per controller client (default 20)")
     a.add_argument("--kube-api-burst", type=int, default=30, metavar="N",
                    help="controller manager's burst per controller client (default 30)")
+    a.add_argument("--no-controller-manager", action="store_true",
+                   help="run the API server and simulated nodes only (bring your own controller "
+                   "manager, e.g. the real kube-controller-manager)")
     a.add_argument("--no-status", action="store_true",
                    help="no live status line (it is only drawn on a terminal anyway)")
     return a
@@ -152,6 +155,8 @@ class _Status:
         depth = 0.0
         busy: list[str] = []
         with contextlib.suppress(aiohttp.ClientError, OSError):
+            if not self.cm_url:
+                raise OSError("no controller manager")
             async with session.get(self.cm_url + "/metrics") as r:
                 for fam in text_string_to_metric_families(await r.text()):
                     for s in fam.samples:
@@ -185,7 +190,9 @@ async def run(args: argparse.Namespace) -> int:
                  "--kube-api-qps", str(args.kube_api_qps),
                  "--kube-api-burst", str(args.kube_api_burst)],
                 os.path.join(logs, "controller-manager.log"))
-    children.append(cm)
+    if not args.no_controller_manager:
+        children.append(cm)
+    cm_url = "" if args.no_controller_manager else f"http://127.0.0.1:{cm_port}"
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -207,19 +214,18 @@ async def run(args: argparse.Namespace) -> int:
         for c in children[1:]:
             await c.start()
             started.append(c)
-        failed = await _wait_ready(started, stop, url, data_dir, args.nodes,
-                                   f"http://127.0.0.1:{cm_port}")
+        failed = await _wait_ready(started, stop, url, data_dir, args.nodes, cm_url)
         if failed is not None or stop.is_set():
             return _report(failed, stop)
-        print(f"pykcm up: API server {url}, {args.nodes} simulated nodes, controller manager "
+        manager = "" if args.no_controller_manager else ", controller manager"
+        print(f"pykcm up: API server {url}, {args.nodes} simulated nodes{manager} "
               f"(logs in {logs})", flush=True)
         print(f"  export KUBECONFIG={kubeconfig}", flush=True)
         k = _kubectl()
         print(f"  {k} get nodes; {k} create deployment web --image=nginx --replicas=3",
               flush=True)
         print("Ctrl-C stops everything; state stays in the data dir.", flush=True)
-        failed = await _supervise(started, stop, url, kubeconfig, data_dir,
-                                  f"http://127.0.0.1:{cm_port}",
+        failed = await _supervise(started, stop, url, kubeconfig, data_dir, cm_url,
                                   show=not args.no_status and sys.stdout.isatty())
         return _report(failed, stop)
     finally:
@@ -300,8 +306,10 @@ async def _wait_ready(children: Sequence[_Child], stop: asyncio.Event, url: str,
             with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError, ValueError):
                 async with session.get(f"{url}/api/v1/nodes", headers=headers, ssl=ctx) as r:
                     have = len((await r.json()).get("items") or []) if r.status == 200 else -1
-                async with session.get(f"{cm_url}/healthz") as r:
-                    healthy = r.status == 200
+                healthy = True
+                if cm_url:
+                    async with session.get(f"{cm_url}/healthz") as r:
+                        healthy = r.status == 200
                 if have >= nodes and healthy:
                     return None
             with contextlib.suppress(TimeoutError):

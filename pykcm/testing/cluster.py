@@ -29,7 +29,7 @@ class Cluster:
 
     def __init__(self, *, nodes: int = 3, controllers: str = "*", kube_api_qps: float = 20.0,
                  kube_api_burst: int = 30, max_pods: int = 110,
-                 data_dir: str | None = None) -> None:
+                 data_dir: str | None = None, controller_manager: bool = True) -> None:
         self._own_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="pykcm-cluster-")
         self.nodes = nodes
@@ -38,6 +38,8 @@ class Cluster:
                       "--controllers", controllers,
                       "--kube-api-qps", str(kube_api_qps), "--kube-api-burst",
                       str(kube_api_burst), "--no-status"]
+        if not controller_manager:
+            self._argv.append("--no-controller-manager")
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_offset = 0
         self.url = ""

@@ -1,4 +1,11 @@
-"""pytest plugin: API server fixtures (registered through the `pytest11` entry point)."""
+"""pytest plugin: API server fixtures (registered through the `pytest11` entry point).
+
+Also the real Kubernetes control plane (:mod:`pykcm.testing.upstream`) for
+tests marked ``upstream``: ``kube_control_plane`` is one real kube-apiserver
++ etcd per session (per xdist worker), with the real kube-controller-manager
+running the controllers pykcm lacks. Where no kit is found, upstream tests
+are deselected and the run says so in one line at the top and the end.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +17,52 @@ import pytest
 if TYPE_CHECKING:
     from pykcm.testing.cluster import Cluster
     from pykcm.testing.server_thread import ServerThread
+    from pykcm.testing.upstream import ControlPlane, KubeKit
+
+UPSTREAM = "upstream"
+_NO_KIT = ("pykcm: upstream tests not run: no kube-v1.36 kit found (set PYKCM_KUBE_KIT to a "
+           "kit's directory, the one holding its control-plane script)")
+
+
+def _kit(config: pytest.Config) -> KubeKit | None:
+    cached: Any = getattr(config, "_pykcm_kit", False)
+    if cached is False:
+        from pykcm.testing.upstream import KitError, find_kit
+
+        try:
+            cached = find_kit([config.rootpath])
+        except KitError as e:
+            raise pytest.UsageError(str(e)) from None
+        config._pykcm_kit = cached  # type: ignore[attr-defined]
+    kit: KubeKit | None = cached
+    return kit
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{UPSTREAM}: needs the real Kubernetes v1.36 control plane (a kube-v1.36 "
+        "kit: PYKCM_KUBE_KIT); deselected with one line of notice where there is none")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    kit = _kit(config)
+    return (f"pykcm: upstream tests use the real control plane in {kit.root}" if kit
+            else _NO_KIT)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _kit(config) is not None:
+        return
+    keep = [i for i in items if i.get_closest_marker(UPSTREAM) is None]
+    dropped = [i for i in items if i.get_closest_marker(UPSTREAM) is not None]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if _kit(config) is None:
+        terminalreporter.write_line(_NO_KIT)
 
 
 @pytest.fixture(scope="session")
@@ -49,3 +102,30 @@ def pykcm_cluster() -> Iterator[Cluster]:
 
     with Cluster() as c:
         yield c
+
+
+@pytest.fixture(scope="session")
+def kube_kit(pytestconfig: pytest.Config) -> KubeKit:
+    """The kube-v1.36 kit (tests using it must be marked ``upstream``)."""
+    kit = _kit(pytestconfig)
+    if kit is None:
+        raise RuntimeError("no kube-v1.36 kit: mark the test `upstream` so that it is deselected")
+    return kit
+
+
+@pytest.fixture(scope="session")
+def kube_control_plane(kube_kit: KubeKit, tmp_path_factory: pytest.TempPathFactory
+                       ) -> Iterator[ControlPlane]:
+    """The real kube-apiserver + etcd v1.36 for the session (one per xdist worker), with the
+    real kube-controller-manager running only the controllers pykcm does not have."""
+    from pykcm.testing.upstream import support_controller_manager
+
+    cp = kube_kit.control_plane(tmp_path_factory.mktemp("kube")).start()
+    support = None
+    try:
+        support = support_controller_manager(cp).start()
+        yield cp
+    finally:
+        if support is not None:
+            support.stop()
+        cp.stop()

@@ -19,6 +19,7 @@ from pykcm.testing.server_thread import ServerThread
 
 if TYPE_CHECKING:
     from pykcm.testing.cluster import Cluster
+    from pykcm.testing.upstream import ControlPlane, KubeCluster, KubeKit
     from tests.e2e.cluster_helpers import Watch
 
 REQUEST_TIMEOUT = "--request-timeout=20s"
@@ -66,26 +67,73 @@ def kubectl(pykcm_apiserver: ServerThread) -> Iterator[Kubectl]:
     shutil.rmtree(cache, ignore_errors=True)
 
 
-# -- the real kubectl against ``pykcm up`` (helpers in cluster_helpers.py) -------------------
+# -- the real kubectl against a whole cluster (helpers in cluster_helpers.py) ----------------
+
+CLUSTERS = [
+    "pykcm",                                                  # pykcm up: all pykcm
+    pytest.param("kube-apiserver", marks=pytest.mark.upstream),  # pykcm's manager, real server
+    pytest.param("kube-controller-manager", marks=pytest.mark.upstream),  # real manager, pykcm's
+]
+
+
+@pytest.fixture(scope="session")
+def kube_cluster(kube_kit: KubeKit, kube_control_plane: ControlPlane,
+                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeCluster]:
+    """pykcm's controller manager and simulated nodes on the real kube-apiserver."""
+    from pykcm.testing.upstream import KubeCluster
+
+    with KubeCluster(kube_kit, tmp_path_factory.mktemp("kube-cluster"), apiserver="kube",
+                     manager="pykcm", control_plane=kube_control_plane, support=False) as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def kube_manager_cluster(kube_kit: KubeKit, tmp_path_factory: pytest.TempPathFactory
+                         ) -> Iterator[KubeCluster]:
+    """The real kube-controller-manager (pykcm's controllers only) on ``pykcm up``'s API
+    server and simulated nodes."""
+    from pykcm.testing.upstream import KubeCluster
+
+    with KubeCluster(kube_kit, tmp_path_factory.mktemp("kcm-cluster"), apiserver="pykcm",
+                     manager="kube") as c:
+        yield c
+
+
+@pytest.fixture(scope="session", params=CLUSTERS)
+def cluster(request: pytest.FixtureRequest) -> Cluster | KubeCluster:
+    """A whole cluster; tests using it run on each of ``CLUSTERS``."""
+    name = {"pykcm": "pykcm_cluster", "kube-apiserver": "kube_cluster",
+            "kube-controller-manager": "kube_manager_cluster"}[request.param]
+    c: Cluster | KubeCluster = request.getfixturevalue(name)
+    return c
+
 
 @pytest.fixture(scope="module")
-def kubectl_up(pykcm_cluster: Cluster) -> Iterator[Kubectl]:
-    """The real kubectl, configured for the session's ``pykcm up``."""
+def kubectl_up(cluster: Cluster | KubeCluster) -> Iterator[Kubectl]:
+    """The real kubectl, configured for the test's cluster."""
     cache = tempfile.mkdtemp(prefix="kubectl-cache-")
-    env = {**os.environ, "KUBECONFIG": pykcm_cluster.kubeconfig_path, "KUBECACHEDIR": cache}
+    env = {**os.environ, "KUBECONFIG": cluster.kubeconfig_path, "KUBECACHEDIR": cache}
     yield Kubectl(_kubectl_path(), env)
     shutil.rmtree(cache, ignore_errors=True)
 
 
 @pytest.fixture
-def ns(request: pytest.FixtureRequest, kubectl_up: Kubectl) -> Iterator[str]:
+def ns(request: pytest.FixtureRequest, kubectl_up: Kubectl, cluster: Cluster | KubeCluster
+       ) -> Iterator[str]:
     """A namespace of the test's own (``kubectl create namespace``), deleted afterwards.
 
     Named ``<NS_PREFIX>-<8 hex digits>``, with the test module's ``NS_PREFIX`` (default ``e2e``).
+    On the real kube-apiserver, pods need the namespace's ``default`` ServiceAccount, which
+    a controller creates a moment later: wait for it, as Kubernetes' own e2e framework does.
     """
     prefix = getattr(request.module, "NS_PREFIX", "e2e")
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
     kubectl_up.ok("create", "namespace", name)
+    if getattr(cluster, "apiserver_kind", "pykcm") == "kube":
+        from tests.e2e.cluster_helpers import wait_until
+
+        wait_until(lambda: kubectl_up.run("get", "serviceaccount", "default", "-n", name
+                                          ).returncode == 0, f"ServiceAccount {name}/default")
     yield name
     kubectl_up.run("delete", "namespace", name, "--wait=false")
 

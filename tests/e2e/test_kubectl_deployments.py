@@ -152,7 +152,7 @@ def test_apply_five_replicas_and_rollout_status(kubectl_up: Kubectl, ns: str) ->
 
 
 def test_set_image_stays_within_max_surge_and_max_unavailable(
-        kubectl_up: Kubectl, pykcm_cluster: Cluster, ns: str, watches: list[Watch]) -> None:
+        kubectl_up: Kubectl, cluster: Cluster, ns: str, watches: list[Watch]) -> None:
     """`kubectl set image` rolls out within maxSurge and maxUnavailable, seen by real watches.
 
     Strategy maxSurge 25% and maxUnavailable 25% of 5 replicas: 2 (rounded up)
@@ -277,7 +277,7 @@ def test_set_image_stays_within_max_surge_and_max_unavailable(
     assert d2["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
     assert d2["metadata"]["uid"] == d["metadata"]["uid"]
     assert rs_sizes_by_image(k, ns, "web") == {"nginx:1.27": 0, "nginx:1.28": 5}
-    failed = [ln for ln in pykcm_cluster.log("controller-manager").splitlines()
+    failed = [ln for ln in cluster.log("controller-manager").splitlines()
               if f"error syncing {ns}/web" in ln and "got invalid request to scale down" in ln]
     assert failed == [], f"{len(failed)} failed syncs of the Deployment, e.g. {failed[0]}"
 
