@@ -208,6 +208,10 @@ class _Process:
                                      stdin=subprocess.DEVNULL, env=self.env,
                                      start_new_session=True)
 
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
     def exited(self) -> str | None:
         """None while running, else a one-paragraph account with the log's tail."""
         if self.proc is None or self.proc.poll() is None:
@@ -264,11 +268,11 @@ class KubeKit:
 
     def control_plane(self, directory: str | Path, *, with_controller_manager: bool = False,
                       kcm_flags: Sequence[str] = (), apiserver_flags: Sequence[str] = (),
-                      timeout: float = 60.0) -> ControlPlane:
+                      etcd_flags: Sequence[str] = (), timeout: float = 60.0) -> ControlPlane:
         """A control plane whose state lives in ``directory`` (not started yet)."""
         return ControlPlane(self, Path(directory), with_controller_manager=with_controller_manager,
                             kcm_flags=kcm_flags, apiserver_flags=apiserver_flags,
-                            timeout=timeout)
+                            etcd_flags=etcd_flags, timeout=timeout)
 
 
 class ControlPlane:
@@ -276,12 +280,13 @@ class ControlPlane:
 
     def __init__(self, kit: KubeKit, directory: Path, *, with_controller_manager: bool = False,
                  kcm_flags: Sequence[str] = (), apiserver_flags: Sequence[str] = (),
-                 timeout: float = 60.0) -> None:
+                 etcd_flags: Sequence[str] = (), timeout: float = 60.0) -> None:
         self.kit = kit
         self.dir = directory
         self.with_controller_manager = with_controller_manager
         self.kcm_flags = list(kcm_flags)
         self.apiserver_flags = list(apiserver_flags)
+        self.etcd_flags = list(etcd_flags)  # e.g. ["-unsafe-no-fsync"]
         self.timeout = timeout
         self.env: dict[str, str] = {}
 
@@ -318,6 +323,8 @@ class ControlPlane:
             argv += ["--kcm-flags", shlex.join(self.kcm_flags)]
         if self.apiserver_flags:
             argv += ["--apiserver-flags", shlex.join(self.apiserver_flags)]
+        if self.etcd_flags:
+            argv += ["--etcd-flags", shlex.join(self.etcd_flags)]
         r = subprocess.run(argv, capture_output=True, text=True, timeout=4 * self.timeout + 60,
                            check=False)
         if r.returncode != 0:
@@ -331,6 +338,20 @@ class ControlPlane:
     def stop(self) -> None:
         subprocess.run([str(self.kit.script), "stop", str(self.dir)], capture_output=True,
                        timeout=60, check=False)
+
+    def pids(self) -> dict[str, int]:
+        """The running components' process ids by name (etcd, kube-apiserver, ...), from the
+        kit's ``DIR/pids``; empty when stopped."""
+        out: dict[str, int] = {}
+        try:
+            lines = (self.dir / "pids").read_text().splitlines()
+        except OSError:
+            return out
+        for line in lines:
+            parts = line.split()
+            if len(parts) >= 2 and parts[1].isdigit():
+                out[parts[0]] = int(parts[1])
+        return out
 
     def log(self, component: str) -> str:
         """kube-apiserver, etcd or kube-controller-manager's log."""
@@ -429,6 +450,11 @@ class KubeControllerManager:
     def url(self) -> str:
         return f"https://127.0.0.1:{self.port}"
 
+    @property
+    def pid(self) -> int | None:
+        """The running process's id (None when stopped), e.g. to read its CPU time."""
+        return self._proc.pid if self._proc is not None else None
+
     def start(self, timeout: float = 60.0) -> Self:
         for _ in range(3):  # a port picked here may be taken before kcm binds it: retry
             self.port = _free_port()
@@ -484,7 +510,12 @@ class PykcmProcess:
         self.name = name
         self._proc = _Process(name, [sys.executable, "-m", "pykcm", *args], Path(log_path))
         self._ready = ready
+        self.port = 0  # the controller manager's plain-HTTP /healthz and /metrics port
 
+    @property
+    def pid(self) -> int | None:
+        """The running process's id (None when stopped), e.g. to read its CPU time."""
+        return self._proc.pid
     def start(self, timeout: float = 60.0) -> Self:
         self._proc.start()
         if self._ready is not None:
@@ -515,11 +546,13 @@ class PykcmProcess:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as r:
                 return bool(r.status == 200)
 
-        return PykcmProcess("controller-manager", [
+        p = PykcmProcess("controller-manager", [
             "controller-manager", "--kubeconfig", kubeconfig, "--controllers", controllers,
             "--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", "0",
             "--port", str(port), "--kube-api-qps", f"{kube_api_qps:g}",
             "--kube-api-burst", str(kube_api_burst), *extra], log_path, healthy)
+        p.port = port
+        return p
 
     @staticmethod
     def sim(kubeconfig: str, log_path: str | Path, *, nodes: int = 3, max_pods: int = 110,
