@@ -516,6 +516,7 @@ class PykcmProcess:
     def pid(self) -> int | None:
         """The running process's id (None when stopped), e.g. to read its CPU time."""
         return self._proc.pid
+
     def start(self, timeout: float = 60.0) -> Self:
         self._proc.start()
         if self._ready is not None:
