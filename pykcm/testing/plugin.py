@@ -123,7 +123,7 @@ def kube_control_plane(kube_kit: KubeKit, tmp_path_factory: pytest.TempPathFacto
     cp = kube_kit.control_plane(tmp_path_factory.mktemp("kube")).start()
     support = None
     try:
-        support = support_controller_manager(cp).start()
+        support = cp.support = support_controller_manager(cp).start()
         yield cp
     finally:
         if support is not None:

@@ -289,6 +289,9 @@ class ControlPlane:
         self.etcd_flags = list(etcd_flags)  # e.g. ["-unsafe-no-fsync"]
         self.timeout = timeout
         self.env: dict[str, str] = {}
+        # The support manager running beside it, if the owner started one
+        # (:func:`support_controller_manager`); tests that need a quiet server stop it.
+        self.support: KubeControllerManager | None = None
 
     @property
     def kubeconfig_path(self) -> str:
