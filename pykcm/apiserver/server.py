@@ -49,6 +49,20 @@ class DataDirLocked(RuntimeError):
     """Another API server already serves this data dir."""
 
 
+def lock_data_dir(state_dir: str) -> int:
+    """Take the data dir's lock (an open fd, held for the process's life); raise
+    :class:`DataDirLocked` if another API server holds it."""
+    fd = os.open(os.path.join(state_dir, "lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise DataDirLocked(
+            f"another pykcm API server is using {state_dir}; stop it or choose another "
+            "--data-dir") from None
+    return fd
+
+
 class APIServer:
     """A Kubernetes-compatible API server in this process's event loop."""
 
@@ -64,8 +78,10 @@ class APIServer:
         registry: ResourceRegistry | None = None,
         max_requests_inflight: int = 400,
         max_mutating_requests_inflight: int = 200,
+        fsync: bool = True,
     ) -> None:
         self.data_dir = os.path.abspath(data_dir) if data_dir else None
+        self.fsync = fsync  # fsync every commit (see storage/log.py); False: --unsafe-no-fsync
         self.host = host
         self.port = port
         self.tls = tls
@@ -133,7 +149,8 @@ class APIServer:
                                                             "system:authenticated")))
         if self.token_file:
             self.auth.load_csv(self.token_file)
-        log_ = SqliteLog(os.path.join(state_dir, "state.db")) if self.data_dir else None
+        log_ = (SqliteLog(os.path.join(state_dir, "state.db"), fsync=self.fsync)
+                if self.data_dir else None)
         self.store = Store(log_)
         self.store.on_fatal = self._on_fatal
         await self.store.start()
@@ -203,15 +220,7 @@ class APIServer:
         await self.stop()
 
     def _lock(self, state_dir: str) -> None:
-        fd = os.open(os.path.join(state_dir, "lock"), os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise DataDirLocked(
-                f"another pykcm API server is using {state_dir}; stop it or choose another "
-                "--data-dir") from None
-        self._lock_fd = fd
+        self._lock_fd = lock_data_dir(state_dir)
 
     def _publish_custom_resources(self, event: str, crd: dict[str, Any]) -> None:
         """Keep the OpenAPI documents in step with the served custom resources."""

@@ -16,6 +16,8 @@ import signal
 import sys
 from typing import Any
 
+from pykcm.cli import arguments
+
 NAME = "sim"
 
 
@@ -40,20 +42,20 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     a.add_argument("--kubeconfig", metavar="PATH",
                    help="kubeconfig of the API server (default: KUBECONFIG, ~/.kube/config)")
     a.add_argument("--context", metavar="NAME", help="kubeconfig context to use")
-    a.add_argument("--nodes", type=int, default=3, metavar="N",
+    a.add_argument("--nodes", type=arguments.count, default=3, metavar="N",
                    help="number of nodes (default 3)")
     a.add_argument("--node-prefix", default="pykcm-node", metavar="P",
                    help="node names are P-0 .. P-<N-1> (default pykcm-node)")
     a.add_argument("--cpu", default="32", metavar="Q", help="cpu per node (default 32)")
     a.add_argument("--memory", default="256Gi", metavar="Q",
                    help="memory per node (default 256Gi)")
-    a.add_argument("--max-pods", type=int, default=110, metavar="N",
+    a.add_argument("--max-pods", type=arguments.positive, default=110, metavar="N",
                    help="pods per node (default 110)")
     a.add_argument("--node-label", action="append", metavar="KEY=VALUE",
                    help="an extra label on every node (repeatable)")
-    a.add_argument("--ready-after", type=float, default=0.5, metavar="S",
+    a.add_argument("--ready-after", type=arguments.seconds, default=0.5, metavar="S",
                    help="seconds from running to ready (default 0.5)")
-    a.add_argument("--run-seconds", type=float, default=3.0, metavar="S",
+    a.add_argument("--run-seconds", type=arguments.seconds, default=3.0, metavar="S",
                    help="run time of restartPolicy Never/OnFailure pods (default 3)")
     a.add_argument("--no-scheduler", action="store_true",
                    help="do not bind pods (another scheduler does)")
@@ -63,7 +65,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    help="record no Scheduled / FailedScheduling events")
     a.add_argument("--qps", type=float, default=0.0, metavar="Q",
                    help="client-side request rate limit (default 0: unlimited)")
-    a.add_argument("--burst", type=int, default=100, metavar="N",
+    a.add_argument("--burst", type=arguments.positive, default=100, metavar="N",
                    help="client-side burst (default 100)")
     a.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
     return a

@@ -36,6 +36,8 @@ from typing import IO, Any
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
+from pykcm.cli import arguments
+
 NAME = "up"
 
 
@@ -47,19 +49,22 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "Ctrl-C.")
     a.add_argument("--data-dir", default=".pykcm", metavar="DIR",
                    help="state, kubeconfig and logs (default ./.pykcm; a restart resumes)")
-    a.add_argument("--port", type=int, default=6443, metavar="N",
+    a.add_argument("--port", type=arguments.port, default=6443, metavar="N",
                    help="API server port (default 6443; 0 picks a free one)")
-    a.add_argument("--nodes", type=int, default=3, metavar="N",
+    a.add_argument("--nodes", type=arguments.count, default=3, metavar="N",
                    help="simulated nodes (default 3; 0 runs no simulator)")
-    a.add_argument("--max-pods", type=int, default=110, metavar="N",
+    a.add_argument("--max-pods", type=arguments.positive, default=110, metavar="N",
                    help="pods each simulated node takes (default 110, the kubelet's)")
     a.add_argument("--controllers", default="*", metavar="LIST",
                    help="controllers to run, as kube-controller-manager's --controllers "
                    "(default '*')")
     a.add_argument("--kube-api-qps", type=float, default=20.0, metavar="QPS",
                    help="controller manager's QPS per controller client (default 20)")
-    a.add_argument("--kube-api-burst", type=int, default=30, metavar="N",
+    a.add_argument("--kube-api-burst", type=arguments.positive, default=30, metavar="N",
                    help="controller manager's burst per controller client (default 30)")
+    a.add_argument("--unsafe-no-fsync", action="store_true",
+                   help="the API server does not fsync each commit (faster; survives a crash "
+                   "of the process but not a power loss)")
     a.add_argument("--no-controller-manager", action="store_true",
                    help="run the API server and simulated nodes only (bring your own controller "
                    "manager, e.g. the real kube-controller-manager)")
@@ -169,14 +174,23 @@ class _Status:
 
 
 async def run(args: argparse.Namespace) -> int:
+    from pykcm.apiserver.server import lock_data_dir
+
     data_dir = os.path.abspath(args.data_dir)
+    # The data dir holds Secrets and the admin token: the owner's only.
+    os.makedirs(data_dir, mode=0o700, exist_ok=True)
+    os.chmod(data_dir, 0o700)
     os.makedirs(os.path.join(data_dir, "logs"), mode=0o700, exist_ok=True)
+    # A running instance's files (kubeconfig, logs) are not ours to touch: fail first.
+    os.close(lock_data_dir(data_dir))
     kubeconfig = os.path.join(data_dir, "kubeconfig")
     py = [sys.executable, "-m", "pykcm"]
     logs = os.path.join(data_dir, "logs")
     cm_port = _free_port()
     api = _Child("apiserver", [*py, "apiserver", "--data-dir", data_dir, "--port",
-                               str(args.port)], os.path.join(logs, "apiserver.log"))
+                               str(args.port), *(["--unsafe-no-fsync"] if args.unsafe_no_fsync
+                                                 else [])],
+                 os.path.join(logs, "apiserver.log"))
     children = [api]
     if args.nodes > 0:
         children.append(_Child("sim", [*py, "sim", "--kubeconfig", kubeconfig, "--nodes",

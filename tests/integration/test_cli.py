@@ -16,7 +16,7 @@ def test_unknown_command_and_flag() -> None:
     p = run("nosuch")
     assert p.returncode == 2 and "invalid choice" in p.stderr
     p = run("apiserver", "--port", "notaport")
-    assert p.returncode == 2 and "invalid int value" in p.stderr
+    assert p.returncode == 2 and "argument --port: 'notaport' is not a whole number" in p.stderr
 
 
 def test_port_in_use_is_one_line(tmp_path: object) -> None:

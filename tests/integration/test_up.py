@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from pykcm.testing.cluster import Cluster
 
 KUBECTL = str(Path(sys.executable).parent / "kubectl")
@@ -48,6 +50,21 @@ def test_up_runs_a_deployment_then_stops_and_resumes(tmp_path: Path) -> None:
         wait(available, 60, "the deployment to be available")
         for component in ("apiserver", "sim", "controller-manager"):
             assert os.path.getsize(os.path.join(data, "logs", f"{component}.log")) > 0
+        # Secrets live in the data dir: the owner's only.
+        assert os.stat(data).st_mode & 0o777 == 0o700
+        for f in ("state.db", "kubeconfig", "admin.token"):
+            assert os.stat(os.path.join(data, f)).st_mode & 0o777 == 0o600, f
+        # A second `pykcm up` on the dir in use fails in one line and touches nothing.
+        before = Path(c.kubeconfig_path).read_bytes()
+        r = subprocess.run([sys.executable, "-m", "pykcm", "up", "--data-dir", data, "--port",
+                            "0", "--no-status"], capture_output=True, text=True, timeout=60,
+                           check=False)
+        assert r.returncode == 1
+        assert r.stderr.strip().splitlines() == [
+            (f"pykcm: error: another pykcm API server is using {data}; stop it or choose "
+             "another --data-dir")], r.stderr
+        assert Path(c.kubeconfig_path).read_bytes() == before
+        kubectl(c, "get", "deployment", "web")
     # Stopped cleanly: every component said so in its log.
     up_log = (Path(data) / "up.log").read_text()
     assert "pykcm up: stopped" in up_log
@@ -71,6 +88,22 @@ def test_up_reports_a_port_in_use_in_one_line(tmp_path: Path) -> None:
     errors = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(errors) == 1 and errors[0].startswith("pykcm: error: apiserver exited"), r.stderr
     assert "address" in errors[0].lower() or "in use" in errors[0].lower()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--port", "99999"], "argument --port: 99999 is not a port number (0-65535; 0 picks a free one)"),
+    (["--port", "-5"], "argument --port: -5 is not a port number (0-65535; 0 picks a free one)"),
+    (["--nodes", "-1"], "argument --nodes: -1 is negative"),
+    (["--max-pods", "0"], "argument --max-pods: 0 is not at least 1"),
+    (["--kube-api-burst", "x"], "argument --kube-api-burst: 'x' is not a whole number"),
+])
+def test_up_refuses_bad_arguments_in_one_line(tmp_path: Path, args: list[str],
+                                              message: str) -> None:
+    r = subprocess.run([sys.executable, "-m", "pykcm", "up", "--data-dir", str(tmp_path / "d"),
+                        *args], capture_output=True, text=True, timeout=60, check=False)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines()[-1] == f"pykcm up: error: {message}", r.stderr
+    assert not (tmp_path / "d").exists()
 
 
 def test_up_stops_on_sigterm(tmp_path: Path) -> None:

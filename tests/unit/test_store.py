@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -193,3 +194,12 @@ def test_snapshot_matches_replayed_state(ops: list[tuple[str, bool]], data: Any)
 def test_history_window_constants_meet_the_contract() -> None:
     assert store_mod.HISTORY_EVENTS >= 10_000
     assert store_mod.HISTORY_SECONDS >= 300
+
+
+@pytest.mark.parametrize(("fsync", "level"), [(True, 2), (False, 1)])
+def test_the_log_fsyncs_every_commit_unless_told_not_to(tmp_path: Path, fsync: bool,
+                                                        level: int) -> None:
+    """synchronous=FULL (2) by default, as etcd fsyncs each commit; NORMAL (1) opted out."""
+    log = SqliteLog(str(tmp_path / "state.db"), fsync=fsync)
+    assert log._db.execute("PRAGMA synchronous").fetchone()[0] == level
+    assert os.stat(tmp_path / "state.db").st_mode & 0o777 == 0o600

@@ -7,12 +7,16 @@ written, remembered in the `meta` table once compaction has removed rows).
 
 Data flow: `Store` (store.py) groups the writes of many concurrent requests
 into one batch and hands it to `append()` on a dedicated writer thread; one
-transaction per batch amortises the fsync-free WAL commit over every request in
-it (group commit). Only after `append()` returns does the store apply the batch
-to memory, answer the clients and notify watchers, so an acknowledged write is
-on disk before anybody can see it. WAL with synchronous=NORMAL survives a
-killed process (the case the API server promises); power loss is outside the
-promise, as with kine's SQLite backend. `load()` replays the table at start-up.
+transaction per batch amortises the commit, and its fsync, over every request
+in it (group commit). Only after `append()` returns does the store apply the
+batch to memory, answer the clients and notify watchers, so an acknowledged
+write is on disk before anybody can see it. By default every commit is
+fsynced (WAL with synchronous=FULL), as etcd fsyncs every commit: an
+acknowledged write survives power loss. `fsync=False` (the CLI's
+`--unsafe-no-fsync`, named after etcd's flag) keeps synchronous=NORMAL, which
+survives a killed process but not power loss: for throwaway test servers.
+The database file is created 0600 (it holds Secrets). `load()` replays the
+table at start-up.
 
 Compaction deletes rows that a later revision superseded (and tombstones) once
 they fall out of the in-memory history window, so the file stays proportional
@@ -52,14 +56,18 @@ class LogRow(NamedTuple):
 class SqliteLog:
     """One SQLite database file; used from a single writer thread after open()."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, fsync: bool = True) -> None:
         self.path = path
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        self.fsync = fsync
+        os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o700, exist_ok=True)
+        # SQLite creates its -wal and -shm files with the database file's mode.
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+        os.chmod(path, 0o600)
         # check_same_thread=False: the connection is created on the caller's
         # thread but used afterwards only by the store's single writer thread.
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(f"PRAGMA synchronous={'FULL' if fsync else 'NORMAL'}")
         self._db.execute("PRAGMA temp_store=MEMORY")
         self._db.execute("PRAGMA cache_size=-65536")
         self._db.executescript(_SCHEMA)

@@ -1,0 +1,50 @@
+"""Argument types shared by the subcommands: a bad value is one argparse error line, exit 2.
+
+``type=port`` accepts 0-65535 (0: the kernel picks a free port), ``count``
+a whole number >= 0, ``positive`` one >= 1, ``seconds`` a finite number >= 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+__all__ = ["count", "port", "positive", "seconds"]
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def port(text: str) -> int:
+    n = _int(text)
+    if not 0 <= n <= 65535:
+        raise argparse.ArgumentTypeError(f"{n} is not a port number (0-65535; 0 picks a free one)")
+    return n
+
+
+def count(text: str) -> int:
+    n = _int(text)
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{n} is negative")
+    return n
+
+
+def positive(text: str) -> int:
+    n = _int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n} is not at least 1")
+    return n
+
+
+def seconds(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(x) or x < 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a number of seconds >= 0")
+    return x
