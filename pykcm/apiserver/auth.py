@@ -42,8 +42,11 @@ class TokenAuthenticator:
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             raise PermissionError("invalid bearer token")
+        # compare bytes: compare_digest refuses str with non-ASCII characters (a hostile
+        # header must get its 401, not an exception)
+        given = token.encode("utf-8", "replace")
         for known, user in self._tokens.items():
-            if hmac.compare_digest(known, token):
+            if hmac.compare_digest(known.encode("utf-8", "replace"), given):
                 return user
         raise PermissionError("invalid bearer token")
 

@@ -104,6 +104,10 @@ def test_authentication(api: Api) -> None:
     r = bare.get(url, verify=api.ca_path, headers={"Authorization": "Bearer wrong"},
                  timeout=10)
     assert r.status_code == 401
+    # a non-ASCII token is just another wrong token
+    r = bare.get(url, verify=api.ca_path,
+                 headers={"Authorization": "Bearer t\u00f6ken\u2603".encode()}, timeout=10)
+    assert r.status_code == 401 and r.json()["reason"] == "Unauthorized"
     r = bare.get(api.base + "/healthz", verify=api.ca_path, timeout=10)
     assert r.status_code == 200 and r.text == "ok"
     r = bare.get(api.base + "/version", verify=api.ca_path, timeout=10)
