@@ -69,3 +69,39 @@ def append_results(section: str, path: str = RESULTS) -> None:
         os.write(fd, prefix + section.encode() + b"\n")
     finally:
         os.close(fd)
+
+
+def proc_cpu(pid: int | None) -> float:
+    """User + system CPU seconds a process has used so far (0 if it is gone)."""
+    if pid is None:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_rss_mib(pid: int | None) -> float:
+    """A process's resident set size in MiB (0 if it is gone)."""
+    if pid is None:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def machine_load() -> str:
+    """The load average and how many cores the rest of the machine was using, for the header."""
+    la = os.getloadavg()
+    b0 = busy_cpu_seconds()
+    time.sleep(1.0)
+    busy = busy_cpu_seconds() - b0
+    return (f"load average {la[0]:.2f} {la[1]:.2f} {la[2]:.2f}, {busy:.2f} of "
+            f"{os.cpu_count()} cores busy in the second before the start")
