@@ -42,6 +42,7 @@ __all__ = [
     "TooManyRequests",
     "Unauthorized",
     "UnsupportedMediaType",
+    "WritesFenced",
     "has_status_cause",
     "is_already_exists",
     "is_bad_request",
@@ -118,6 +119,13 @@ class ApiError(Exception):
 def _rebuild(cls: type[ApiError], status: dict[str, Any],
              retry_after: float | None) -> ApiError:
     return cls(status, retry_after=retry_after)
+
+
+class WritesFenced(RuntimeError):
+    """A write the client refused to send: its write fence is closed (e.g. a controller
+    manager that can no longer be sure it holds its leader lease). Never sent, never
+    retried by the client; the caller's retry (a controller's requeue) meets the fence
+    again until it opens."""
 
 
 class BadRequest(ApiError):

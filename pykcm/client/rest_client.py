@@ -44,7 +44,7 @@ from pykcm.client._discovery import (
 )
 from pykcm.client._tls import build_ssl_context
 from pykcm.client.config import Config, default_user_agent
-from pykcm.client.errors import is_gone, is_resource_expired, status_error_from
+from pykcm.client.errors import WritesFenced, is_gone, is_resource_expired, status_error_from
 from pykcm.client.metrics import observe_request
 from pykcm.client.rate_limit import TokenBucketRateLimiter
 from pykcm.client.watch import CHUNK_SIZE, RawWatchStream, StreamSource, WatchStream
@@ -65,6 +65,7 @@ PATCH_CONTENT_TYPES: dict[str, str] = {
 }
 JSON = "application/json"
 _IDEMPOTENT = frozenset({"GET", "HEAD"})
+_READS = _IDEMPOTENT
 _RETRY_5XX = frozenset({502, 503, 504})
 
 _DEFAULT_REGISTRY: ResourceRegistry | None = None
@@ -161,8 +162,12 @@ class Client:
         *,
         registry: ResourceRegistry | None = None,
         rate_limiter: TokenBucketRateLimiter | None = None,
+        write_fence: Callable[[], str | None] | None = None,
     ) -> None:
         self.config = config
+        # Asked before every write is sent: None lets it through, a reason refuses it
+        # (WritesFenced). Reads and watches are never fenced.
+        self.write_fence = write_fence
         self._base = config.host
         self._metrics_host = urlsplit(config.host).netloc  # rest_client_* metrics' host label
         self._registry = registry if registry is not None else _default_registry()
@@ -270,6 +275,11 @@ class Client:
                 h["Content-Type"] = content_type
             if accept is not None:
                 h["Accept"] = accept
+            if self.write_fence is not None and method not in _READS:
+                # Checked last, after the rate limiter's wait: right before sending.
+                why = self.write_fence()
+                if why is not None:
+                    raise WritesFenced(f"{method} {path} not sent: {why}")
             headers = list(h.items()) + self._multi_headers if self._multi_headers else h
             start = time.monotonic()
             try:

@@ -199,6 +199,7 @@ class LeaderElector:
         self._observed_record = LeaderElectionRecord()
         self._observed_raw: bytes | None = None
         self._observed_time = -math.inf
+        self._renewed_at = -math.inf  # monotonic time of our last successful acquire/renew
         self._reported_leader = ""
         self._background: set[asyncio.Task[object]] = set()
         metrics.leader_off(config.name)
@@ -226,6 +227,24 @@ class LeaderElector:
     def is_leader(self) -> bool:
         """Whether the last observed leader is this candidate."""
         return self._observed_record.holder_identity == self.identity
+
+    def write_fence(self) -> str | None:
+        """None while this candidate may act as the leader, else why it may not.
+
+        It may while it leads and its last successful renewal is less than
+        ``renew_deadline`` old: past that, others (who wait ``lease_duration``
+        from the last change they saw) may be about to take over. Checked
+        before every write of the controllers' clients, so a process that was
+        paused (SIGSTOP, a long GC, a frozen VM) writes nothing once it resumes,
+        even before its renewal loop gets to run.
+        """
+        if not self.is_leader():
+            return f"not the leader of {self.config.lock.describe()}"
+        age = self.clock.monotonic() - self._renewed_at
+        if age >= self.config.renew_deadline:
+            return (f"leadership of {self.config.lock.describe()} not renewed for {age:.1f}s "
+                    f"(renew deadline {self.config.renew_deadline:g}s)")
+        return None
 
     def check(self, max_tolerable_expired_lease: float) -> None:
         """Raise LeaderElectionUnhealthy if leading but not renewed for
@@ -322,8 +341,14 @@ class LeaderElector:
             await self.clock.sleep(self.config.retry_period)
 
     async def _renew_within_deadline(self) -> bool:
-        """Try at once, then every retry_period, until success or renew_deadline."""
-        deadline = self.clock.monotonic() + self.config.renew_deadline
+        """Try at once, then every retry_period, until success or renew_deadline.
+
+        The deadline runs from the last successful renewal, not from this
+        attempt: after a pause longer than the deadline leadership ends at
+        once. A renewal that finds another holder's valid lease ends it at once
+        too (client-go would retry until the deadline; nothing can come of it).
+        """
+        deadline = self._renewed_at + self.config.renew_deadline
         while True:
             remaining = deadline - self.clock.monotonic()
             if remaining <= 0:
@@ -334,6 +359,8 @@ class LeaderElector:
                         return True
             except TimeoutError:
                 return False
+            if self.get_leader() and not self.is_leader():
+                return False  # someone else holds a valid lease: it is theirs
             remaining = deadline - self.clock.monotonic()
             if remaining <= 0:
                 return False
@@ -409,6 +436,7 @@ class LeaderElector:
                           e)
             else:
                 self._set_observed_record(record)
+                self._renewed_at = now
                 return True
 
         # 2. obtain or create the record.
@@ -424,6 +452,7 @@ class LeaderElector:
                 log.error("error initially creating leader election record: %s", e2)
                 return False
             self._set_observed_record(record)
+            self._renewed_at = now
             return True
 
         # 3. a changed record restarts the local expiry clock.
@@ -446,6 +475,7 @@ class LeaderElector:
             log.error("Failed to update lock: %s", e)
             return False
         self._set_observed_record(record)
+        self._renewed_at = now
         return True
 
     def _maybe_report_transition(self) -> None:

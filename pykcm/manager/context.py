@@ -35,6 +35,7 @@ import asyncio
 import dataclasses
 import logging
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pykcm.client import Client, Config, default_user_agent
@@ -56,6 +57,8 @@ class ClientBuilder:
 
     :meth:`new_client` builds an uncached one with its own request timeout
     (the leader-election client uses the renew deadline, as upstream).
+    ``write_fence`` (set by leader election) is asked before every write of
+    the cached (controllers') clients; the uncached ones are never fenced.
     """
 
     def __init__(self, config: Config, *, qps: float, burst: int) -> None:
@@ -63,6 +66,7 @@ class ClientBuilder:
         self._qps = qps
         self._burst = burst
         self._clients: dict[str, Client] = {}
+        self.write_fence: Callable[[], str | None] | None = None
 
     def user_agent(self, name: str) -> str:
         """``<base user agent>/<name>``, as client-go's ``rest.AddUserAgent``."""
@@ -80,8 +84,11 @@ class ClientBuilder:
         """The client of ``name``, created on first use and cached."""
         c = self._clients.get(name)
         if c is None or c.closed:
-            c = self._clients[name] = Client(self.config(name))
+            c = self._clients[name] = Client(self.config(name), write_fence=self._fence)
         return c
+
+    def _fence(self) -> str | None:
+        return self.write_fence() if self.write_fence is not None else None
 
     def new_client(self, name: str, *, timeout: float | None = None) -> Client:
         """A client for ``name`` not cached (closed by the caller), e.g. leader election's."""

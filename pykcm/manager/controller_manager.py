@@ -12,7 +12,7 @@ Data flow::
       ├─ ManagerServer: /healthz (leaderElection + one check per controller), /metrics, /configz
       ├─ no --leader-elect: lead() directly
       └─ --leader-elect: Lease <ns>/<name>, identity "<hostname>_<uuid>"
-            run_or_die(on_started_leading=lead) ── lease lost ──► exit 1 ("leaderelection lost")
+            LeaderElector.run(on_started_leading=lead) ── lease lost ──► exit 1 ("leaderelection lost")
 
     lead()
       ├─ ControllerContext: ClientBuilder, SharedInformerFactory(client "shared-informers",
@@ -32,7 +32,12 @@ what they hold), wait up to --controller-shutdown-timeout for their
 ``run()`` to return, cancel what is left, stop the informers, deliver the
 queued events, release the lease (so a standby takes over at once), exit 0.
 A lost lease instead cancels the controllers at once (another replica may
-already be leading) and exits 1.
+already be leading) and exits 1. Before that, every controller client is
+fenced: a write is refused (``WritesFenced``) unless this replica leads and
+renewed its lease less than --leader-elect-renew-deadline ago, so a replica
+that was paused (SIGSTOP, a frozen VM) writes nothing after it resumes
+(upstream relies on the renewal loop alone, which may let it act for up to
+the renew deadline).
 
 Deviations from upstream: the lease is released on a clean shutdown
 (upstream's kube-controller-manager leaves it to expire); controllers are
@@ -57,8 +62,8 @@ from pykcm.leaderelection import (
     LeaderCallbacks,
     LeaderElectionConfig,
     LeaderElectionUnhealthy,
+    LeaderElector,
     LeaseLock,
-    run_or_die,
 )
 from pykcm.manager.context import ClientBuilder, ControllerContext
 from pykcm.manager.options import ControllerManagerOptions
@@ -219,7 +224,12 @@ class ControllerManager:
             renew_deadline=o.leader_elect_renew_deadline,
             retry_period=o.leader_elect_retry_period, watch_dog=adaptor,
             release_on_cancel=True, name=o.leader_elect_resource_name)
-        elector = asyncio.create_task(run_or_die(cfg), name="leader-election")
+        # A write fence on every controller client: a paused leader that resumes after
+        # its renew deadline sends nothing, even before its renewal loop notices.
+        candidate = LeaderElector(cfg)
+        adaptor.set_leader_election(candidate)
+        builder.write_fence = candidate.write_fence
+        elector = asyncio.create_task(candidate.run(), name="leader-election")
         waiters = [asyncio.create_task(self._stop.wait()),
                    asyncio.create_task(self._fatal_event.wait())]
         try:

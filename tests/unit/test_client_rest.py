@@ -26,6 +26,7 @@ from pykcm.client import (
     ServiceUnavailable,
     TooManyRequests,
     Unauthorized,
+    WritesFenced,
     is_resource_expired,
 )
 
@@ -497,3 +498,22 @@ async def test_resolve_through_discovery_refreshing_on_a_miss(server: Server,
             return await old(request)
         server.handler = objects
         assert (await c.get("widgets.example.com", "w", "ns"))["kind"] == "Widget"
+
+
+# -- write fence --------------------------------------------------------------------------
+
+
+async def test_a_closed_write_fence_refuses_writes_before_sending_and_never_reads(
+        server: Server) -> None:
+    why: list[str | None] = [None]
+    async with Client(cfg(server), write_fence=lambda: why[0]) as c:
+        await c.create("pods", {"metadata": {"name": "p"}}, "ns")   # open: sent
+        why[0] = "not the leader"
+        for write in (c.create("pods", {"metadata": {"name": "q"}}, "ns"),
+                      c.patch("pods", "p", {"a": 1}, "merge", "ns"),
+                      c.delete("pods", "p", "ns")):
+            with pytest.raises(WritesFenced, match="not sent: not the leader"):
+                await write
+        await c.get("pods", "p", "ns")                                # reads pass
+    assert [r["method"] for r in server.requests] == ["POST", "GET"]
+

@@ -385,7 +385,9 @@ async def test_lose_leadership_when_renewing_fails_past_the_deadline() -> None:
     failing_since = clock.monotonic()
     await asyncio.wait_for(task, 5)  # run returns by itself
     lost_after = clock.monotonic() - failing_since
-    assert 10.0 <= lost_after <= 10.0 + 2.0 + 2.0  # renew deadline (after one retry period)
+    # The renew deadline runs from the last successful renewal, at most one retry
+    # period before the failures began.
+    assert 10.0 - 2.0 <= lost_after <= 10.0
     assert cancelled.is_set()
     assert log == ["stopped"]
     assert master_status("lose-a") == 0.0
@@ -399,8 +401,31 @@ async def test_lose_leadership_to_a_takeover() -> None:
     task = asyncio.create_task(a.run())
     await until(lambda: a.is_leader())
     store.write(LeaderElectionRecord("b", 15, clock.now(), clock.now(), 1))
+    taken_at = clock.monotonic()
     await asyncio.wait_for(task, 5)
     assert a.get_leader() == "b"
+    # Seeing another holder's valid lease ends leadership at once, not after
+    # retrying until the renew deadline: the next renewal (one retry period on) is it.
+    assert clock.monotonic() - taken_at <= 2.0 * 1.2
+    assert a.write_fence() == "not the leader of kube-system/test"
+
+
+async def test_the_write_fence_closes_when_the_renew_deadline_passes_unnoticed() -> None:
+    """A leader paused (SIGSTOP) past its renew deadline may not write when it resumes,
+    before its renewal loop has had a chance to run."""
+    clock, store = FakeClock(), Store()
+    a = make(store, "a", clock)
+    assert a.write_fence() == "not the leader of kube-system/test"
+    task = asyncio.create_task(a.run())
+    await until(lambda: a.is_leader())
+    assert a.write_fence() is None
+    clock.advance(9.9)               # still within the 10 s renew deadline
+    assert a.write_fence() is None
+    clock.advance(20.1)              # paused for 30 s in all: no loop turn happened
+    assert a.write_fence() == ("leadership of kube-system/test not renewed for 30.0s "
+                               "(renew deadline 10s)")
+    await asyncio.wait_for(task, 5)  # and the loop ends leadership without a try
+    assert a.write_fence() is not None
 
 
 async def test_on_stopped_leading_called_when_cancelled_before_leading() -> None:
