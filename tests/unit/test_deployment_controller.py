@@ -331,6 +331,25 @@ async def test_resumed_deployment_gets_resumed_condition() -> None:
         "Unknown", du.RESUMED_DEPLOY_REASON)
 
 
+async def test_status_writes_of_one_sync_carry_the_resource_version_read() -> None:
+    """As upstream (UpdateStatus's answer is dropped): after DeploymentResumed, the write of
+    the new ReplicaSet's NewReplicaSetCreated has the cached resourceVersion, so a real API
+    server refuses it with 409 and users never see that reason after a resume (the
+    differential test deployment-pause-resume shows it on kube-controller-manager)."""
+    h = Harness()
+    d = deployment()
+    d["status"] = {"conditions": [du.new_deployment_condition(
+        du.PROGRESSING, "Unknown", du.PAUSED_DEPLOY_REASON, "Deployment is paused")]}
+    h.d_inf.add(d)
+    h.rs_inf.add(replica_set("old", "nginx:1", 3))
+    await h.dc.sync_deployment("ns/web")
+    writes = h.client.writes("update_status")
+    reasons = [du.get_deployment_condition(w["status"], du.PROGRESSING)["reason"]  # type: ignore[index]
+               for w in writes]
+    assert reasons[:2] == [du.RESUMED_DEPLOY_REASON, du.NEW_RS_REASON]
+    assert {w["metadata"]["resourceVersion"] for w in writes} == {"1"}
+
+
 async def test_deprecated_rollback_annotation_copies_the_old_template() -> None:
     h = Harness()
     d = deployment("nginx:2")

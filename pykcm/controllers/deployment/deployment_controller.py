@@ -323,12 +323,16 @@ class DeploymentController(ControllerHost):
     async def write_deployment_status(self, d: dict[str, Any]) -> dict[str, Any]:
         """PUT ``d``'s status (and, as upstream's status strategy allows, its revision annotation).
 
-        ``d`` takes the new resourceVersion, so a later write of the same sync
-        does not conflict with this one.
+        ``d`` keeps the resourceVersion it was read with, as upstream's sync
+        does (it drops what UpdateStatus returns): a second status write in
+        the same sync (the rollout status after a new ReplicaSet's revision,
+        or anything after DeploymentResumed) meets 409 and the sync runs
+        again. What users see follows from it: after a resume, Progressing
+        goes from DeploymentResumed to ReplicaSetUpdated, never through
+        NewReplicaSetCreated (that write is the one refused).
         """
         got = await self.client.update_status(DEPLOYMENTS, d)
         meta = d.setdefault("metadata", {})
-        meta["resourceVersion"] = _meta(got).get("resourceVersion")
         want = (meta.get("annotations") or {}).get(util.REVISION_ANNOTATION)
         have = (_meta(got).get("annotations") or {}).get(util.REVISION_ANNOTATION)
         if want is not None and want != have:
@@ -339,7 +343,6 @@ class DeploymentController(ControllerHost):
                 DEPLOYMENTS, str(meta.get("name")),
                 {"metadata": {"annotations": {util.REVISION_ANNOTATION: want}}},
                 "merge", str(meta.get("namespace", "")))
-            meta["resourceVersion"] = _meta(got).get("resourceVersion")
         return got
 
     async def write_deployment(self, d: dict[str, Any]) -> dict[str, Any]:
