@@ -35,6 +35,19 @@ MissingJob, UnexpectedJob, JobAlreadyActive, MissSchedule,
 TooManyMissedTimes, UnparseableSchedule, InvalidSchedule, UnknownTimeZone,
 UnsupportedSchedule, FailedCreate, FailedDelete, FailedGet.
 
+Deliberate deviation: a sync first checks that the cache holds the CronJob
+as this controller last wrote it (``_ensure_cache_fresh``: its
+resourceVersion is not older than the one our last status write returned;
+a stale cache is an error, retried through the rate limiter). Upstream's
+CronJob controller has no such check (v1.36 adds one, KEP-5647's
+ConsistencyStore, to the Job and ReplicaSet controllers only) because in Go
+the informer usually applies our own write before the next sync of the key
+starts; on one asyncio loop the next sync (say, the one a Job's deletion by
+the history limit queued while the status write was in flight) runs first
+and would see its Job gone from a stale ``status.active``: a MissingJob
+event and a 409 that kube-controller-manager does not produce (the
+differential test cronjob-starting-deadline shows both).
+
 Time comes from an injectable clock (epoch seconds). The requeue delays
 are real time, so a test driving the clock calls :meth:`CronJobController.enqueue_key`
 after moving it.
@@ -117,6 +130,22 @@ def _job_ref(job: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in ref.items() if v}
 
 
+class StaleCacheError(RuntimeError):
+    """The cache has not yet seen this controller's last write of the CronJob."""
+
+    def __init__(self, read_rv: str, wrote_rv: str) -> None:
+        super().__init__(f"read version: {read_rv} is not as new as written version: "
+                         f"{wrote_rv} for group resource cronjobs.batch")
+
+
+def _rv_older(read: str, wrote: str) -> bool:
+    """Whether resourceVersion ``read`` is older than ``wrote`` (decimal integers, as
+    apimachinery's CompareResourceVersion; anything else: not comparable, not older)."""
+    if not (read.isdigit() and wrote.isdigit()):
+        return False
+    return int(read) < int(wrote)
+
+
 class CronJobController(ControllerHost):
     """Creates a CronJob's Jobs on schedule and keeps its history (upstream ControllerV2).
 
@@ -137,9 +166,11 @@ class CronJobController(ControllerHost):
         reg = job_informer.informer.add_event_handler(ResourceEventHandlerFuncs(
             add_func=self.add_job, update_func=self.update_job, delete_func=self.delete_job))
         self.controller.add_synced(reg.has_synced)
+        # key -> (uid, resourceVersion) of our last status write (_ensure_cache_fresh)
+        self._written: dict[str, tuple[str, str]] = {}
         reg = cronjob_informer.informer.add_event_handler(ResourceEventHandlerFuncs(
             add_func=self.controller.enqueue, update_func=self.update_cronjob,
-            delete_func=self.controller.enqueue))
+            delete_func=self.delete_cronjob))
         self.controller.add_synced(reg.has_synced)
 
     def enqueue_key(self, key: str) -> None:
@@ -196,6 +227,12 @@ class CronJobController(ControllerHost):
             return
         self._enqueue_owner(job, get_controller_of(job))
 
+    def delete_cronjob(self, obj: Any) -> None:
+        cj = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        if isinstance(cj, Mapping):
+            self._written.pop(_key(cj), None)
+        self.controller.enqueue(obj)
+
     def update_cronjob(self, old: Any, cur: Any) -> None:
         """A schedule change requeues at the new next time; any other change syncs now."""
         ospec, nspec = old.get("spec") or {}, cur.get("spec") or {}
@@ -239,6 +276,7 @@ class CronJobController(ControllerHost):
             if is_not_found(exc):
                 return None  # deleted
             raise
+        self._ensure_cache_fresh(key, cj)
         jobs = self.get_jobs_to_be_reconciled(cj)
         # One copy collects every status change: at most one status write per sync.
         cj_copy: dict[str, Any] = dict(copy.deepcopy(cj))
@@ -248,13 +286,27 @@ class CronJobController(ControllerHost):
         if sync_err is not None:
             log.info("Error reconciling cronjob %s: %s", key, sync_err)
         if update_after_cleanup or update_after_sync:
-            await self.client.update_status("cronjobs", cj_copy, ns)
+            got = await self.client.update_status("cronjobs", cj_copy, ns)
+            self._written[key] = (str(_meta(got).get("uid") or ""),
+                                  str(_meta(got).get("resourceVersion") or ""))
         if requeue_after is not None:
             return Result(requeue_after=requeue_after)
         if sync_err is not None:
             raise sync_err
         # Suspended, or an invalid schedule: nothing until the CronJob changes.
         return None
+
+    def _ensure_cache_fresh(self, key: str, cj: Mapping[str, Any]) -> None:
+        """Raise StaleCacheError while the cached CronJob is older than our last write of it
+        (module doc); forget the write once the cache has it, or the CronJob was replaced."""
+        written = self._written.get(key)
+        if written is None:
+            return
+        uid, wrote = written
+        read = str(_meta(cj).get("resourceVersion") or "")
+        if uid == str(_meta(cj).get("uid") or "") and _rv_older(read, wrote):
+            raise StaleCacheError(read, wrote)
+        del self._written[key]
 
     async def sync_cronjob(self, cj: dict[str, Any], jobs: Sequence[Mapping[str, Any]]
                            ) -> tuple[dict[str, Any], float | None, bool, BaseException | None]:
