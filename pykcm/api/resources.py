@@ -120,7 +120,7 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
     _r("", "Service", "services", short=("svc",), categories=("all",), sub=("status",)),
     _r("", "ServiceAccount", "serviceaccounts", short=("sa",)),
     _r("", "Endpoints", "endpoints", short=("ep",)),
-    _r("", "PodTemplate", "podtemplates"),
+    _r("", "PodTemplate", "podtemplates", generation=True),
     # apps/v1
     _r("apps", "Deployment", "deployments", short=("deploy",), categories=("all",),
        sub=("scale", "status"), generation=True),

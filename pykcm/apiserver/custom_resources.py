@@ -115,6 +115,8 @@ class CustomResourceVersion:
                 row["object"] = {"kind": "PartialObjectMetadata",
                                  "apiVersion": "meta.k8s.io/v1",
                                  "metadata": obj.get("metadata", {})}
+            else:
+                row["object"] = None  # includeObject=None: an explicit null, as upstream
             rows.append(row)
         meta: dict[str, Any] = dict(list_meta or {})
         if list_meta is None and len(objects) == 1:

@@ -33,6 +33,7 @@ from typing import Any, Final, TypeGuard
 
 __all__ = [
     "apply_defaults",
+    "zero_object_fields",
     "default_container",
     "default_pod_spec",
     "default_pod_template",
@@ -594,6 +595,8 @@ def _default_statefulset(obj: Obj, create: bool) -> None:
     _RETENTION.apply(retention)
     _setdefault(spec, "replicas", 1)
     _setdefault(spec, "revisionHistoryLimit", 10)
+    if spec.get("serviceName") is None:
+        spec["serviceName"] = ""  # not omitempty in apps/v1
     default_pod_template(_dict(spec, "template"))
     for pvc in _dicts(spec.get("volumeClaimTemplates")):
         _default_pvc_template(pvc)
@@ -789,12 +792,36 @@ def _default_endpoints(obj: Obj, create: bool) -> None:
                 port["protocol"] = "TCP"
 
 
+# NodeSystemInfo's string fields are not omitempty: Go writes every one.
+_NODE_INFO_FIELDS: Final = ("machineID", "systemUUID", "bootID", "kernelVersion", "osImage",
+                            "containerRuntimeVersion", "kubeletVersion", "kubeProxyVersion",
+                            "operatingSystem", "architecture")
+
+
 def _default_node(obj: Obj, create: bool) -> None:
-    status = obj.get("status")
-    if isinstance(status, dict):
-        capacity = status.get("capacity")
-        if status.get("allocatable") is None and isinstance(capacity, dict):
-            status["allocatable"] = dict(capacity)
+    _dict(obj, "spec")  # a struct: always serialized
+    status = _dict(obj, "status")
+    capacity = status.get("capacity")
+    if status.get("allocatable") is None and isinstance(capacity, dict):
+        status["allocatable"] = dict(capacity)
+    # Go serializes the zero NodeDaemonEndpoints and NodeSystemInfo structs.
+    endpoint = _dict(_dict(status, "daemonEndpoints"), "kubeletEndpoint")
+    endpoint.setdefault("Port", 0)
+    info = _dict(status, "nodeInfo")
+    for k in _NODE_INFO_FIELDS:
+        info.setdefault(k, "")
+
+
+def _default_event(obj: Obj, create: bool) -> None:
+    """core/v1 Event: the fields Go writes even when zero (struct, Time and string fields
+    without omitempty)."""
+    _dict(obj, "involvedObject")
+    _dict(obj, "source")
+    for k in ("firstTimestamp", "lastTimestamp", "eventTime"):
+        obj.setdefault(k, None)
+    for k in ("reportingComponent", "reportingInstance"):
+        if obj.get(k) is None:
+            obj[k] = ""
 
 
 _DEFAULTERS: Final[dict[str, Callable[[Obj, bool], None]]] = {
@@ -811,6 +838,7 @@ _DEFAULTERS: Final[dict[str, Callable[[Obj, bool], None]]] = {
     "Secret": _default_secret,
     "Endpoints": _default_endpoints,
     "Node": _default_node,
+    "Event": _default_event,
 }
 
 
@@ -830,3 +858,57 @@ def apply_defaults(kind: str, obj: Obj, *, create: bool = True) -> None:
     if isinstance(meta, dict):
         _META.apply(meta)
     _TOP.apply(obj)
+
+
+# --- the zero object ------------------------------------------------------------
+
+_NO_CONTAINERS: Final = {"metadata": {}, "spec": {"containers": None}}
+# What Go writes for an empty object of each kind besides kind, apiVersion and
+# metadata (non-omitempty fields and structs): the body of watch BOOKMARK events.
+_ZERO_FIELDS: Final[dict[tuple[str, str], dict[str, Any]]] = {
+    ("", "Namespace"): {"spec": {}, "status": {}},
+    ("", "Node"): {"spec": {}, "status": {
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": 0}},
+        "nodeInfo": {k: "" for k in _NODE_INFO_FIELDS}}},
+    ("", "Pod"): {"spec": {"containers": None}, "status": {}},
+    ("", "Event"): {"involvedObject": {}, "source": {}, "firstTimestamp": None,
+                    "lastTimestamp": None, "eventTime": None, "reportingComponent": "",
+                    "reportingInstance": ""},
+    ("", "Service"): {"spec": {}, "status": {"loadBalancer": {}}},
+    ("", "PodTemplate"): {"template": _NO_CONTAINERS},
+    ("apps", "Deployment"): {"spec": {"replicas": 0, "selector": None,
+                                      "template": _NO_CONTAINERS, "strategy": {}},
+                             "status": {}},
+    ("apps", "ReplicaSet"): {"spec": {"replicas": 0, "selector": None,
+                                      "template": _NO_CONTAINERS}, "status": {"replicas": 0}},
+    ("apps", "StatefulSet"): {"spec": {"replicas": 0, "selector": None,
+                                       "template": _NO_CONTAINERS, "serviceName": "",
+                                       "updateStrategy": {}},
+                              "status": {"replicas": 0, "availableReplicas": 0}},
+    ("apps", "DaemonSet"): {"spec": {"selector": None, "template": _NO_CONTAINERS,
+                                     "updateStrategy": {}},
+                            "status": {"currentNumberScheduled": 0, "numberMisscheduled": 0,
+                                       "desiredNumberScheduled": 0, "numberReady": 0}},
+    ("apps", "ControllerRevision"): {"data": None, "revision": 0},
+    ("batch", "Job"): {"spec": {"template": _NO_CONTAINERS}, "status": {}},
+    ("batch", "CronJob"): {"spec": {"schedule": "", "jobTemplate": {
+        "metadata": {}, "spec": {"template": _NO_CONTAINERS}}}, "status": {}},
+    ("coordination.k8s.io", "Lease"): {"spec": {}},
+    ("events.k8s.io", "Event"): {"eventTime": None, "regarding": {}, "deprecatedSource": {},
+                                 "deprecatedFirstTimestamp": None,
+                                 "deprecatedLastTimestamp": None},
+}
+# Annotations the apps/v1 conversion writes even on an empty object.
+_ZERO_ANNOTATIONS: Final = {("apps", "DaemonSet"): {
+    "deprecated.daemonset.template.generation": "0"}}
+
+
+def zero_object_fields(group: str, kind: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """(fields, metadata annotations) of an empty object of a built-in kind as Go encodes it.
+
+    Fresh copies; kinds without such fields (ConfigMap, Secret, ...) give empty dicts.
+    """
+    import copy
+
+    return (copy.deepcopy(_ZERO_FIELDS.get((group, kind), {})),
+            dict(_ZERO_ANNOTATIONS.get((group, kind), {})))

@@ -33,15 +33,14 @@ class StatusError(Exception):
         self.headers = headers or {}
 
     def status(self) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
-        }
+        body: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                "status": "Failure"}
+        # message and reason are omitempty in metav1.Status (a bare 500 has no reason)
+        if self.message:
+            body["message"] = self.message
+        if self.reason:
+            body["reason"] = self.reason
+        body["code"] = self.code
         if self.details is not None:
             body["details"] = self.details
         return body
@@ -52,7 +51,7 @@ class StatusError(Exception):
 
 def _details(name: str | None, group: str, kind: str, **extra: Any) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    if name is not None:
+    if name:  # omitempty
         d["name"] = name
     if group:
         d["group"] = group
@@ -130,8 +129,33 @@ def forbidden(resource: str, group: str, name: str, why: str) -> StatusError:
     )
 
 
-def method_not_allowed(message: str) -> StatusError:
-    return StatusError(405, "MethodNotAllowed", message)
+METHOD_NOT_ALLOWED_MSG = "the server does not allow this method on the requested resource"
+
+
+def method_not_allowed(message: str = METHOD_NOT_ALLOWED_MSG) -> StatusError:
+    # kube-apiserver answers an unregistered verb with a generic response: empty details
+    return StatusError(405, "MethodNotAllowed", message, details={})
+
+
+def generic_invalid() -> StatusError:
+    """422 as NewGenericServerResponse builds it (e.g. a JSON patch that does not apply):
+    the cause's text is not passed on."""
+    return StatusError(422, "Invalid",
+                       "the server rejected our request due to an error in our request",
+                       details={})
+
+
+def bare_internal(message: str) -> StatusError:
+    """A plain Go error the handler returns as is: 500 without reason or details."""
+    return StatusError(500, "", message)
+
+
+def go_parse_int_error(func: str, value: str) -> str:
+    """strconv's message for a number that does not parse (func: ParseInt, ParseUint)."""
+    digits = value[1:] if value[:1] in "+-" and func == "ParseInt" else value
+    why = ("value out of range" if value and digits.isdigit() and digits.isascii()
+           else "invalid syntax")
+    return f'strconv.{func}: parsing "{value}": {why}'
 
 
 def gone(message: str) -> StatusError:

@@ -43,9 +43,24 @@ def to_core(view: dict[str, Any]) -> dict[str, Any]:
     return _rename(view, _TO_CORE, "v1")
 
 
+# events.k8s.io/v1 fields with omitempty: a zero value is left out (the core ones are not
+# all omitempty: reportingComponent "" is written there, not here).
+_VIEW_OMITEMPTY = ("reason", "note", "type", "action", "reportingController",
+                   "reportingInstance", "deprecatedCount")
+
+
 def to_view(core: dict[str, Any]) -> dict[str, Any]:
     """A stored core/v1 Event as events.k8s.io/v1 presents it."""
-    return _rename(core, _TO_VIEW, VIEW_API_VERSION)
+    view = _rename(core, _TO_VIEW, VIEW_API_VERSION)
+    for k in _VIEW_OMITEMPTY:
+        if k in view and not view[k]:
+            del view[k]
+    # structs and metav1.Time fields Go always writes
+    view.setdefault("regarding", {})
+    view.setdefault("deprecatedSource", {})
+    for k in ("deprecatedFirstTimestamp", "deprecatedLastTimestamp", "eventTime"):
+        view.setdefault(k, None)
+    return view
 
 
 def view_line(line: bytes) -> bytes:
@@ -53,7 +68,8 @@ def view_line(line: bytes) -> bytes:
     ev = orjson.loads(line)
     obj = ev.get("object")
     if ev.get("type") == "BOOKMARK" and isinstance(obj, dict):
-        obj["kind"], obj["apiVersion"] = "Event", VIEW_API_VERSION
+        # an empty events.k8s.io Event with the bookmark's metadata
+        ev["object"] = to_view({"metadata": obj.get("metadata") or {}})
     elif ev.get("type") != "ERROR" and isinstance(obj, dict):
         ev["object"] = to_view(obj)
     return orjson.dumps(ev) + b"\n"

@@ -29,7 +29,7 @@ from pykcm.api.protobuf import (
     is_k8s_protobuf,
 )
 from pykcm.api.resources import ResourceInfo, ResourceRegistry
-from pykcm.apiserver import errors, event_view, tables
+from pykcm.apiserver import defaults, errors, event_view, go_json, tables
 from pykcm.apiserver.custom_resources import json_path, set_json_path
 from pykcm.apiserver.discovery import Discovery
 from pykcm.apiserver.errors import StatusError
@@ -38,6 +38,7 @@ from pykcm.apiserver.openapi import (
     field_warning_headers,
     parse_field_validation,
     strict_error,
+    warning_header,
 )
 from pykcm.apiserver.request_info import RequestInfo, resolve
 from pykcm.apiserver.rest_storage import (
@@ -81,6 +82,42 @@ def deleted_status(res: ResourceInfo, obj: dict[str, Any]) -> bytes:
     return success_status(details)
 
 
+_WARNINGS: web.RequestKey[list[str]] = web.RequestKey("pykcm.warnings", list)
+# Deprecated resources of v1.36: kube-apiserver warns on every request to them.
+_DEPRECATED = {("", "v1", "endpoints"):
+               "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"}
+_JOB_DELETE_WARNING = (
+    "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background "
+    "to remove them or set propagationPolicy=Orphan to suppress this warning")
+
+
+def _request_warnings(info: RequestInfo, q: Any) -> list[str]:
+    """The Warning headers a request gets whatever its outcome."""
+    out = []
+    msg = _DEPRECATED.get((info.group, info.version, info.resource))
+    if msg:
+        out.append(msg)
+    return out
+
+
+def _warn_job_orphaning(request: web.Request, res: ResourceInfo, opts: DeleteOptions) -> None:
+    """batch/v1 Jobs orphan their pods by default: a delete that does not say so is warned."""
+    if (res.kind == "Job" and res.group == "batch" and opts.propagation_policy is None
+            and opts.orphan_dependents is None):
+        request[_WARNINGS].append(_JOB_DELETE_WARNING)
+
+
+def _with_warnings(request: web.Request, resp: web.StreamResponse) -> web.StreamResponse:
+    if not resp.prepared:
+        for w in request.get(_WARNINGS) or ():
+            resp.headers.add("Warning", warning_header(w))
+    return resp
+
+
+# Registries that answer a DELETE with the deleted object, not a Status (ReturnDeletedObject).
+_RETURNS_DELETED = frozenset({"Pod", "Service", "ServiceAccount", "PodTemplate", "Namespace"})
+
+
 def _bool(v: str | None) -> bool | None:
     if v is None:
         return None
@@ -93,8 +130,8 @@ def _int(q: Any, name: str) -> int | None:
         return None
     try:
         return int(v)
-    except ValueError:
-        raise errors.bad_request(f"invalid value for {name}: {v!r}") from None
+    except ValueError:  # the query decoder passes strconv's message on
+        raise errors.bad_request(errors.go_parse_int_error("ParseInt", v)) from None
 
 
 def list_options(q: Any) -> ListOptions:
@@ -157,9 +194,6 @@ def validate_list_options(opts: ListOptions, watch: bool) -> None:
                                            "sendInitialEvents is forbidden for list"))
     if causes:
         raise errors.invalid("ListOptions", "meta.k8s.io", "", causes)
-    if (not watch and opts.continue_token and opts.resource_version
-            and opts.resource_version != "0"):
-        raise errors.bad_request("specifying resource version is not allowed when using continue")
 
 
 def delete_options(q: Any, body: dict[str, Any] | None) -> DeleteOptions:
@@ -185,18 +219,30 @@ def delete_options(q: Any, body: dict[str, Any] | None) -> DeleteOptions:
             "message": f'Unsupported value: "{opts.propagation_policy}": supported values: '
                        '"Foreground", "Background", "Orphan", "nil"'}])
     if opts.propagation_policy and opts.orphan_dependents is not None:
-        raise errors.invalid("DeleteOptions", "meta.k8s.io", "", [_forbidden_cause(
-            "propagationPolicy", "orphanDependents and deletionPropagation cannot be both set")])
+        raise errors.invalid("DeleteOptions", "meta.k8s.io", "", [{
+            "reason": "FieldValueInvalid", "field": "propagationPolicy",
+            "message": f'Invalid value: "{opts.propagation_policy}": orphanDependents and '
+                       "deletionPropagation cannot be both set"}])
     if opts.grace_period_seconds is not None and opts.grace_period_seconds < 0:
-        opts.grace_period_seconds = 0
+        opts.grace_period_seconds = 1  # BeforeDelete: a negative period counts as 1 s
     opts.dry_run = _dry_run(dry)
     return opts
 
 
-def _dry_run(values: list[str]) -> bool:
-    for v in values:
-        if v != "All":
-            raise errors.bad_request(f'Invalid dryRun value: "{v}" (supported: "All")')
+_OPTIONS_KIND = {"create": "CreateOptions", "update": "UpdateOptions", "patch": "PatchOptions",
+                 "delete": "DeleteOptions", "deletecollection": "DeleteOptions"}
+
+
+def _dry_run(values: list[str], verb: str = "delete") -> bool:
+    """dryRun values: only "All"; others fail the options' validation (422)."""
+    if any(v != "All" for v in values):
+        kind = _OPTIONS_KIND.get(verb)
+        if kind is None:
+            return False  # reads ignore dryRun
+        raise errors.invalid(kind, "meta.k8s.io", "", [{
+            "reason": "FieldValueNotSupported", "field": "dryRun",
+            "message": f"Unsupported value: {orjson.dumps(values).decode()}: supported "
+                       'values: "All"'}])
     return bool(values)
 
 
@@ -219,9 +265,13 @@ class APIHandlers:
             info = resolve(request.method, path, bool(_bool(q.get("watch"))))
             if not info.is_resource_request:
                 return await self.discovery.handle(request, info)
-            return await self._resource(request, info)
+            request[_WARNINGS] = _request_warnings(info, q)
+            return _with_warnings(request, await self._resource(request, info))
         except StatusError as err:
-            return status_response(err)
+            if request.method not in ("GET", "HEAD"):
+                # The error may rest on a write still in flight (store.settle).
+                await self.rest.store.settle()
+            return _with_warnings(request, status_response(err))
         except web.HTTPRequestEntityTooLarge:
             return status_response(errors.request_entity_too_large(
                 "the request body is too large (limit 3 MiB)"))
@@ -255,25 +305,33 @@ class APIHandlers:
                               details={"causes": [{"reason": "UnexpectedServerResponse",
                                                    "message": "404 page not found"}]})
         if info.subresource and info.subresource not in res.subresources:
-            raise StatusError(404, "NotFound", "the server could not find the requested resource")
+            raise StatusError(404, "NotFound", "the server could not find the requested resource",
+                              details={})
         return res
 
-    async def _body(self, request: web.Request) -> Any:
+    async def _body(self, request: web.Request, res: ResourceInfo | None = None,
+                    kind: str = "") -> Any:
+        """The decoded body; `kind` (default: the resource's) names it in decode errors."""
         raw = await request.read()
         if len(raw) > MAX_BODY:
             raise errors.request_entity_too_large("the request body is too large (limit 3 MiB)")
-        return decode_body(raw, request.headers.get("Content-Type", JSON))
+        custom = res is not None and self.rest.custom.get(res) is not None
+        return decode_body(raw, request.headers.get("Content-Type", JSON),
+                           kind or (res.kind if res is not None else ""), protobuf=not custom)
 
     async def _resource(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
         res = self._resource_info(info)
+        verb = info.verb
+        if ((verb in ("update", "patch") and not info.name)
+                or (verb == "deletecollection" and res.kind == "Namespace" and not res.group)):
+            raise errors.method_not_allowed()
         if res.group == "events.k8s.io":
             return await self._events_view(request, info, res)
-        verb = info.verb
         ns = info.namespace if res.namespaced else ""
         q = request.query
         rest = self.rest
         sub = info.subresource
-        dry = _dry_run(q.getall("dryRun", []))
+        dry = _dry_run(q.getall("dryRun", []), info.verb)
         table = _table_request(request) if verb in ("list", "watch", "get") else None
         if verb == "list":
             opts = list_options(q)
@@ -302,7 +360,7 @@ class APIHandlers:
             return json_response(entry.raw)
         if verb == "create":
             if sub == "binding":
-                body = await self._body(request)
+                body = await self._body(request, kind="Binding")
                 await self._bind(res, ns, info.name, body, dry)
                 return json_response(success_status({}), 201)
             if info.name and not sub:
@@ -311,13 +369,14 @@ class APIHandlers:
             if sub:
                 raise errors.method_not_allowed(
                     "the server does not allow this method on the requested resource")
-            body = _expect_object(await self._body(request))
+            body = _expect_object(await self._body(request, res))
             fv = self._field_validation(request, res, verb, sub)
             fv.check(body, from_body=True)
             entry = await rest.create(res, ns, body, dry)
             return fv.respond(json_response(entry.raw, 201))
         if verb == "update":
-            body = _expect_object(await self._body(request))
+            body = _expect_object(await self._body(
+                request, res, kind="Scale" if sub == "scale" else ""))
             fv = self._field_validation(request, res, verb, sub)
             fv.check(body, from_body=True)
             if sub == "scale":
@@ -341,21 +400,26 @@ class APIHandlers:
             if sub:
                 raise errors.method_not_allowed(
                     "the server does not allow this method on the requested resource")
-            body = await self._body(request) if request.can_read_body else None
+            body = (await self._body(request, kind="DeleteOptions") if request.can_read_body
+                    else None)
             del_opts = delete_options(q, body if isinstance(body, dict) else None)
             del_opts.dry_run = del_opts.dry_run or dry
+            _warn_job_orphaning(request, res, del_opts)
             deleted, entry = await rest.delete(res, ns, info.name, del_opts)
-            if deleted and res.kind != "Pod":  # pods answer with the object itself
+            if deleted and not (res.kind in _RETURNS_DELETED and not res.group):
                 return json_response(deleted_status(res, entry.obj))
             return json_response(entry.raw)
         if verb == "deletecollection":
-            body = await self._body(request) if request.can_read_body else None
+            body = (await self._body(request, kind="DeleteOptions") if request.can_read_body
+                    else None)
             dopts = delete_options(q, body if isinstance(body, dict) else None)
             dopts.dry_run = dopts.dry_run or dry
+            _warn_job_orphaning(request, res, dopts)
             lopts = list_options(q)
             entries = await rest.delete_collection(res, ns, lopts, dopts)
             return json_response(list_body(res, {"resourceVersion": str(rest.store.rv)},
-                                           (e.raw for e in entries)))
+                                           (e.raw for e in entries),
+                                           custom=rest.custom.get(res) is not None))
         raise errors.method_not_allowed(
             "the server does not allow this method on the requested resource")
 
@@ -365,7 +429,7 @@ class APIHandlers:
         core = self.registry.get("", "v1", "events")
         assert core is not None
         verb, ns, name, q = info.verb, info.namespace, info.name, request.query
-        dry = _dry_run(q.getall("dryRun", []))
+        dry = _dry_run(q.getall("dryRun", []), info.verb)
         table = _table_request(request) if verb in ("list", "watch", "get") else None
         rest = self.rest
         if verb == "list":
@@ -374,6 +438,9 @@ class APIHandlers:
             await self._wait_fresh(opts)
             meta, raws = rest.list_raw(core, ns, opts)
             items = [event_view.to_view(orjson.loads(r)) for r in raws]
+            if table is None:
+                for it in items:  # typed list items carry no TypeMeta (list_body)
+                    del it["kind"], it["apiVersion"]
             if table is not None:
                 return table_response(self._table(view, items, meta, table))
             return json_response(orjson.dumps({"kind": "EventList",
@@ -390,12 +457,12 @@ class APIHandlers:
                 return table_response(self._table(view, [obj], None, table))
             return json_response(orjson.dumps(obj))
         if verb == "create":
-            body = _expect_object(await self._body(request))
+            body = _expect_object(await self._body(request, view))
             _check_view_kind(body, view)
             entry = await rest.create(core, ns, event_view.to_core(body), dry)
             return json_response(orjson.dumps(event_view.to_view(entry.obj)), 201)
         if verb == "update":
-            body = _expect_object(await self._body(request))
+            body = _expect_object(await self._body(request, view))
             _check_view_kind(body, view)
             code, entry = await rest.update(core, ns, name, event_view.to_core(body), "", dry)
             return json_response(orjson.dumps(event_view.to_view(entry.obj)), code)
@@ -411,7 +478,8 @@ class APIHandlers:
                                             dry)
             return json_response(orjson.dumps(event_view.to_view(entry.obj)))
         if verb in ("delete", "deletecollection"):
-            del_body = await self._body(request) if request.can_read_body else None
+            del_body = (await self._body(request, kind="DeleteOptions") if request.can_read_body
+                    else None)
             dopts = delete_options(q, del_body if isinstance(del_body, dict) else None)
             dopts.dry_run = dopts.dry_run or dry
             if verb == "delete":
@@ -534,7 +602,7 @@ class APIHandlers:
         rv_param = opts.resource_version or ""
         initial = opts.send_initial_events
         if rv_param not in ("", "0"):
-            want = parse_rv(rv_param)
+            want = parse_rv(rv_param, watch=True)
             await store.wait_for_rv(want)
         else:
             want = 0
@@ -543,6 +611,8 @@ class APIHandlers:
             timeout = random.randint(1800, 3600)
         deadline = time.monotonic() + timeout
         expired: StatusError | None = None
+        zero = (defaults.zero_object_fields(res.group, res.kind)
+                if self.rest.custom.get(res) is None else ({}, {}))
         # From here to register(): no await, so no event slips between the
         # initial state and the live stream.
         w = Watcher(rs, store.rv, flt)
@@ -554,7 +624,7 @@ class APIHandlers:
                 if flt is None or flt(k, e):
                     w.queue.append(b'{"type":"' + ADDED.encode() + b'","object":' + e.raw + b"}\n")
             if end_bookmark:
-                w.queue.append(bookmark_line(res.kind, res.api_version, store.rv, True))
+                w.queue.append(bookmark_line(res.kind, res.api_version, store.rv, True, *zero))
         else:
             if want < rs.oldest_rv:
                 expired = errors.too_old_resource_version(want, rs.oldest_rv)
@@ -566,9 +636,10 @@ class APIHandlers:
         if expired is None:
             w.register()
         resp = web.StreamResponse(status=200, headers={
-            "Content-Type": TABLE_CONTENT_TYPE if table is not None else JSON,
+            "Content-Type": JSON,
             "Cache-Control": "no-cache, private"})
         to_table = _TableWatchEncoder(self, res, table) if table is not None else None
+        _with_warnings(request, resp)
         resp.enable_chunked_encoding()
         task = asyncio.current_task()
         if task is not None:
@@ -595,17 +666,23 @@ class APIHandlers:
                 now = time.monotonic()
                 if now >= deadline:
                     if bookmarks:
-                        await resp.write(bookmark_line(res.kind, res.api_version, store.rv))
+                        await resp.write(bookmark_line(res.kind, res.api_version, store.rv,
+                                                       False, *zero))
                     break
                 if bookmarks and now >= next_bookmark:
-                    await resp.write(bookmark_line(res.kind, res.api_version, store.rv))
+                    await resp.write(bookmark_line(res.kind, res.api_version, store.rv,
+                                                   False, *zero))
                     next_bookmark = now + BOOKMARK_INTERVAL
                 wait = min(deadline - now, transport_check)
                 if bookmarks:
                     wait = min(wait, max(0.0, next_bookmark - now))
                 if not w.queue:
+                    # Woken directly by the store (no inner task, as wait_for would
+                    # add), so a committed event reaches this socket before the
+                    # writer's response, as kube-apiserver's watch cache mostly does.
                     try:
-                        await asyncio.wait_for(w.wake.wait(), timeout=max(wait, 0.001))
+                        async with asyncio.timeout(max(wait, 0.001)):
+                            await w.wake.wait()
                     except TimeoutError:
                         pass
                 tr = request.transport
@@ -667,8 +744,9 @@ def _table_request(request: web.Request) -> str | None:
 
 
 def table_response(body: dict[str, Any]) -> web.Response:
-    return web.Response(body=orjson.dumps(body), status=200,
-                        headers={"Content-Type": TABLE_CONTENT_TYPE})
+    # kube-apiserver labels a Table answer plain application/json (the serializer's media
+    # type), not the as=Table parameters the client asked with.
+    return json_response(orjson.dumps(body))
 
 
 class _TableWatchEncoder:
@@ -710,15 +788,30 @@ def _expect_object(body: Any) -> dict[str, Any]:
     return body
 
 
-def decode_body(raw: bytes, content_type: str) -> Any:
-    ctype = content_type.split(";")[0].strip().lower()
-    if not raw:
-        raise errors.bad_request("the body of the request was empty")
-    if ctype in ("application/yaml", "application/x-yaml", "text/yaml"):
+_BODY_TYPES = ("application/json", "application/yaml", "application/vnd.kubernetes.protobuf")
+
+
+def decode_body(raw: bytes, content_type: str, kind: str = "", protobuf: bool = True) -> Any:
+    """A request body as kube-apiserver's decoder takes it, with its error messages.
+
+    `kind` is the kind the endpoint expects (for the messages of a body that is
+    not an object); custom resources (protobuf=False) take JSON and YAML only.
+    """
+    ctype = content_type.split(";")[0].strip().lower() or JSON
+    accepted = _BODY_TYPES if protobuf else _BODY_TYPES[:2]
+    if ctype not in accepted:
+        raise errors.unsupported_media_type(
+            "the body of the request was in an unknown format - accepted media types "
+            "include: " + ", ".join(accepted))
+    if ctype == "application/yaml":
         try:
-            return yaml.safe_load(raw)
+            doc = yaml.safe_load(raw) if raw.strip() else None
         except yaml.YAMLError as exc:
-            raise errors.bad_request(f"error converting YAML to JSON: {exc}") from None
+            raise errors.bad_request(
+                f"the object provided is unrecognized (must be of type {kind}): yaml: "
+                f"{getattr(exc, 'problem', None) or exc} ({summarize_body(raw)})") from None
+        _check_decoded(doc, raw, kind)
+        return doc
     if is_k8s_protobuf(ctype):
         try:
             return decode_k8s_protobuf(raw)
@@ -727,13 +820,51 @@ def decode_body(raw: bytes, content_type: str) -> Any:
         except ProtobufDecodeError as exc:
             raise errors.bad_request(f"error decoding protobuf body: {exc}") from None
     try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        # Kubernetes accepts YAML in place of JSON only with a YAML content type;
-        # a body that is neither is a 400.
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError:
         raise errors.bad_request(
-            f"Object 'Kind' is missing in '{raw[:100]!r}': {exc}" if raw.lstrip()[:1] not in (
-                b"{", b"[") else f"json: cannot unmarshal: {exc}") from None
+            f"the object provided is unrecognized (must be of type {kind}): couldn't get "
+            f"version/kind; json parse error: {go_json.syntax_error(raw)} "
+            f"({summarize_body(raw)})") from None
+    _check_decoded(doc, raw, kind)
+    return doc
+
+
+_GO_TYPEMETA = ('struct { APIVersion string "json:\\"apiVersion,omitempty\\""; '
+                'Kind string "json:\\"kind,omitempty\\"" }')
+
+
+def _check_decoded(doc: Any, raw: bytes, kind: str) -> None:
+    """A body that is not an object fails where kube-apiserver looks for its kind."""
+    if isinstance(doc, dict):
+        return
+    if doc is None:
+        go_type = "null"
+    elif isinstance(doc, bool):
+        go_type = "bool"
+    elif isinstance(doc, (int, float)):
+        go_type = "number"
+    else:
+        go_type = "array" if isinstance(doc, list) else "string" if isinstance(doc, str) else "value"
+    if go_type == "null":
+        # Go decodes JSON null into the zero TypeMeta: no kind, then no object.
+        raise errors.bad_request(
+            f"the object provided is unrecognized (must be of type {kind}): Object 'Kind' is "
+            f"missing in '{raw.decode(errors='replace')}'")
+    raise errors.bad_request(
+        f"the object provided is unrecognized (must be of type {kind}): couldn't get "
+        f"version/kind; json parse error: json: cannot unmarshal {go_type} into Go value of "
+        f"type {_GO_TYPEMETA} ({summarize_body(raw)})")
+
+
+def summarize_body(data: bytes, max_length: int = 30) -> str:
+    """The body as kube-apiserver quotes it in decode errors (summarizeData)."""
+    if not data:
+        return "<empty>"
+    if data[:1] == b"{":
+        text = data[:max_length].decode(errors="replace")
+        return text + " ..." if len(data) > max_length else text
+    return data[:max_length].hex() + " ..." if len(data) > max_length else data.hex()
 
 
 def to_scale(res: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:

@@ -37,7 +37,6 @@ import orjson
 from pykcm.api import fields as _fields
 from pykcm.api import labels as _labels
 from pykcm.api.patch import (
-    InvalidPatchError,
     PatchError,
     apply_json_patch,
     apply_merge_patch,
@@ -45,7 +44,7 @@ from pykcm.api.patch import (
     schema_ref_for,
 )
 from pykcm.api.resources import ResourceInfo, ResourceRegistry
-from pykcm.apiserver import crd_strategy, errors, strategy
+from pykcm.apiserver import admission, crd_strategy, errors, go_json, strategy
 from pykcm.apiserver import selectable_fields as _selectable
 from pykcm.apiserver.custom_resources import (
     CLEANUP_FINALIZER,
@@ -218,7 +217,7 @@ class RESTStorage:
     def list(self, info: ResourceInfo, namespace: str, opts: ListOptions) -> bytes:
         """The list response body, assembled from the stored bytes."""
         meta, raws = self.list_raw(info, namespace, opts)
-        return list_body(info, meta, raws)
+        return list_body(info, meta, raws, custom=self.custom.get(info) is not None)
 
     def list_raw(self, info: ResourceInfo, namespace: str,
                  opts: ListOptions) -> tuple[dict[str, Any], builtins.list[bytes]]:
@@ -234,6 +233,9 @@ class RESTStorage:
         match = opts.resource_version_match
         if opts.continue_token:
             snap_rv, start_key = decode_continue(opts.continue_token)
+            if rv and rv != "0":
+                raise errors.bad_request(
+                    "specifying resource version is not allowed when using continue")
         elif rv not in (None, "", "0"):
             want = parse_rv(rv)
             if match == "Exact":
@@ -311,7 +313,7 @@ class RESTStorage:
 
     async def create(self, info: ResourceInfo, namespace: str, obj: dict[str, Any],
                      dry_run: bool = False) -> Entry:
-        meta = _check_body_meta(info, obj, namespace)
+        meta = _check_body_meta(info, obj, namespace, self.registry)
         generate = not meta.get("name") and bool(meta.get("generateName"))
         if not meta.get("name") and not generate:
             raise errors.invalid(info.kind, info.group, "", [{
@@ -326,6 +328,7 @@ class RESTStorage:
             meta["name"] = _generate_name(meta["generateName"])
         crv = self.custom.get(info)
         strategy.apply_defaults(info, obj, create=True, crv=crv)
+        admission.admit(info, obj, None)
         causes = strategy.validate_create(info, obj, crv)
         if causes:
             raise errors.invalid(info.kind, info.group, meta.get("name", ""), causes)
@@ -439,7 +442,7 @@ class RESTStorage:
 
     async def update(self, info: ResourceInfo, namespace: str, name: str, obj: dict[str, Any],
                      subresource: str = "", dry_run: bool = False) -> tuple[int, Entry]:
-        meta = _check_body_meta(info, obj, namespace)
+        meta = _check_body_meta(info, obj, namespace, self.registry)
         body_name = meta.get("name")
         if body_name and body_name != name:
             raise errors.bad_request(
@@ -490,9 +493,16 @@ class RESTStorage:
         if not isinstance(meta, dict):
             raise errors.bad_request("the patched object has no metadata")
         if meta.get("name") != name:
-            raise errors.bad_request("metadata.name cannot be changed by a patch")
+            raise errors.bad_request(f"the name of the object ({meta.get('name')}) does not "
+                                     f"match the name on the URL ({name})")
         _drop_empty_meta(meta)
-        if info.namespaced and meta.get("namespace", namespace) != namespace:
+        # EnsureObjectNamespaceMatchesRequestNamespace: an empty namespace is the URL's
+        # (a `$patch: replace` of metadata leaves none), a cluster-scoped object has none.
+        if not info.namespaced:
+            meta.pop("namespace", None)
+        elif not meta.get("namespace"):
+            meta["namespace"] = namespace
+        elif meta["namespace"] != namespace:
             raise errors.bad_request(
                 "the namespace of the provided object does not match the namespace sent on "
                 "the request")
@@ -536,6 +546,7 @@ class RESTStorage:
                     "field": "metadata.finalizers",
                 }])
         strategy.apply_defaults(info, new, create=False, crv=crv)
+        admission.admit(info, new, old, subresource)
         causes = strategy.validate_update(info, new, old, subresource, crv)
         if causes:
             raise errors.invalid(info.kind, info.group, name, causes)
@@ -584,43 +595,27 @@ class RESTStorage:
         new = current.copy()
         new_meta = new["metadata"]
         meta = dict(new_meta)
+        # BeforeDelete checks the preconditions first (naming the kind, not the resource).
         if opts.precondition_uid is not None and opts.precondition_uid != meta.get("uid"):
             raise errors.conflict(
-                info.plural, info.group, name,
-                f"Precondition failed: UID in precondition: {opts.precondition_uid}, "
-                f"UID in object meta: {meta.get('uid')}")
+                info.kind, info.group, name,
+                f"the UID in the precondition ({opts.precondition_uid}) does not match the UID "
+                f"in record ({meta.get('uid')}). The object might have been deleted and then "
+                "recreated")
         if opts.precondition_rv is not None and opts.precondition_rv != str(current.rv):
             raise errors.conflict(
-                info.plural, info.group, name,
-                f"Precondition failed: ResourceVersion in precondition: {opts.precondition_rv}, "
-                f"ResourceVersion in object meta: {current.rv}")
+                info.kind, info.group, name,
+                f"the ResourceVersion in the precondition ({opts.precondition_rv}) does not "
+                f"match the ResourceVersion in record ({current.rv}). The object might have "
+                "been modified")
         if info.kind == "Namespace" and name in UNDELETABLE_NAMESPACES:
             raise errors.forbidden("namespaces", "", name, "this namespace may not be deleted")
         ns_spec_finalizers = bool((new.get("spec") or {}).get("finalizers"))
         pod_grace = (strategy.pod_grace_period(new, opts.grace_period_seconds)
                      if info.kind == "Pod" else 0)
-        finalizers = list(new_meta.get("finalizers") or [])
-        policy = _propagation(info, opts)
-        changed_finalizers = False
-        if policy == "Orphan":
-            if "orphan" not in finalizers:
-                finalizers.append("orphan")
-                changed_finalizers = True
-            if "foregroundDeletion" in finalizers:
-                finalizers.remove("foregroundDeletion")
-                changed_finalizers = True
-        elif policy == "Foreground":
-            if "foregroundDeletion" not in finalizers:
-                finalizers.append("foregroundDeletion")
-                changed_finalizers = True
-            if "orphan" in finalizers:
-                finalizers.remove("orphan")
-                changed_finalizers = True
-        elif policy == "Background" and meta.get("deletionTimestamp"):
-            for f in ("orphan", "foregroundDeletion"):
-                if f in finalizers:
-                    finalizers.remove(f)
-                    changed_finalizers = True
+        old_finalizers = list(new_meta.get("finalizers") or [])
+        finalizers = _gc_finalizers(info, opts, old_finalizers)
+        changed_finalizers = finalizers != old_finalizers
         if finalizers:
             new_meta["finalizers"] = finalizers
         else:
@@ -648,8 +643,8 @@ class RESTStorage:
             return False, entry
         if info.kind == "Namespace":
             if not meta.get("deletionTimestamp"):
+                # kube-apiserver's namespace registry sets no deletionGracePeriodSeconds
                 new_meta["deletionTimestamp"] = strategy.rfc3339(now)
-                new_meta["deletionGracePeriodSeconds"] = 0
                 new.setdefault("status", {})["phase"] = "Terminating"
                 return False, await self._write_or_dry(rs, key, new, current, opts.dry_run)
             if ns_spec_finalizers or finalizers:
@@ -670,10 +665,26 @@ class RESTStorage:
             if changed_finalizers:
                 return False, await self._write_or_dry(rs, key, new, current, opts.dry_run)
             return False, current
-        if grace == 0 and not finalizers:
+        if info.kind == "Pod":
+            # Graceful deletion (BeforeDelete): the object is marked and its generation
+            # moves, even when the period is 0 and it goes at once (the answer shows it).
+            new_meta["deletionTimestamp"] = strategy.rfc3339(now + grace)
+            new_meta["deletionGracePeriodSeconds"] = grace
+            _bump_generation(new_meta)
+            marked = await self._write_or_dry(rs, key, new, current, opts.dry_run)
+            if grace == 0 and not finalizers:
+                # Two writes, as upstream: the marked object (MODIFIED), then its removal
+                # (DELETED); the answer is the object as last stored.
+                if not opts.dry_run:
+                    await self._remove(rs, key, marked, False, marked.copy())
+                return True, marked
+            return False, marked
+        if not finalizers:
             return True, await self._remove(rs, key, current, opts.dry_run, new)
-        new_meta["deletionTimestamp"] = strategy.rfc3339(now + grace)
-        new_meta["deletionGracePeriodSeconds"] = grace
+        # markAsDeleting: finalizers keep it; generation moves once
+        new_meta["deletionTimestamp"] = strategy.rfc3339(now)
+        new_meta["deletionGracePeriodSeconds"] = 0
+        _bump_generation(new_meta)
         return False, await self._write_or_dry(rs, key, new, current, opts.dry_run)
 
     async def _write_or_dry(self, rs: ResourceStore, key: str, new: dict[str, Any],
@@ -705,6 +716,7 @@ class RESTStorage:
             obj_ns, _, obj_name = k.rpartition("/")
             targets.append((obj_ns, obj_name))
         out: builtins.list[Entry] = []
+        gone: builtins.list[bool] = []
 
         async def one(target: tuple[str, str]) -> None:
             try:
@@ -713,35 +725,70 @@ class RESTStorage:
             except StatusError as exc:
                 if exc.code != 404:  # deleted meanwhile: that is what was asked
                     raise
+                gone.append(True)
 
         # Deletes go out together so the log commits them in large batches.
         for i in range(0, len(targets), 2000):
             await asyncio.gather(*(one(t) for t in targets[i:i + 2000]))
+        if gone:
+            # "deleted meanwhile" may be another client's delete still in flight:
+            # answer once it is committed, so a LIST right after (the namespace
+            # controller's check) no longer shows the object.
+            await self.store.settle()
         return out
 
 
 # -- helpers ------------------------------------------------------------------------
 
 
-def _check_body_meta(info: ResourceInfo, obj: dict[str, Any], namespace: str) -> dict[str, Any]:
+def _go_json_type(v: Any) -> str:
+    """The JSON type name Go's decoder reports (json: cannot unmarshal <type> into ...)."""
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, (int, float)):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    return "array" if isinstance(v, list) else "object"
+
+
+# The Go package of each group's internal types (named in conversion errors).
+_INTERNAL_PACKAGE = {"": "core", "events.k8s.io": "core", "coordination.k8s.io": "coordination",
+                     "apiextensions.k8s.io": "apiextensions"}
+
+
+def _type_meta_error(info: ResourceInfo, api_version: str, kind: str,
+                     registry: ResourceRegistry | None) -> StatusError:
+    """kube-apiserver's decode error for a body of another kind or version than the URL's."""
+    group, _, version = api_version.rpartition("/")
+    head = f'{kind} in version "{version}" cannot be handled as a {info.kind}: '
+    if registry is not None and (other := registry.by_kind(group, kind)) is not None and (
+            other.version == version):
+        internal = _INTERNAL_PACKAGE.get(info.group, info.group)
+        return errors.bad_request(head + f"converting ({version}.{kind}) to "
+                                         f"({internal}.{info.kind}): unknown conversion")
+    return errors.bad_request(head + f'no kind "{kind}" is registered for version '
+                                     f'"{api_version}" in scheme "pkg/runtime/scheme.go:111"')
+
+
+def _check_body_meta(info: ResourceInfo, obj: dict[str, Any], namespace: str,
+                     registry: ResourceRegistry | None = None) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise errors.bad_request("the body of the request must be a JSON object")
     api_version = obj.get("apiVersion")
     kind = obj.get("kind")
-    if api_version and api_version != info.api_version:
-        raise errors.bad_request(
-            f"the API version in the data ({api_version}) does not match the expected API "
-            f"version ({info.api_version})")
-    if kind and kind != info.kind:
-        raise errors.bad_request(
-            f"the object provided is unrecognized (must be of type {info.kind}): "
-            f"kind {kind!r} in the data")
+    if (api_version and api_version != info.api_version) or (kind and kind != info.kind):
+        raise _type_meta_error(info, str(api_version or info.api_version),
+                               str(kind or info.kind), registry)
     _canonical_order(obj, info)
     meta = obj.get("metadata")
     if meta is None:
         meta = obj["metadata"] = {}
     if not isinstance(meta, dict):
-        raise errors.bad_request("metadata must be a JSON object")
+        raise errors.bad_request(
+            f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: '
+            f"json: cannot unmarshal {_go_json_type(meta)} into Go struct field "
+            f"{info.kind}.metadata of type v1.ObjectMeta")
     if info.namespaced:
         body_ns = meta.get("namespace")
         if body_ns and body_ns != namespace:
@@ -759,6 +806,12 @@ def _check_body_meta(info: ResourceInfo, obj: dict[str, Any], namespace: str) ->
 # structs, so an empty (or null) one is never stored nor served.
 _OMITEMPTY_META_COLLECTIONS = ("labels", "annotations", "ownerReferences", "finalizers",
                                "managedFields")
+
+
+def _bump_generation(meta: dict[str, Any]) -> None:
+    gen = meta.get("generation")
+    if isinstance(gen, int) and gen > 0:
+        meta["generation"] = gen + 1
 
 
 def _drop_empty_meta(meta: dict[str, Any]) -> None:
@@ -779,17 +832,49 @@ def _new_uid() -> str:
     return _uid_pool.pop()
 
 
-def list_body(info: ResourceInfo, meta: dict[str, Any], raws: Iterable[bytes]) -> bytes:
-    """A list object around items already encoded (no re-encoding of the items)."""
+def list_body(info: ResourceInfo, meta: dict[str, Any], raws: Iterable[bytes],
+              custom: bool = False) -> bytes:
+    """A list object around items already encoded (no re-encoding of the items).
+
+    Items of built-in kinds leave without their kind and apiVersion, as
+    kube-apiserver encodes a typed list (its items' TypeMeta is empty; the
+    list's says what they are); custom resources keep theirs (unstructured).
+    """
     head = orjson.dumps({"kind": info.list_kind, "apiVersion": info.api_version,
                          "metadata": meta})
+    if not custom:
+        raws = strip_type_meta(info, raws)
     return head[:-1] + b',"items":[' + b",".join(raws) + b"]}"
+
+
+def strip_type_meta(info: ResourceInfo, raws: Iterable[bytes]) -> list[bytes]:
+    """The encoded objects without their leading kind and apiVersion.
+
+    Stored objects start with them (`_canonical_order`), so this is a slice;
+    one that does not is decoded and encoded again.
+    """
+    prefix = orjson.dumps({"kind": info.kind, "apiVersion": info.api_version})[:-1] + b","
+    n = len(prefix)
+    out: list[bytes] = []
+    for raw in raws:
+        if raw.startswith(prefix):
+            out.append(b"{" + raw[n:])
+        else:
+            obj = orjson.loads(raw)
+            obj.pop("kind", None)
+            obj.pop("apiVersion", None)
+            out.append(orjson.dumps(obj))
+    return out
 
 
 def patch_type(content_type: str, smp_schema_ref: str | None) -> str:
     """"json", "merge" or "strategic" for a PATCH content type; 415 for anything else."""
     ptype = PATCH_TYPES.get(content_type.split(";")[0].strip().lower())
-    if ptype is None or ptype == "apply" or (ptype == "strategic" and smp_schema_ref is None):
+    if ptype is None:
+        # go-restful refuses a content type no PATCH route consumes, before any handler.
+        raise StatusError(415, "UnsupportedMediaType", "415: Unsupported Media Type",
+                          details={})
+    if ptype == "apply" or (ptype == "strategic" and smp_schema_ref is None):
         accepted = ("application/json-patch+json, application/merge-patch+json"
                     + (", application/strategic-merge-patch+json" if smp_schema_ref else ""))
         raise errors.unsupported_media_type(
@@ -800,35 +885,55 @@ def patch_type(content_type: str, smp_schema_ref: str | None) -> str:
     return ptype
 
 
+# The Go types kube-apiserver decodes each patch into (named in its decode errors).
+_PATCH_GO_TYPE = {"json": "[]handlers.jsonPatchOp", "merge": "map[string]interface {}",
+                  "strategic": "map[string]interface {}"}
+
+
 def apply_patch(content_type: str, body: bytes, original: dict[str, Any],
                 smp_schema_ref: str | None) -> dict[str, Any]:
     """Apply a PATCH body of the given content type to `original` (which it may share).
 
     `smp_schema_ref` names the definition for strategic merge patch; None (custom
-    resources) refuses it with 415, as kube-apiserver does.
+    resources) refuses it with 415, as kube-apiserver does. Errors are
+    kube-apiserver's: a body that does not decode is 400 (with Go's decoder
+    message), a JSON patch that does not apply a generic 422.
     """
     ptype = patch_type(content_type, smp_schema_ref)
+    # JSON and merge patches are decoded strictly ("error decoding patch: ..."), a
+    # strategic one plainly (the decoder's message alone).
+    prefix = "" if ptype == "strategic" else "error decoding patch: "
     try:
         doc = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise errors.bad_request(f"error decoding patch: {exc}") from None
+    except orjson.JSONDecodeError:
+        raise errors.bad_request(prefix + (go_json.syntax_error(body) or "invalid JSON")
+                                 ) from None
+    want = list if ptype == "json" else dict
+    if not isinstance(doc, want):
+        raise errors.bad_request(f"{prefix}json: cannot unmarshal {_go_json_type(doc)} into Go "
+                                 f"value of type {_PATCH_GO_TYPE[ptype]}")
     try:
         if ptype == "json":
-            if not isinstance(doc, list):
-                raise InvalidPatchError("json patch must be a list of operations")
+            for op in doc:
+                if not isinstance(op, dict):
+                    raise errors.bad_request(
+                        f"{prefix}json: cannot unmarshal {_go_json_type(op)} into Go value of "
+                        "type handlers.jsonPatchOp")
             patched = apply_json_patch(original, doc)
         elif ptype == "merge":
             patched = apply_merge_patch(original, doc)
         else:
-            if not isinstance(doc, dict):
-                raise InvalidPatchError("strategic merge patch must be a JSON object")
-            assert smp_schema_ref is not None
+            assert smp_schema_ref is not None and isinstance(doc, dict)
             patched = apply_strategic_merge_patch(original, doc, smp_schema_ref)
     except PatchError as exc:
         code = getattr(exc, "http_status", 422)
+        if ptype == "json" and code == 422:
+            raise errors.generic_invalid() from None
         raise StatusError(code, "Invalid" if code == 422 else "BadRequest",
                           str(exc) or "invalid patch") from None
     except (ValueError, TypeError, KeyError, IndexError) as exc:
+        if ptype == "json":
+            raise errors.generic_invalid() from None
         raise StatusError(422, "Invalid", str(exc) or "invalid patch") from None
     if not isinstance(patched, dict):
         raise errors.bad_request("the patched object is not a JSON object")
@@ -862,34 +967,61 @@ def _generate_name(base: str) -> str:
     return base + "".join(random.choices(GENERATE_ALPHABET, k=5))
 
 
-def _propagation(info: ResourceInfo, opts: DeleteOptions) -> str:
-    if opts.propagation_policy:
-        return opts.propagation_policy
-    if opts.orphan_dependents is not None:
-        return "Orphan" if opts.orphan_dependents else "Background"
-    return info.default_propagation
+def _gc_finalizers(info: ResourceInfo, opts: DeleteOptions, finalizers: list[str]) -> list[str]:
+    """The finalizers a DELETE leaves (deletionFinalizersForGarbageCollection).
+
+    An explicit orphanDependents / propagationPolicy wins; else a GC finalizer
+    already on the object; else the resource's default (batch/v1 Jobs orphan).
+    Core Events do not take part in garbage collection (policy Unsupported):
+    both GC finalizers go.
+    """
+    gc = ("orphan", "foregroundDeletion")
+    if info.kind == "Event" and not info.group:
+        orphan = foreground = False
+    else:
+        policy = opts.propagation_policy
+        if opts.orphan_dependents is not None:
+            orphan, foreground = opts.orphan_dependents, False
+        elif policy in ("Orphan", "Background", "Foreground"):
+            orphan, foreground = policy == "Orphan", policy == "Foreground"
+        elif "orphan" in finalizers or "foregroundDeletion" in finalizers:
+            first = next(f for f in finalizers if f in gc)
+            orphan, foreground = first == "orphan", "foregroundDeletion" in finalizers
+        else:
+            orphan, foreground = info.default_propagation == "Orphan", False
+    new = [f for f in finalizers if f not in gc]
+    if orphan:
+        new.append("orphan")
+    if foreground:
+        new.append("foregroundDeletion")
+    return finalizers if set(new) == set(finalizers) else new
 
 
 def _go_str_list(items: list[str]) -> str:
     return "[]string{" + ", ".join(f'"{i}"' for i in items) + "}"
 
 
-def parse_rv(value: str) -> int:
-    try:
-        rv = int(value)
-    except (TypeError, ValueError):
-        raise errors.bad_request(f"invalid resource version: {value!r}") from None
-    if rv < 0:
-        raise errors.bad_request(f"invalid resource version: {value!r}")
-    return rv
+def parse_rv(value: str, watch: bool = False) -> int:
+    """A resourceVersion query parameter. One that is no number: 400 on a list, and on a
+    watch the bare 500 kube-apiserver's watch cache answers (messages from strconv)."""
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) < 20:
+        return int(value)
+    why = (f'resourceVersion: Invalid value: "{value}": '
+           + errors.go_parse_int_error("ParseUint", str(value)))
+    if watch:
+        raise errors.bare_internal(why)
+    raise errors.bad_request(f"invalid resource version: {why}")
 
 
 def parse_body_rv(value: str) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise errors.bad_request(
-            f"metadata.resourceVersion: Invalid value: {value!r}: must be a number") from None
+    """An object's resourceVersion; one that is no number fails as upstream's does: a bare
+    500 with strconv's message."""
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    raise errors.bare_internal(errors.go_parse_int_error("ParseUint", str(value)))
 
 
 def encode_continue(rv: int, start: str) -> str:
@@ -897,19 +1029,42 @@ def encode_continue(rv: int, start: str) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+_B64URL = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+def _invalid_continue(why: str) -> StatusError:
+    return errors.bad_request(f"invalid continue token: {why}")
+
+
 def decode_continue(token: str) -> tuple[int, str]:
+    """(revision, start key) of a continue token; kube-apiserver's errors for a bad one."""
+    generic = "continue key is not valid"
+    for i, ch in enumerate(token):  # Go's base64.RawURLEncoding: no padding
+        if ch not in _B64URL:
+            raise _invalid_continue(f"{generic}: illegal base64 data at input byte {i}")
+    if len(token) % 4 == 1:
+        raise _invalid_continue(f"{generic}: illegal base64 data at input byte {len(token) - 1}")
+    data = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
     try:
-        pad = "=" * (-len(token) % 4)
-        d = orjson.loads(base64.urlsafe_b64decode(token + pad))
-        if d.get("v") != "meta.k8s.io/v1":
-            raise ValueError("version")
-        rv = int(d["rv"])
-        start = str(d["start"])
-    except Exception:  # noqa: BLE001 - any malformed token is the client's error
-        raise errors.bad_request(
-            "continue key is not valid: incorrect encoded start resourceVersion "
-            "(version meta.k8s.io/v1)") from None
-    if rv <= 0:
-        raise errors.bad_request("continue key is not valid: incorrect encoded start "
-                                 "resourceVersion (version meta.k8s.io/v1)")
+        d = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        raise _invalid_continue(f"{generic}: {go_json.syntax_error(data)}") from None
+    if not isinstance(d, dict):
+        raise _invalid_continue(f"{generic}: json: cannot unmarshal {_go_json_type(d)} into Go "
+                                "value of type storage.continueToken")
+    version, rv, start = d.get("v", ""), d.get("rv", 0), d.get("start", "")
+    if not isinstance(rv, int) or not isinstance(start, str) or not isinstance(version, str):
+        raise _invalid_continue(f"{generic}: json: cannot unmarshal into Go struct field "
+                                "continueToken of type storage.continueToken")
+    if version != "meta.k8s.io/v1":
+        raise _invalid_continue(f"{generic}: server does not recognize this encoded version "
+                                f"{version}")
+    if rv == 0:
+        raise _invalid_continue(f"{generic}: incorrect encoded start resourceVersion "
+                                "(version meta.k8s.io/v1)")
+    if not start:
+        raise _invalid_continue(f"{generic}: encoded start key empty (version meta.k8s.io/v1)")
+    if rv < 0:
+        raise _invalid_continue(f"{generic}: incorrect encoded start resourceVersion "
+                                "(version meta.k8s.io/v1)")
     return rv, start

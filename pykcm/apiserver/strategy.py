@@ -108,6 +108,8 @@ def prepare_for_create(info: ResourceInfo, obj: dict[str, Any]) -> None:
     if info.status_subresource and info.kind not in ("Pod", "Namespace", "Node", "Service"):
         # Workload status is the controllers' to write, never the creator's.
         obj.pop("status", None)
+    if info.kind == "DaemonSet" and info.group == "apps":
+        _set_template_generation(obj, max(1, _template_generation(meta)))
     if info.kind == "Pod":
         # PodStrategy.PrepareForCreate: a new pod's status is the server's
         # (defaulting then sets phase Pending and the QoS class).
@@ -163,6 +165,13 @@ def prepare_for_update(
             new.pop("status", None)
     if info.kind == "Service" and not info.group:
         _keep_service_addresses(new, old)
+    if info.kind == "DaemonSet" and info.group == "apps":
+        # spec.templateGeneration (the annotation in v1) is the server's: it moves with
+        # every change of the pod template.
+        tg = _template_generation(old_meta)
+        if (new.get("spec") or {}).get("template") != (old.get("spec") or {}).get("template"):
+            tg += 1
+        _set_template_generation(new, tg)
     if info.kind == "Namespace" and "status" in old:
         # Namespace status is kept by the main resource; phase moves only via delete.
         new["status"] = old["status"]
@@ -174,6 +183,8 @@ def prepare_for_update(
             skip = ("metadata", "status") if info.status_subresource else ("metadata",)
             changed = ({k: v for k, v in new.items() if k not in skip}
                        != {k: v for k, v in old.items() if k not in skip})
+        elif info.kind == "PodTemplate":
+            changed = new.get("template") != old.get("template")
         else:
             changed = new.get("spec") != old.get("spec")
         if info.kind == "Deployment" and meta.get("annotations") != old_meta.get("annotations"):
@@ -184,6 +195,25 @@ def prepare_for_update(
         if "generation" in old_meta:
             meta["generation"] = old_meta["generation"]
     return new
+
+
+_TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
+
+
+def _template_generation(meta: dict[str, Any]) -> int:
+    """A DaemonSet's templateGeneration, which apps/v1 carries in an annotation."""
+    v = (meta.get("annotations") or {}).get(_TEMPLATE_GENERATION)
+    try:
+        return int(v) if v is not None else 0
+    except (TypeError, ValueError):
+        return 0
+
+
+def _set_template_generation(obj: dict[str, Any], value: int) -> None:
+    meta = obj["metadata"]
+    annotations = dict(meta.get("annotations") or {})
+    annotations[_TEMPLATE_GENERATION] = str(value)
+    meta["annotations"] = annotations
 
 
 def _status_write_metadata(info: ResourceInfo, new: dict[str, Any],

@@ -200,7 +200,8 @@ def parse_include_object(query_value: str | None) -> str:
         return "Metadata"
     if query_value in INCLUDE_OBJECT_POLICIES:
         return query_value
-    raise ValueError(f"unrecognized includeObject value: {_go_quote(query_value)}")
+    raise ValueError(f"Unable to convert to Table as requested: includeObject: Invalid value: "
+                     f"{_go_quote(query_value)}: must be 'Metadata', 'Object', 'None', or empty")
 
 
 def _go_quote(s: str) -> str:
@@ -1444,6 +1445,8 @@ def table(
             }
         elif include_object == "Object":
             row["object"] = obj
+        else:
+            row["object"] = None  # includeObject=None: an explicit null, as upstream
         rows.append(row)
 
     return {

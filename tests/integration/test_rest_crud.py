@@ -181,7 +181,10 @@ def test_delete_preconditions(api: Api) -> None:
     path = f"/api/v1/namespaces/{ns}/configmaps"
     code, cm = api.post(path, {"metadata": {"name": "c"}})
     code, err = api.delete(f"{path}/c", {"preconditions": {"uid": "nope"}})
-    assert code == 409 and "Precondition failed: UID in precondition: nope" in err["message"]
+    # BeforeDelete's wording (it checks before the storage layer does), naming the kind
+    assert code == 409 and err["message"].startswith(
+        'Operation cannot be fulfilled on ConfigMap "c": the UID in the precondition (nope) '
+        "does not match the UID in record")
     code, err = api.delete(f"{path}/c", {"preconditions": {"resourceVersion": "1"}})
     assert code == 409
     code, st = api.delete(f"{path}/c", {"preconditions": {"uid": cm["metadata"]["uid"]}})

@@ -349,7 +349,6 @@ def test_secret() -> None:
 
 def test_kinds_without_defaults_are_untouched() -> None:
     for kind, obj in [("ConfigMap", {"data": {"a": "b"}}), ("Lease", {"spec": {}}),
-                      ("Event", {"reason": "X", "type": "Normal", "metadata": {"name": "e"}}),
                       ("ServiceAccount", {})]:
         before = copy.deepcopy(obj)
         apply_defaults(kind, obj)
@@ -434,3 +433,31 @@ def test_qos_class_accepts_other_mappings() -> None:
     assert pod_qos_class(MappingProxyType({"containers": [container]})) == "Guaranteed"
     assert pod_qos_class({"containers": [{"resources": {"requests": {"cpu": "1"}}}]}) == "Burstable"
     assert pod_qos_class({"containers": [{"name": "c"}]}) == "BestEffort"
+
+
+def test_event_gets_the_fields_go_always_writes() -> None:
+    # kube-apiserver v1.36 serializes these core/v1 Event fields even when zero
+    ev = {"metadata": {"name": "e"}, "reason": "X", "involvedObject": {"kind": "Pod"}}
+    apply_defaults("Event", ev)
+    assert ev == {"metadata": {"name": "e"}, "reason": "X", "involvedObject": {"kind": "Pod"},
+                  "source": {}, "firstTimestamp": None, "lastTimestamp": None,
+                  "eventTime": None, "reportingComponent": "", "reportingInstance": ""}
+    given = {"metadata": {"name": "e"}, "reportingComponent": "c", "eventTime": "t"}
+    apply_defaults("Event", given)
+    assert given["reportingComponent"] == "c" and given["eventTime"] == "t"
+
+
+def test_node_gets_zero_status_structs() -> None:
+    node: dict[str, Any] = {"metadata": {"name": "n"}}
+    apply_defaults("Node", node)
+    assert node["spec"] == {}
+    assert node["status"]["daemonEndpoints"] == {"kubeletEndpoint": {"Port": 0}}
+    assert node["status"]["nodeInfo"]["kubeletVersion"] == ""
+    assert len(node["status"]["nodeInfo"]) == 10
+
+
+def test_statefulset_service_name_is_written_empty() -> None:
+    sts: dict[str, Any] = {"metadata": {"name": "s"},
+                           "spec": {"template": {"spec": {"containers": []}}}}
+    apply_defaults("StatefulSet", sts)
+    assert sts["spec"]["serviceName"] == ""

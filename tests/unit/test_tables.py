@@ -107,7 +107,8 @@ def test_parse_include_object(value: str | None, want: str) -> None:
 
 
 def test_parse_include_object_rejects_unknown() -> None:
-    with pytest.raises(ValueError, match='unrecognized includeObject value: "object"'):
+    with pytest.raises(ValueError, match="Unable to convert to Table as requested: includeObject: "
+                       "Invalid value: \"object\": must be 'Metadata', 'Object', 'None', or empty"):
         parse_include_object("object")
 
 
@@ -207,7 +208,7 @@ def test_table_envelope_list_with_metadata_objects() -> None:
 
 def test_table_include_object_none_and_object() -> None:
     t = table("Pod", "", [POD_OBJ], list_meta=None, include_object="None", now=NOW)
-    assert "object" not in t["rows"][0]
+    assert t["rows"][0]["object"] is None  # kube-apiserver sends an explicit null
     t = table("Pod", "", [POD_OBJ], list_meta=None, include_object="Object", now=NOW)
     assert t["rows"][0]["object"] == POD_OBJ
     with pytest.raises(ValueError, match="unrecognized includeObject"):

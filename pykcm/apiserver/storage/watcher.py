@@ -84,10 +84,18 @@ class Watcher:
         return out
 
 
-def bookmark_line(kind: str, api_version: str, rv: int, initial_end: bool = False) -> bytes:
+def bookmark_line(kind: str, api_version: str, rv: int, initial_end: bool = False,
+                  fields: dict[str, Any] | None = None,
+                  annotations: dict[str, str] | None = None) -> bytes:
+    """A BOOKMARK event: an empty object of the kind (`fields`, `annotations`: what its
+    encoding shows even when empty) carrying only the revision."""
     meta: dict[str, Any] = {"resourceVersion": str(rv)}
+    ann = dict(annotations or {})
     if initial_end:
-        meta["annotations"] = {"k8s.io/initial-events-end": "true"}
-    return orjson.dumps(
-        {"type": "BOOKMARK", "object": {"kind": kind, "apiVersion": api_version, "metadata": meta}}
-    ) + b"\n"
+        ann["k8s.io/initial-events-end"] = "true"
+    if ann:
+        meta["annotations"] = ann
+    obj: dict[str, Any] = {"kind": kind, "apiVersion": api_version, "metadata": meta}
+    if fields:
+        obj.update(fields)
+    return orjson.dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
