@@ -249,6 +249,7 @@ class ServerProc:
         self.proc: subprocess.Popen[bytes] | None = None
         self.url = ""
         self.token = ""
+        self.kubeconfig = ""
         self.ssl: ssl.SSLContext | None = None
         self.stdout_path = os.path.join(self.work, "stdout")
         self.stderr_path = os.path.join(self.work, "stderr")
@@ -280,6 +281,7 @@ class ServerProc:
         else:
             raise BenchError(f"the {self.label} server did not start within {timeout:.0f} s: "
                              f"{self.last_error() or 'no output'}")
+        self.kubeconfig = kubeconfig
         with open(kubeconfig) as f:
             cfg = yaml.safe_load(f)
         cluster = cfg["clusters"][0]["cluster"]

@@ -1,13 +1,29 @@
-"""Benchmark of the controllers end to end: `pykcm up` (API server, simulated nodes, controllers).
+"""Benchmark of the controllers end to end, side by side with kube-controller-manager.
 
     .venv/bin/python bench/controllers.py [--quick] [--runs N] [--qps 20/30,1000/2000]
-                                          [--profile] [--no-events] [--no-record]
+                                          [--setups kube/kube,kube/pykcm,pykcm/pykcm]
+                                          [--profile] [--no-events] [--no-kube] [--no-record]
 
-Each run starts the three processes of `pykcm up` itself, with the same CLI
-commands `pykcm up` runs (so that the CPU of each is read from /proc): a
-fresh empty data dir, `pykcm apiserver` (TLS, durable), `pykcm sim --nodes 10
---max-pods 250` (10 x 110 pods would not hold 2,000 replicas) and `pykcm
-controller-manager --controllers '*' --kube-api-qps Q --kube-api-burst B`.
+Each run starts a fresh cluster of one setup (API server / controller
+manager), every component a process of its own (so that the CPU of each is
+read from /proc):
+
+  kube/kube     the real kube-apiserver v1.36.2 + etcd 3.6.13 (the kube-v1.36
+                kit) and the real kube-controller-manager running pykcm's set of
+                controllers: the reference
+  kube/pykcm    the same API server, pykcm's controller manager (the production
+                path: pykcm on a real cluster)
+  pykcm/pykcm   `pykcm up`'s processes, started with `pykcm up`'s own commands:
+                `pykcm apiserver` (TLS, durable, fresh data dir) and `pykcm
+                controller-manager --controllers '*'`
+  pykcm/kube    (on request) the real kube-controller-manager on pykcm's server
+
+On the real API server the real kube-controller-manager also runs the
+controllers pykcm lacks (a support manager: node lifecycle, service accounts,
+...; pykcm.testing.upstream, as KubeCluster does), and every setup gets its
+nodes from `pykcm sim --nodes 10 --max-pods 250` (10 x 110 pods would not hold
+2,000 replicas). Both managers get --kube-api-qps Q --kube-api-burst B (per
+controller client). Setups are interleaved within each repetition.
 Then, in order, on the same cluster (the clock of each phase runs from its
 first request to the condition being observed by a watch):
 
@@ -24,14 +40,16 @@ first request to the condition being observed by a watch):
                observedGeneration current); the finished Job pods still exist
                (terminal pods do not count against --max-pods)
 
-Per phase: wall time, CPU seconds of the API server, simulator, controller
-manager and this driver, API requests by verb/resource from the API server's
-/metrics (the driver's own requests subtracted) and the controller manager's
-own requests (rest_client_requests_total from its /metrics), the load average.
---profile attaches py-spy to the controller manager during scale and big
-(last run of the fastest QPS setting). Prints a Markdown section and appends
+Per phase: wall time, CPU seconds of the API server (and etcd), simulator,
+controller manager, support manager and this driver, API requests by
+verb/resource from the API server's /metrics (the driver's own requests
+subtracted) and the controller manager's own requests
+(rest_client_requests_total from its /metrics), the load average. --profile
+attaches py-spy to pykcm's controller manager (pykcm/pykcm) during scale and
+big (last run of the last QPS setting). Prints a Markdown section and appends
 it to bench/RESULTS.md (--no-record to skip). --quick: 20 Deployments, 200
-replicas, 10 Jobs, one run (smoke run).
+replicas, 10 Jobs, one run (smoke run). Without the kit only pykcm/pykcm runs,
+and the section says so in one line.
 """
 
 from __future__ import annotations
@@ -65,19 +83,32 @@ from prometheus_client.parser import text_string_to_metric_families
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from _common import append_results, busy_cpu_seconds, cpu_model, log
+from _common import (
+    append_results,
+    busy_cpu_seconds,
+    cpu_model,
+    log,
+    machine_load,
+    proc_cpu,
+    proc_rss_mib,
+)
+from _kube import kit_or_reason
+
+from pykcm.testing.upstream import (
+    ControlPlane,
+    KitError,
+    KubeControllerManager,
+    KubeKit,
+    pykcm_controller_names,
+    support_controller_manager,
+)
 
 NS = "bench"
 NS_JOBS = "bench-jobs"
 NS_BIG = "bench-big"
 PHASES = ("scale", "rollout", "gc", "jobs", "big")
 
-# Issue 6: real kube-controller-manager v1.36 + kube-apiserver + etcd + a minimal node
-# simulator, same kind of machine, medians of 3 (s). No reference for the issue 7 phases.
-REFERENCE: dict[str, dict[str, float]] = {
-    "20/30": {"scale": 78.6, "rollout": 253.0, "big": 102.0},
-    "1000/2000": {"scale": 5.3, "rollout": 15.7, "big": 8.2},
-}
+# The issue's targets for `pykcm up` (judged in the report's last column).
 TARGET: dict[str, dict[str, float]] = {
     "20/30": {"scale": 78.6, "rollout": 253.0, "big": 102.0},
     "1000/2000": {"scale": 10.0, "rollout": 25.0, "big": 15.0},
@@ -95,43 +126,51 @@ def _free_port() -> int:
         return port
 
 
-def proc_cpu(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def proc_rss_mib(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
 # -- the cluster: the three processes of `pykcm up` ---------------------------------------
 
 
 class Stack:
+    """An API server, `pykcm sim` and a controller manager, each a process of its own.
+
+    apiserver "pykcm": `pykcm apiserver` (TLS, durable, fresh data dir), as
+    `pykcm up` runs it. apiserver "kube": the real kube-apiserver + etcd from
+    the kit, plus the real kube-controller-manager running the controllers
+    pykcm lacks (a "support" manager: node lifecycle, service accounts, ...;
+    the real server's admission needs them), as KubeCluster does. manager
+    "pykcm": `pykcm controller-manager --controllers '*'`; "kube": the real
+    kube-controller-manager with the same controllers (pykcm's set). Leader
+    election off everywhere.
+    """
+
     def __init__(self, qps: float, burst: int, *, nodes: int, max_pods: int,
-                 events: bool) -> None:
+                 events: bool, apiserver: str = "pykcm", manager: str = "pykcm",
+                 kit: KubeKit | None = None) -> None:
         self.qps, self.burst = qps, burst
         self.nodes, self.max_pods, self.events = nodes, max_pods, events
+        self.apiserver, self.manager, self.kit = apiserver, manager, kit
         self.work = tempfile.mkdtemp(prefix="pykcm-bench-ctl-")
         self.data_dir = os.path.join(self.work, "data")
         self.logs = os.path.join(self.work, "logs")
         os.makedirs(self.logs)
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.cp: ControlPlane | None = None
+        self.kcms: dict[str, KubeControllerManager] = {}
         self.url = ""
         self.token = ""
+        self.kubeconfig = ""
+        self.ca_file = ""
         self.ssl: ssl.SSLContext | bool = False
         self.cm_port = _free_port()
+
+    @property
+    def cm_metrics_url(self) -> str:
+        if self.manager == "kube":
+            return self.kcms["controller-manager"].url + "/metrics"
+        return f"http://127.0.0.1:{self.cm_port}/metrics"
+
+    @property
+    def cm_healthz_url(self) -> str:
+        return self.cm_metrics_url.removesuffix("/metrics") + "/healthz"
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         with open(os.path.join(self.logs, f"{name}.log"), "wb") as out:
@@ -140,19 +179,91 @@ class Stack:
                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
 
     def log_tail(self, name: str, n: int = 5) -> str:
-        try:
-            with open(os.path.join(self.logs, f"{name}.log"), "rb") as f:
-                lines = f.read().decode(errors="replace").splitlines()
-        except OSError:
-            return ""
-        return " | ".join(ln for ln in lines[-n:] if ln.strip())
+        if name in self.kcms:
+            text = self.kcms[name].log()
+        elif name in ("kube-apiserver", "etcd") and self.cp is not None:
+            text = self.cp.log(name)
+        else:
+            try:
+                with open(os.path.join(self.logs, f"{name}.log"), "rb") as f:
+                    text = f.read().decode(errors="replace")
+            except OSError:
+                return ""
+        return " | ".join(ln for ln in text.splitlines()[-n:] if ln.strip())
+
+    def names(self) -> list[str]:
+        return [*self.pids()]
+
+    def pids(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        if self.cp is not None:
+            cp = self.cp.pids()
+            out["apiserver"] = cp.get("kube-apiserver", 0)
+            out["etcd"] = cp.get("etcd", 0)
+        for name, p in self.procs.items():
+            out[name] = p.pid
+        for name, k in self.kcms.items():
+            out[name] = k.pid or 0
+        return out
 
     def check(self) -> None:
         for name, p in self.procs.items():
             if p.poll() is not None:
                 raise BenchError(f"{name} exited ({p.returncode}): {self.log_tail(name)}")
+        for name, pid in self.pids().items():
+            if pid and not os.path.exists(f"/proc/{pid}"):
+                raise BenchError(f"{name} exited: {self.log_tail(name)}")
 
     def start(self, timeout: float = 60.0) -> None:
+        if self.apiserver == "kube":
+            self._start_kube(timeout)
+        else:
+            self._start_pykcm_apiserver(timeout)
+        sim = ["sim", "--kubeconfig", self.kubeconfig, "--nodes", str(self.nodes),
+               "--max-pods", str(self.max_pods)]
+        if not self.events:
+            sim.append("--no-events")
+        self._spawn("sim", sim)
+        if self.manager == "kube":
+            assert self.kit is not None
+            names = ",".join(pykcm_controller_names())
+            if self.cp is not None:
+                kcm = KubeControllerManager.for_control_plane(
+                    self.cp, controllers=names, name="controller-manager",
+                    kube_api_qps=self.qps, kube_api_burst=int(self.burst))
+            else:  # pykcm's server has no TokenReview/SubjectAccessReview to delegate to
+                kcm = KubeControllerManager(
+                    self.kit, self.kubeconfig, self.logs, controllers=names,
+                    name="controller-manager", root_ca_file=self.ca_file or None,
+                    delegate_auth=False, kube_api_qps=self.qps,
+                    kube_api_burst=int(self.burst))
+            self.kcms["controller-manager"] = kcm
+            try:
+                kcm.start(timeout)
+            except KitError as exc:
+                raise BenchError(str(exc)) from None
+        else:
+            self._spawn("controller-manager", [
+                "controller-manager", "--kubeconfig", self.kubeconfig, "--controllers", "*",
+                "--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", "0",
+                "--port", str(self.cm_port), "--kube-api-qps", str(self.qps),
+                "--kube-api-burst", str(self.burst)])
+
+    def _start_kube(self, timeout: float) -> None:
+        assert self.kit is not None
+        self.cp = self.kit.control_plane(os.path.join(self.work, "kube"))
+        try:
+            self.cp.start()
+            self.url, self.token = self.cp.url, self.cp.token
+            self.kubeconfig, self.ca_file = self.cp.kubeconfig_path, self.cp.ca_file
+            self.ssl = ssl.create_default_context(cafile=self.ca_file)
+            support = support_controller_manager(self.cp)
+            self.kcms["support-controller-manager"] = support
+            support.start(timeout)
+        except KitError as exc:
+            raise BenchError(str(exc)) from None
+
+    def _start_pykcm_apiserver(self, timeout: float) -> None:
         kubeconfig = os.path.join(self.data_dir, "kubeconfig")
         self._spawn("apiserver", ["apiserver", "--data-dir", self.data_dir, "--port", "0"])
         deadline = time.monotonic() + timeout
@@ -170,34 +281,42 @@ class Stack:
             except (OSError, yaml.YAMLError):
                 time.sleep(0.1)
         cluster = cfg["clusters"][0]["cluster"]
+        self.kubeconfig = kubeconfig
         self.url = cluster["server"].rstrip("/")
         self.token = cfg["users"][0]["user"]["token"]
         if self.url.startswith("https://"):
             if "certificate-authority-data" in cluster:
                 ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
                 self.ssl = ssl.create_default_context(cadata=ca)
+                self.ca_file = os.path.join(self.work, "ca.crt")
+                with open(self.ca_file, "w") as f:
+                    f.write(ca)
             else:
-                self.ssl = ssl.create_default_context(cafile=cluster["certificate-authority"])
-        sim = ["sim", "--kubeconfig", kubeconfig, "--nodes", str(self.nodes),
-               "--max-pods", str(self.max_pods)]
-        if not self.events:
-            sim.append("--no-events")
-        self._spawn("sim", sim)
-        self._spawn("controller-manager", [
-            "controller-manager", "--kubeconfig", kubeconfig, "--controllers", "*",
-            "--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", "0",
-            "--port", str(self.cm_port), "--kube-api-qps", str(self.qps),
-            "--kube-api-burst", str(self.burst)])
+                self.ca_file = cluster["certificate-authority"]
+                self.ssl = ssl.create_default_context(cafile=self.ca_file)
 
     def cpu(self) -> dict[str, float]:
-        out = {name: proc_cpu(p.pid) for name, p in self.procs.items()}
+        out = {name: proc_cpu(pid) for name, pid in self.pids().items()}
         out["driver"] = time.process_time()
         return out
 
     def rss(self) -> dict[str, float]:
-        return {name: proc_rss_mib(p.pid) for name, p in self.procs.items()}
+        return {name: proc_rss_mib(pid) for name, pid in self.pids().items()}
+
+    def copy_logs(self, dst: str) -> None:
+        shutil.copytree(self.logs, dst, dirs_exist_ok=True)
+        for name, k in self.kcms.items():
+            with contextlib.suppress(OSError):
+                shutil.copy(k.log_path, os.path.join(dst, f"{name}.log"))
+        if self.cp is not None:
+            for comp in ("kube-apiserver", "etcd"):
+                with open(os.path.join(dst, f"{comp}.log"), "w") as f:
+                    f.write(self.cp.log(comp))
 
     def stop(self) -> None:
+        kcm = self.kcms.get("controller-manager")
+        if kcm is not None:
+            kcm.stop()
         for name in ("controller-manager", "sim", "apiserver"):
             p = self.procs.get(name)
             if p is None or p.poll() is not None:
@@ -208,6 +327,11 @@ class Stack:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+        support = self.kcms.get("support-controller-manager")
+        if support is not None:
+            support.stop()
+        if self.cp is not None:
+            self.cp.stop()
         shutil.rmtree(self.work, ignore_errors=True)
 
 
@@ -279,8 +403,9 @@ class Driver:
         """The controller manager's own requests (rest_client_requests_total) by method."""
         out: Counter[str] = Counter()
         try:
-            async with self.session.get(f"http://127.0.0.1:{self.stack.cm_port}/metrics",
-                                        ssl=False) as r:
+            async with self.session.get(self.stack.cm_metrics_url, ssl=False) as r:
+                if r.status != 200:
+                    return out
                 text = await r.text()
         except (aiohttp.ClientError, OSError):
             return out
@@ -453,9 +578,12 @@ async def pool(items: list[Any], fn: Callable[[Any], Awaitable[Any]], n: int = 3
 
 class Run:
     def __init__(self, args: argparse.Namespace, qps: float, burst: int, label: str,
-                 profile_dir: str | None) -> None:
+                 profile_dir: str | None, setup: str = "pykcm/pykcm",
+                 kit: KubeKit | None = None) -> None:
         self.args, self.qps, self.burst, self.label = args, qps, burst, label
         self.profile_dir = profile_dir
+        self.apiserver, _, self.manager = setup.partition("/")
+        self.kit = kit
         self.n_dep = args.deployments
         self.n_big = args.big
         self.n_jobs = args.jobs
@@ -471,7 +599,7 @@ class Run:
         spy = None
         pyspy = shutil.which("py-spy", path=os.path.dirname(sys.executable)) or \
             shutil.which("py-spy")
-        if profile and self.profile_dir and pyspy:
+        if profile and self.profile_dir and pyspy and "controller-manager" in stack.procs:
             out = os.path.join(self.profile_dir, f"{name}.txt")
             spy = subprocess.Popen([pyspy, "record",  # noqa: ASYNC220 - returns at once "--native", "-r", "100", "-f", "raw",
                                     "-o", out, "-p", str(stack.procs["controller-manager"].pid)],
@@ -516,9 +644,9 @@ class Run:
             "events": Counter({k: v for k, v in ev.items() if v}),
         }
         r = self.phases[name]
-        log(f"bench: [{self.label}] {name}: {wall:.1f} s; CPU s api {cpu['apiserver']:.1f} "
-            f"sim {cpu['sim']:.1f} cm {cpu['controller-manager']:.1f} driver "
-            f"{cpu['driver']:.1f}; requests (not the driver's) {sum(reqs.values()):,}, of "
+        log(f"bench: [{self.label}] {name}: {wall:.1f} s; CPU s " + " ".join(
+            f"{k} {v:.1f}" for k, v in cpu.items()) + "; requests (not the driver's) "
+            f"{sum(reqs.values()):,}, of "
             f"which the controller manager {sum(cm.values()):,}; load {load1[0]:.2f}")
         if codes:
             log(f"bench:   non-2xx: {dict(codes)}")
@@ -528,7 +656,8 @@ class Run:
         a = self.args
         tree = git_state()
         stack = Stack(self.qps, self.burst, nodes=a.nodes, max_pods=a.max_pods,
-                      events=not a.no_events)
+                      events=not a.no_events, apiserver=self.apiserver, manager=self.manager,
+                      kit=self.kit)
         drv: Driver | None = None
         watches: list[Watch] = []
         try:
@@ -538,6 +667,8 @@ class Run:
             for ns in (NS, NS_JOBS, NS_BIG):
                 await drv.request("POST", "namespaces", "POST", "/api/v1/namespaces",
                                   {"metadata": {"name": ns}})
+            if stack.apiserver == "kube":
+                await self._service_accounts(stack, drv)
             dw = Watch(drv, "deployments.apps", f"/apis/apps/v1/namespaces/{NS}/deployments",
                        d_state)
             rw = Watch(drv, "replicasets.apps", f"/apis/apps/v1/namespaces/{NS}/replicasets",
@@ -618,7 +749,7 @@ class Run:
                     "failures": list(drv.failures)}
         except BenchError as exc:
             log(f"bench: [{self.label}] failed: {exc}")
-            for name in stack.procs:
+            for name in stack.names():
                 log(f"bench:   {name} log tail: {stack.log_tail(name, 3)[:600]}")
             return {"phases": self.phases, "rss": stack.rss(), "error": str(exc), "tree": tree,
                     "failures": list(drv.failures) if drv else []}
@@ -628,12 +759,14 @@ class Run:
             if drv is not None:
                 await drv.close()
             if self.args.keep_logs:
-                dst = os.path.join(self.args.keep_logs, self.label.replace("/", "-"))
-                shutil.copytree(stack.logs, dst, dirs_exist_ok=True)
+                dst = os.path.join(self.args.keep_logs, self.label.replace("/", "-")
+                                   .replace(" ", "_"))
+                stack.copy_logs(dst)
             stack.stop()
 
     async def _ready(self, stack: Stack, drv: Driver, timeout: float = 90.0) -> None:
-        """Every node Ready and the controller manager's /healthz answering."""
+        """Every node Ready without the not-ready taint, the controller manager's /healthz
+        answering."""
         deadline = time.monotonic() + timeout
         while True:
             stack.check()
@@ -644,17 +777,37 @@ class Run:
                 st, body = await drv.request("LIST", "nodes", "GET", "/api/v1/nodes")
                 if st == 200:
                     for it in body["items"]:
-                        for c in (it.get("status") or {}).get("conditions") or ():
-                            if c.get("type") == "Ready" and c.get("status") == "True":
-                                ready += 1
-                async with drv.session.get(f"http://127.0.0.1:{stack.cm_port}/healthz",
-                                           ssl=False) as r:
+                        conds = {c.get("type"): c.get("status")
+                                 for c in (it.get("status") or {}).get("conditions") or ()}
+                        taints = (it.get("spec") or {}).get("taints") or ()
+                        if conds.get("Ready") == "True" and not any(
+                                t.get("key") == "node.kubernetes.io/not-ready" for t in taints):
+                            ready += 1
+                async with drv.session.get(stack.cm_healthz_url, ssl=False) as r:
                     cm_ok = r.status == 200
             except (aiohttp.ClientError, OSError):
                 cm_ok = False
             if ready >= stack.nodes and cm_ok:
                 return
             await asyncio.sleep(0.25)
+
+    async def _service_accounts(self, stack: Stack, drv: Driver, timeout: float = 60.0
+                                ) -> None:
+        """On the real server: the `default` ServiceAccount of every namespace, which its
+        admission requires of a pod (the support manager's serviceaccount controller
+        creates them), before the clock of the first phase starts."""
+        deadline = time.monotonic() + timeout
+        for ns in (NS, NS_JOBS, NS_BIG):
+            while True:
+                st, _ = await drv.request("GET", "serviceaccounts", "GET",
+                                          f"/api/v1/namespaces/{ns}/serviceaccounts/default",
+                                          ok=(404,))
+                if st == 200:
+                    break
+                stack.check()
+                if time.monotonic() > deadline:
+                    raise BenchError(f"no ServiceAccount {ns}/default after {timeout:.0f} s")
+                await asyncio.sleep(0.1)
 
 
 def git_state() -> str:
@@ -739,27 +892,49 @@ def _frame(fr: str) -> str:
     return name
 
 
+SETUP_TITLES = {
+    "kube/kube": "kube-controller-manager v1.36.2 on kube-apiserver",
+    "kube/pykcm": "pykcm controller manager on kube-apiserver",
+    "pykcm/pykcm": "pykcm up (pykcm apiserver + controller manager)",
+    "pykcm/kube": "kube-controller-manager v1.36.2 on pykcm apiserver",
+}
+REF_SETUP = "kube/kube"
+COMPONENTS = ("apiserver", "etcd", "sim", "controller-manager", "support-controller-manager",
+              "driver")
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """A results key "QPS/BURST SETUP" (older saves: "QPS/BURST", pykcm up)."""
+    qps, _, setup = key.partition(" ")
+    return qps, setup or "pykcm/pykcm"
+
+
 def report(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]], wall: float,
            profiles: dict[str, list[tuple[str, float]]]) -> str:
     L: list[str] = []
     when = _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
-    title = "Controllers end to end" + (" (quick smoke run, not comparable)" if args.quick
-                                        else "")
+    title = ("Controllers end to end, side by side with kube-controller-manager"
+             + (" (quick smoke run, not comparable)" if args.quick else ""))
     L.append(f"## {title} — {when}")
     L.append("")
-    la = args.loadavg
-    L.append(f"Machine: {machine()}; load average at start {la[0]:.2f} {la[1]:.2f} "
-             f"{la[2]:.2f}.  ")
+    L.append(f"Machine: {machine()}; {args.load_note}.  ")
+    qps_labels = list(dict.fromkeys(split_key(k)[0] for k in results))
+    setups = list(dict.fromkeys(split_key(k)[1] for k in results))
     L.append(f"Run: `bench/controllers.py {' '.join(sys.argv[1:])}`"
-             f"{'' if math.isnan(wall) else f', {wall:.0f} s wall'}. The "
-             f"three processes of `pykcm up`, started by the benchmark with `pykcm up`'s own "
-             f"commands (fresh data dir per run, TLS, durable store): `pykcm apiserver`, "
+             f"{'' if math.isnan(wall) else f', {wall:.0f} s wall'}. Setups (API server / "
+             "controller manager), each fresh per run, processes of their own, interleaved: "
+             + "; ".join(f"{s} = {SETUP_TITLES.get(s, s)}" for s in setups) + ". The pykcm "
+             "processes are `pykcm up`'s own commands (`pykcm apiserver`: TLS, durable, fresh "
+             "data dir; `pykcm controller-manager --controllers '*'`); the real "
+             "kube-apiserver v1.36.2 + etcd 3.6.13 (fsync on) come from the kit; on it the "
+             "real kube-controller-manager also runs the controllers pykcm lacks (node "
+             "lifecycle, service accounts, ...: a support manager its admission needs), and "
+             "the manager under test runs pykcm's set (`"
+             + ",".join(pykcm_controller_names()) + "`), real or pykcm's. Nodes: "
              f"`pykcm sim --nodes {args.nodes} --max-pods {args.max_pods}"
-             f"{' --no-events' if args.no_events else ''}` (**--max-pods {args.max_pods}**: "
-             f"10 x 110 would not hold 2,000 replicas; scheduler events "
-             f"{'off' if args.no_events else 'on, as in `pykcm up`'}), `pykcm "
-             f"controller-manager --controllers '*' --kube-api-qps Q --kube-api-burst B` (QPS "
-             f"and burst per controller client, as kube-controller-manager). Phases in order on "
+             f"{' --no-events' if args.no_events else ''}` in every setup (--max-pods "
+             f"{args.max_pods}: 10 x 110 would not hold 2,000 replicas). --kube-api-qps Q "
+             "--kube-api-burst B per controller client for both managers. Phases in order on "
              f"one cluster: scale = {args.deployments} Deployments x 5 created until all "
              f"Available (availableReplicas 5, observedGeneration current); rollout = a new "
              f"image on all (merge patch) until `kubectl rollout status` would say done; gc = "
@@ -767,62 +942,117 @@ def report(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]], w
              f"or Pod is left; jobs = {args.jobs} Jobs x 10 completions (parallelism 10, "
              f"run-seconds 0.5) until all Complete; big = 1 Deployment x {args.big:,} until "
              f"Available. Time from the first request of a phase to a watch seeing the "
-             f"condition. Medians of {args.runs} run(s) per setting.")
+             f"condition. Medians of {args.runs} run(s) per setting and setup.")
     L.append("")
-    L.append("| QPS/burst | phase | pykcm (median) | runs | kube-controller-manager v1.36 "
-             "(issue 6) | ratio | target |")
-    L.append("|---|---|---:|---|---:|---:|---|")
-    for label, runs in results.items():
+    if getattr(args, "kube_note", ""):
+        L.append(f"⚠️ {args.kube_note}.")
+        L.append("")
+
+    def runs_of(q: str, s: str) -> list[dict[str, Any]]:
+        return results.get(f"{q} {s}", []) or (results.get(q, []) if s == "pykcm/pykcm"
+                                               else [])
+
+    def walls(q: str, s: str, ph: str) -> list[float]:
+        return [r["phases"][ph]["wall"] for r in runs_of(q, s) if ph in r["phases"]]
+
+    have_ref = REF_SETUP in setups
+    others = [s for s in setups if s != REF_SETUP]
+    head = ["QPS/burst", "phase"]
+    if have_ref:
+        head.append(SETUP_TITLES[REF_SETUP])
+    for s in others:
+        head.append(SETUP_TITLES.get(s, s))
+        if have_ref:
+            head.append("÷ kube-controller-manager")
+    head.append("target (pykcm up)")
+    L.append("Wall time per phase (median):")
+    L.append("")
+    L.append("| " + " | ".join(head) + " |")
+    L.append("|---|---|" + "---:|" * (len(head) - 3) + "---|")
+    for q in qps_labels:
         for ph in PHASES:
-            vals = [r["phases"][ph]["wall"] for r in runs if ph in r["phases"]
-                    and not (r.get("error") and list(r["phases"])[-1] == ph and False)]
-            v = med(vals)
-            ref = REFERENCE.get(label, {}).get(ph)
-            tgt = TARGET.get(label, {}).get(ph)
-            ratio = f"{v / ref:.2f}×" if ref and vals else "—"
-            tcell = "—"
-            if tgt is not None and not args.quick:
-                tcell = f"≤ {fmt_s(tgt)} {'✅' if vals and v <= tgt else '❌'}"
-            L.append(f"| {label} | {ph} | {fmt_s(v) if vals else 'failed'} | "
-                     f"{', '.join(f'{x:.1f}' for x in vals)} | "
-                     f"{fmt_s(ref) if ref else '—'} | {ratio} | {tcell} |")
+            cells = [q, ph]
+            ref = med(walls(q, REF_SETUP, ph)) if have_ref else float("nan")
+            if have_ref:
+                cells.append(fmt_s(ref) if walls(q, REF_SETUP, ph) else "failed")
+            for s in others:
+                w = walls(q, s, ph)
+                v = med(w)
+                cells.append(fmt_s(v) if w else "failed")
+                if have_ref:
+                    cells.append(f"{v / ref:.2f}×" if w and not math.isnan(ref) else "—")
+            tgt = TARGET.get(q, {}).get(ph)
+            pw = walls(q, "pykcm/pykcm", ph)
+            cells.append(f"≤ {fmt_s(tgt)} {'✅' if pw and med(pw) <= tgt else '❌'}"
+                         if tgt is not None and not args.quick else "—")
+            L.append("| " + " | ".join(cells) + " |")
     L.append("")
-    L.append("Ratio = pykcm ÷ kube-controller-manager (below 1 is faster). The reference ran "
-             "real kube-apiserver + etcd (Go); pykcm's API server, simulator and controllers "
-             "are all Python on the same 2 cores.")
+    L.append("Ratio = setup ÷ the real kube-controller-manager on the real kube-apiserver "
+             "(below 1 is faster). Targets: the issue's, judging `pykcm up`.")
     L.append("")
+    # controller manager CPU side by side
+    if have_ref and others:
+        L.append("Controller manager CPU seconds per phase (median; the manager under test "
+                 "only, not the support manager):")
+        L.append("")
+        head = ["QPS/burst", "phase", SETUP_TITLES[REF_SETUP]]
+        for s in others:
+            head += [SETUP_TITLES.get(s, s), "÷ kube-controller-manager"]
+        L.append("| " + " | ".join(head) + " |")
+        L.append("|---|---|" + "---:|" * (len(head) - 2))
+        for q in qps_labels:
+            for ph in PHASES:
+                def cm_cpu(s: str, q: str = q, ph: str = ph) -> float:
+                    return med([r["phases"][ph]["cpu"].get("controller-manager", float("nan"))
+                                for r in runs_of(q, s) if ph in r["phases"]])
+                ref = cm_cpu(REF_SETUP)
+                cells = [q, ph, f"{ref:.1f}" if not math.isnan(ref) else "n/a"]
+                for s in others:
+                    v = cm_cpu(s)
+                    cells += [f"{v:.1f}" if not math.isnan(v) else "n/a",
+                              f"{v / ref:.2f}×" if ref and not math.isnan(v) and
+                              not math.isnan(ref) else "—"]
+                L.append("| " + " | ".join(cells) + " |")
+        L.append("")
     # CPU split and requests, medians over runs
-    L.append("CPU seconds per process (median over runs) and API requests per phase (median; "
-             "the benchmark driver's own requests are subtracted; `cm` = the controller "
-             "manager's own count, rest_client_requests_total):")
+    L.append("CPU seconds per process (median over runs; `apiserver` is kube-apiserver or "
+             "`pykcm apiserver`, `support-kcm` the real manager running what pykcm lacks) and "
+             "API requests per phase (median; the benchmark driver's own requests are "
+             "subtracted; `cm` = the manager under test's own count, "
+             "rest_client_requests_total):")
     L.append("")
-    L.append("| QPS/burst | phase | wall | apiserver | sim | controller-manager | driver | "
-             "controller-manager cores | whole machine cores | requests (all but driver) | "
-             "cm requests | cm req/s | load avg (1 min) at end |")
-    L.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for label, runs in results.items():
-        for ph in PHASES:
-            rs = [r["phases"][ph] for r in runs if ph in r["phases"]]
-            if not rs:
-                continue
-            w = med([r["wall"] for r in rs])
-            c = {k: med([r["cpu"][k] for r in rs]) for k in ("apiserver", "sim",
-                                                             "controller-manager", "driver")}
-            busy = med([r["busy"] / r["wall"] for r in rs])
-            req = med([sum(r["requests"].values()) for r in rs])
-            cmr = med([sum(r["cm_requests"].values()) for r in rs])
-            L.append(f"| {label} | {ph} | {fmt_s(w)} | {c['apiserver']:.1f} | {c['sim']:.1f} | "
-                     f"{c['controller-manager']:.1f} | {c['driver']:.1f} | "
-                     f"{c['controller-manager'] / w:.2f} | {busy:.2f} | {req:,.0f} | "
-                     f"{cmr:,.0f} | {cmr / w:,.0f} | "
-                     f"{med([r['load1'][0] for r in rs]):.2f} |")
+    L.append("| QPS/burst | setup | phase | wall | apiserver | etcd | sim | controller-manager | "
+             "support-kcm | driver | controller-manager cores | whole machine cores | "
+             "requests (all but driver) | cm requests | cm req/s | load avg (1 min) at end |")
+    L.append("|---|---|---|" + "---:|" * 13)
+    for q in qps_labels:
+        for s in setups:
+            for ph in PHASES:
+                rs = [r["phases"][ph] for r in runs_of(q, s) if ph in r["phases"]]
+                if not rs:
+                    continue
+                wt = med([r["wall"] for r in rs])
+                c = {k: med([r["cpu"][k] for r in rs if k in r["cpu"]]) for k in COMPONENTS}
+                busy = med([r["busy"] / r["wall"] for r in rs])
+                req = med([sum(r["requests"].values()) for r in rs])
+                cmr = med([sum(r["cm_requests"].values()) for r in rs])
+
+                L.append(f"| {q} | {s} | {ph} | {fmt_s(wt)} | " + " | ".join(
+                    "—" if math.isnan(c[k]) else f"{c[k]:.1f}" for k in COMPONENTS) + f" | "
+                    f"{c['controller-manager'] / wt:.2f} | {busy:.2f} | {req:,.0f} | "
+                    f"{cmr:,.0f} | {cmr / wt:,.0f} | "
+                    f"{med([r['load1'][0] for r in rs]):.2f} |")
+    L.append("")
+    L.append("Wall time of every run (s): " + "; ".join(
+        f"{q} {s} {ph} " + ", ".join(f"{x:.1f}" for x in walls(q, s, ph))
+        for q in qps_labels for s in setups for ph in PHASES if walls(q, s, ph)) + ".")
     L.append("")
     # request breakdown, first run of each setting
-    L.append("Requests by verb and resource (first run of each setting; all clients but the "
-             "driver: controllers, simulator (binding, pods/status, nodes, leases, scheduler "
-             "events), and watches):")
+    L.append("Requests by verb and resource (first run of each setting and setup; all clients "
+             "but the driver: controllers, simulator (binding, pods/status, nodes, leases, "
+             "scheduler events), the support manager, and watches):")
     L.append("")
-    for label, runs in results.items():
+    for key, runs in results.items():
         r0 = runs[0]
         for ph in PHASES:
             if ph not in r0["phases"]:
@@ -835,22 +1065,21 @@ def report(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]], w
             codes = ", ".join(f"{k}: {v}" for k, v in p["codes"].items())
             evs = ", ".join(f"{k} {v:,}" for k, v in sorted(p.get("events", {}).items(),
                                                             key=lambda kv: -kv[1]))
-            L.append(f"- {label} {ph}: {txt}. Controller manager by method: {cm or 'n/a'}."
+            L.append(f"- {key} {ph}: {txt}. Controller manager by method: {cm or 'n/a'}."
                      + (f" Non-2xx: {codes}." if codes else "")
                      + (f" Events recorded (source, reason, with repeats): {evs}." if evs
                         else ""))
     L.append("")
-    errs = [(label, r["error"]) for label, runs in results.items() for r in runs
+    errs = [(key, r["error"]) for key, runs in results.items() for r in runs
             if r.get("error")]
-    fails = [(label, f) for label, runs in results.items() for r in runs
+    fails = [(key, f) for key, runs in results.items() for r in runs
              for f in r.get("failures", [])[:3]]
-    rss = [(label, r["rss"]) for label, runs in results.items() for r in runs[:1]]
-    trees = [(label, r.get("tree", "?")) for label, runs in results.items() for r in runs]
-    L.append("Source tree per run (HEAD+digest of uncommitted pykcm changes; the tree is shared "
-             "with other work in progress): " + ", ".join(f"{lb} {t}" for lb, t in trees)
-             + ".  ")
+    rss = [(key, r["rss"]) for key, runs in results.items() for r in runs[:1]]
+    trees = sorted({r.get("tree", "?") for runs in results.values() for r in runs})
+    L.append("Source tree (HEAD+digest of uncommitted pykcm changes; the tree is shared "
+             "with other work in progress): " + ", ".join(trees) + ".  ")
     L.append("RSS at the end (MiB, first run): " + "; ".join(
-        f"{label}: " + ", ".join(f"{k} {v:.0f}" for k, v in d.items()) for label, d in rss)
+        f"{key}: " + ", ".join(f"{k} {v:.0f}" for k, v in d.items()) for key, d in rss)
         + ".  ")
     if errs:
         L.append("Failed runs: " + "; ".join(f"{lb}: {e}" for lb, e in errs) + ".  ")
@@ -883,13 +1112,15 @@ def _jsonable(results: dict[str, list[dict[str, Any]]]) -> Any:
     return conv(results)
 
 
-def save(path: str, results: dict[str, list[dict[str, Any]]], loadavg: Any) -> None:
+def save(path: str, results: dict[str, list[dict[str, Any]]], args: argparse.Namespace
+         ) -> None:
     with open(path, "wb") as f:
-        f.write(orjson.dumps({"loadavg": list(loadavg), "argv": sys.argv[1:],
+        f.write(orjson.dumps({"loadavg": list(args.loadavg), "load_note": args.load_note,
+                              "kube_note": args.kube_note, "argv": sys.argv[1:],
                               "results": _jsonable(results)}))
 
 
-def load(path: str) -> tuple[dict[str, list[dict[str, Any]]], list[float], list[str]]:
+def load(path: str) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any], list[str]]:
     with open(path, "rb") as f:
         d = orjson.loads(f.read())
     for runs in d["results"].values():
@@ -898,7 +1129,14 @@ def load(path: str) -> tuple[dict[str, list[dict[str, Any]]], list[float], list[
                 for key in ("requests", "cm_requests", "codes", "events"):
                     p[key] = Counter({tuple(k) if isinstance(k, list) else k: v
                                       for k, v in p.get(key, [])})
-    return d["results"], d["loadavg"], d["argv"]
+    la = d.get("loadavg") or [float("nan")] * 3
+    meta = {"loadavg": la, "kube_note": d.get("kube_note", ""),
+            "load_note": d.get("load_note") or f"load average {la[0]:.2f} {la[1]:.2f} "
+            f"{la[2]:.2f} at the start"}
+    return d["results"], meta, d["argv"]
+
+
+SETUPS = ("kube/kube", "kube/pykcm", "pykcm/pykcm")
 
 
 async def main_async(args: argparse.Namespace) -> int:
@@ -910,21 +1148,33 @@ async def main_async(args: argparse.Namespace) -> int:
     for s in args.qps.split(","):
         q, _, b = s.partition("/")
         settings.append((float(q), int(b or 0) or int(float(q) * 1.5), s))
+    kit, args.kube_note = kit_or_reason(args.no_kube)
+    setups = [s.strip() for s in args.setups.split(",") if s.strip()]
+    for s in setups:
+        if s not in SETUP_TITLES:
+            raise SystemExit(f"bench: unknown setup {s!r} (one of {', '.join(SETUP_TITLES)})")
+    if kit is None:
+        log(f"bench: {args.kube_note}")
+        setups = [s for s in setups if s == "pykcm/pykcm"]
     results: dict[str, list[dict[str, Any]]] = {}
     profiles: dict[str, list[tuple[str, float]]] = {}
     t0 = time.perf_counter()
     prof_dir = tempfile.mkdtemp(prefix="pykcm-bench-prof-") if args.profile else None
     for q, b, label in settings:
-        results[label] = []
+        failed: set[str] = set()
         for i in range(args.runs):
-            profile = (prof_dir if args.profile and label == settings[-1][2]
-                       and i == args.runs - 1 else None)
-            r = await Run(args, q, b, f"{label}#{i + 1}", profile).run()
-            results[label].append(r)
-            if args.save:
-                save(args.save, results, args.loadavg)
-            if r.get("error") and not r["phases"]:
-                break
+            for setup in setups:  # interleaved: load changes spread over every setup
+                if setup in failed:
+                    continue
+                key = f"{label} {setup}"
+                profile = (prof_dir if args.profile and label == settings[-1][2]
+                           and setup == "pykcm/pykcm" and i == args.runs - 1 else None)
+                r = await Run(args, q, b, f"{key}#{i + 1}", profile, setup, kit).run()
+                results.setdefault(key, []).append(r)
+                if args.save:
+                    save(args.save, results, args)
+                if r.get("error") and not r["phases"]:
+                    failed.add(setup)
     if prof_dir:
         for ph in ("scale", "rollout", "big"):
             profiles[ph] = summarize_pyspy(os.path.join(prof_dir, f"{ph}.txt"))
@@ -937,7 +1187,7 @@ async def main_async(args: argparse.Namespace) -> int:
     if not args.no_record:
         append_results(text)
         log("bench: appended to bench/RESULTS.md")
-    return 0
+    return 1 if any(r.get("error") for runs in results.values() for r in runs) else 0
 
 
 def main() -> int:
@@ -956,6 +1206,11 @@ def main() -> int:
     p.add_argument("--profile", action="store_true",
                    help="py-spy the controller manager during scale and big (last run of "
                    "the last QPS setting)")
+    p.add_argument("--setups", default=",".join(SETUPS),
+                   help="comma-separated API server/controller manager pairs, each 'kube' or "
+                   f"'pykcm' (default {','.join(SETUPS)}; pykcm/kube also works)")
+    p.add_argument("--no-kube", action="store_true",
+                   help="run pykcm/pykcm only, even if the kit is found")
     p.add_argument("--keep-logs", metavar="DIR", help="copy each run's logs to DIR")
     p.add_argument("--no-record", action="store_true")
     p.add_argument("--save", metavar="FILE", help="write the raw results (JSON) after each run")
@@ -966,15 +1221,15 @@ def main() -> int:
     args = p.parse_args()
     if args.quick:
         args.deployments, args.big, args.jobs, args.runs = 20, 200, 10, 1
-    args.loadavg = os.getloadavg()
     if args.report:
-        results, loadavg, argv = load(args.report)
+        results, meta, argv = load(args.report)
         record, analysis = not args.no_record, args.analysis
         sys.argv[1:] = argv
         args = p.parse_args(argv)
         if args.quick:
             args.deployments, args.big, args.jobs, args.runs = 20, 200, 10, 1
-        args.loadavg = loadavg
+        args.loadavg, args.load_note, args.kube_note = (
+            meta["loadavg"], meta["load_note"], meta["kube_note"])
         text = report(args, results, float("nan"), {})
         if analysis:
             with open(analysis) as f:
@@ -983,6 +1238,8 @@ def main() -> int:
         if record:
             append_results(text)
         return 0
+    args.loadavg = os.getloadavg()
+    args.load_note = machine_load()
     try:
         import uvloop
         return uvloop.run(main_async(args))

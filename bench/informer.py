@@ -1,6 +1,7 @@
-"""Benchmark of the informer machinery (pykcm.cache) against the Python peers.
+"""Benchmark of the informer machinery (pykcm.cache) against client-go and the Python peers.
 
-    .venv/bin/python bench/informer.py [--quick] [--no-record] [--no-profile]
+    .venv/bin/python bench/informer.py [--quick] [--no-record] [--no-profile] [--no-kube]
+                                       [--skip-live] [--live-pods N]
 
 One run, the same data for every client: realistic pods of about 2.3 KB of
 JSON (bench/_replay_server.py ``make_pod``: labels, annotations, an owner
@@ -40,6 +41,23 @@ subprocess of its own (a fresh heap each time):
      ``transform=strip_managed_fields``: sync of 10,000 and 50,000 pods, RSS
      and tracemalloc per pod, watch events/s.
 
+  7. client-go v1.36.2 (the kube-v1.36 kit's ``informerbench``: a
+     SharedInformerFactory pod informer with 2 counting handlers) on the same
+     replay: JSON and protobuf Accept (the replay answers JSON whatever the
+     Accept), LIST + WATCH (``KUBE_FEATURE_WatchListClient=false``) and
+     watch-list (``=true``, the replay serving it): sync of 10,000 and 50,000
+     pods, RSS per pod, watch events/s. Every pykcm figure of items 1-3 and 6
+     stands next to client-go's (JSON, LIST + WATCH) with the ratio.
+  8. the live API servers: the real kube-apiserver v1.36.2 + etcd (the kit)
+     and ``pykcm apiserver`` (durable, TLS), each loaded with the same 10,000
+     pods; every informer above (client-go's four, pykcm's plain and compact)
+     syncs from each (the server's pod LIST/WATCH counts tell whether
+     watch-list was used), then counts the events of 10,000 merge-patches by
+     32 writers (end-to-end, bounded by the server's write rate).
+
+Without the kit (``../shared/kube-v1.36`` or ``$PYKCM_KUBE_KIT``) items 7-8
+are skipped, with one line saying so, except pykcm on its own server.
+
 Then pykcm is profiled (py-spy, native frames, so that time in the cyclic GC
 shows as ``gc_collect_main``) on the 50,000-pod sync and on the watch replay,
 for the plain informer and for the compact objects.
@@ -53,6 +71,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as _dt
+import functools
 import gc
 import json
 import math
@@ -67,11 +86,19 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-from _common import append_results, busy_cpu_seconds, cpu_model, log, wait_idle
+from _common import (
+    append_results,
+    busy_cpu_seconds,
+    cpu_model,
+    log,
+    machine_load,
+    wait_idle,
+)
 
 RESULTS = os.path.join(HERE, "RESULTS.md")
 sys.path.insert(0, HERE)
@@ -80,14 +107,7 @@ import _replay_server as replay
 
 KIB = 1024.0
 
-# From issue 4: the same kind of 2-core machine, the same kind of replay.
-REF_CLIENT_GO = {"sync10k": 0.39, "sync50k": 1.82, "events": 18_100, "mem_kib": 12.5e3 / KIB}
-REF_PEERS: dict[str, dict[str, float]] = {
-    "official": {"sync10k": 2.9, "sync50k": 14.9, "events": 8_900, "mem_kib": 36e3 / KIB},
-    "kopf": {"events": 1_100},
-    "orjson": {"events": 180_000, "list50k_gc": 2.7},
-    "msgspec": {"events": 191_000},
-}
+# The issue's targets for pykcm (judged in the tables' target columns).
 TARGET = {"events": (">=", 40_000.0), "sync50k": ("<=", 1.8), "mem_kib": ("<=", 4.0)}
 # The application-level GC setting of the "tuned GC" runs (gen0, gen1, gen2 thresholds).
 GC_TUNED = (100_000, 50, 1000)
@@ -607,6 +627,13 @@ def _proc_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def children_cpu() -> float:
+    """CPU seconds (user + system) of the children this process has waited for."""
+    import resource
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def run_child(spec: dict[str, Any], timeout: float = 240.0,
               pyspy: str | None = None) -> dict[str, Any]:
     """Run one measurement in a fresh process; its RESULT line as a dict (or an error)."""
@@ -618,6 +645,7 @@ def run_child(spec: dict[str, Any], timeout: float = 240.0,
             cmd = [spy, "record", "--native", "-r", "100", "-f", "raw", "-o", pyspy,
                    "--"] + cmd
     b0 = busy_cpu_seconds()
+    c0 = children_cpu()
     t0 = time.perf_counter()
     try:
         r = subprocess.run(cmd, cwd=REPO, capture_output=True, timeout=timeout,
@@ -629,6 +657,7 @@ def run_child(spec: dict[str, Any], timeout: float = 240.0,
         if line.startswith("RESULT "):
             out: dict[str, Any] = json.loads(line[7:])
             out["wall_s"] = wall
+            out["process_cpu_s"] = children_cpu() - c0
             out["machine_busy"] = (busy_cpu_seconds() - b0) / wall
             if "error" in out:
                 out["stderr"] = r.stderr.decode("utf-8", "replace")[-1500:]
@@ -643,6 +672,168 @@ def med(runs: list[dict[str, Any]], key: str) -> float:
     return statistics.median(vals) if vals else float("nan")
 
 
+# -- client-go: the kit's informerbench ---------------------------------------------------
+
+# (content type, WatchListClient) of the client-go runs; JSON with LIST + WATCH is the
+# configuration every pykcm figure is compared with (pykcm's client speaks JSON).
+CG_VARIANTS: tuple[tuple[str, bool], ...] = (
+    ("json", False), ("protobuf", False), ("json", True), ("protobuf", True))
+CG_MAIN = "clientgo-json-list"
+
+
+def cg_key(ct: str, wl: bool) -> str:
+    return f"clientgo-{ct}-{'wl' if wl else 'list'}"
+
+
+def cg_title(ct: str, wl: bool) -> str:
+    return (f"client-go {'JSON' if ct == 'json' else 'protobuf Accept'}, "
+            f"{'watch-list' if wl else 'LIST + WATCH'}")
+
+
+def write_replay_kubeconfig(url: str, path: str) -> None:
+    """A kubeconfig for the replay server (plain HTTP, no credentials)."""
+    with open(path, "w") as f:
+        f.write(f"""apiVersion: v1
+kind: Config
+clusters:
+- name: replay
+  cluster:
+    server: {url}
+contexts:
+- name: replay
+  context:
+    cluster: replay
+    user: replay
+current-context: replay
+users:
+- name: replay
+  user: {{}}
+""")
+
+
+def informerbench_cmd(ib: str, kubeconfig: str, namespace: str, ct: str, expect: int,
+                      ready: str, timeout: float) -> list[str]:
+    return [ib, "-kubeconfig", kubeconfig, "-namespace", namespace, "-content-type", ct,
+            "-expect-events", str(expect), "-ready-file", ready, "-timeout", f"{timeout:.0f}s"]
+
+
+def informerbench_env(wl: bool) -> dict[str, str]:
+    env = dict(os.environ)
+    env["KUBE_FEATURE_WatchListClient"] = "true" if wl else "false"
+    return env
+
+
+def parse_informerbench(stdout: str, ready_path: str, n: int, expect: int,
+                        base_rss_kb: float | None) -> dict[str, Any]:
+    """informerbench's JSON line in the keys the pykcm children use."""
+    line = next((ln for ln in reversed(stdout.splitlines()) if ln.startswith("{")), "")
+    if not line:
+        return {"error": "no result line"}
+    o = json.loads(line)
+    out: dict[str, Any] = {
+        "sync_s": o["sync_seconds"], "cached": o["synced_objects"],
+        "adds": o["handler_initial_adds"], "watch_list_client": o["watch_list_client"],
+        "content_type": o["content_type"], "max_rss_kb": o["max_rss_kb"]}
+    if not o["synced"]:
+        out["error"] = f"not synced ({o['synced_objects']} objects)"
+        return out
+    try:
+        with open(ready_path) as f:
+            ready = json.load(f)
+        out["rss_at_sync_kb"] = ready["rss_kb"]
+        if base_rss_kb is not None and n:
+            out["rss_per_pod"] = (ready["rss_kb"] - base_rss_kb) * KIB / n
+    except (OSError, ValueError, KeyError):
+        pass
+    if expect:
+        window = o["events_seconds"] - o["first_event_seconds"]
+        out["updates"] = o["handler_updates"]
+        out["complete"] = not o["timed_out"]
+        out["watch_s"] = window
+        out["events_per_s"] = o["events"] / window if window > 0 else float("nan")
+    return out
+
+
+def run_informerbench(ib: str, kubeconfig: str, namespace: str, ct: str, wl: bool, n: int,
+                      expect: int = 0, base_rss_kb: float | None = None,
+                      timeout: float = 240.0) -> dict[str, Any]:
+    """One informerbench process: sync (and `expect` watch events); its result."""
+    tmp = tempfile.mkdtemp(prefix="pykcm-bench-ib-")
+    ready = os.path.join(tmp, "ready.json")
+    b0, c0 = busy_cpu_seconds(), children_cpu()
+    t0 = time.perf_counter()
+    try:
+        r = subprocess.run(informerbench_cmd(ib, kubeconfig, namespace, ct, expect, ready,
+                                             timeout), env=informerbench_env(wl),
+                           capture_output=True, timeout=timeout + 30, check=False,
+                           stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        shutil.rmtree(tmp, ignore_errors=True)
+        return {"error": f"timed out after {timeout:.0f} s"}
+    wall = time.perf_counter() - t0
+    out = parse_informerbench(r.stdout.decode("utf-8", "replace"), ready, n, expect,
+                              base_rss_kb)
+    shutil.rmtree(tmp, ignore_errors=True)
+    out.update({"role": f"{cg_key(ct, wl)}", "n": n, "wall_s": wall,
+                "process_cpu_s": children_cpu() - c0,
+                "machine_busy": (busy_cpu_seconds() - b0) / wall})
+    if r.returncode != 0 and "error" not in out:
+        out["error"] = f"exit {r.returncode}"
+    if "error" in out:
+        out["stderr"] = r.stderr.decode("utf-8", "replace")[-1500:]
+    return out
+
+
+# -- the live API servers -----------------------------------------------------------------
+
+
+class LiveServer:
+    """kube-apiserver + etcd (the kit) or `pykcm apiserver` (durable, TLS), loaded with pods."""
+
+    def __init__(self, kind: str, kit: Any) -> None:
+        self.kind = kind
+        self.srv: Any
+        if kind == "kube":
+            from _kube import KubeServer
+            self.srv = KubeServer(kit, "informer-kube")
+        else:
+            from apiserver import ServerProc
+            self.srv = ServerProc("informer-pykcm", durable=True, tls=True)
+        self.kubeconfig = ""
+
+    def start(self) -> None:
+        self.srv.start()
+        self.kubeconfig = self.srv.kubeconfig
+
+    def cpu_seconds(self) -> float:
+        return float(self.srv.cpu_seconds())
+
+    def stop(self) -> None:
+        self.srv.stop()
+
+
+def live_pod(i: int) -> bytes:
+    """The replay's pod i as a client creates it (bound to its node as in the replay)."""
+    pod = replay.make_pod(i, server_fields=False)
+    pod["apiVersion"], pod["kind"] = "v1", "Pod"
+    pod["spec"]["nodeName"] = f"node-{i % 200:03d}"
+    return json.dumps(pod).encode()
+
+
+async def pod_requests(s: Any, base: str) -> Counter[str]:
+    """The server's apiserver_request_total for pods, by verb (LIST, WATCH, ...)."""
+    from prometheus_client.parser import text_string_to_metric_families
+    out: Counter[str] = Counter()
+    async with s.get(base + "/metrics") as r:
+        text = await r.text()
+    for fam in text_string_to_metric_families(text):
+        for smp in fam.samples:
+            if (smp.name == "apiserver_request_total" and smp.labels.get("resource") == "pods"
+                    and not smp.labels.get("subresource")):
+                out[smp.labels.get("verb", "?")] += int(smp.value)
+    return out
+
+
 class Bench:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
@@ -653,19 +844,35 @@ class Bench:
                        "official": 5_000 if args.quick else 20_000,
                        "kopf": 2_000 if args.quick else 10_000}
         self.repeats = 1 if args.quick else 3
+        self.live_n = args.live_pods or self.sizes[0]
+        self.live_updates = args.live_updates or (1_000 if args.quick else 10_000)
         self.res: dict[str, Any] = {}
         self.notes: list[str] = []
         self.errors: list[str] = []
         self.srv = ReplayServer()
+        self.tmp = tempfile.mkdtemp(prefix="pykcm-bench-informer-")
+        from _kube import kit_or_reason
+        self.kit, self.kube_note = kit_or_reason(args.no_kube)
+        self.ib: str | None = None
+        if self.kit is not None:
+            try:
+                self.ib = self.kit.binary("informerbench")
+            except RuntimeError as exc:  # KitError
+                self.kit, self.kube_note = None, f"real Kubernetes components not run: {exc}"
+        if self.kube_note:
+            log(f"bench: {self.kube_note}")
 
     # -- helpers ----------------------------------------------------------------------
 
-    def runs(self, label: str, spec: dict[str, Any], *, max_single: float = 1e9,
-             repeats: int | None = None) -> list[dict[str, Any]]:
-        """Up to `repeats` fresh-process runs; stop repeating if one run takes > max_single s."""
+    def runs(self, label: str, spec: dict[str, Any] | Callable[[], dict[str, Any]], *,
+             max_single: float = 1e9, repeats: int | None = None) -> list[dict[str, Any]]:
+        """Up to `repeats` fresh-process runs; stop repeating if one run takes > max_single s.
+
+        `spec`: a child's spec (run_child), or a function that runs one client
+        (client-go's informerbench) and returns its result in the same keys."""
         out = []
         for i in range(repeats or self.repeats):
-            r = run_child(spec)
+            r = spec() if callable(spec) else run_child(spec)
             out.append(r)
             if "error" in r:
                 self.errors.append(f"{label}: {r['error']}")
@@ -676,7 +883,8 @@ class Bench:
                 for k, v in r.items() if k in (
                     "sync_s", "handlers_synced_s", "rss_per_pod", "traced_per_pod",
                     "events_per_s", "gc_s", "watch_s", "updates", "cached", "wall_s",
-                    "machine_busy", "listed", "list_handled_s")))
+                    "machine_busy", "listed", "list_handled_s", "process_cpu_s",
+                    "watch_list_client")))
             if r["wall_s"] > max_single and i + 1 < (repeats or self.repeats):
                 self.notes.append(f"{label}: one run only ({r['wall_s']:.0f} s a run)")
                 break
@@ -805,22 +1013,216 @@ class Bench:
         self.res["profile"] = prof
         shutil.rmtree(tmp, ignore_errors=True)
 
-    def phase_e2e(self) -> None:
+    def phase_clientgo(self) -> None:
+        """client-go's informerbench on the same replay: JSON and protobuf Accept, LIST or
+        watch-list (the replay server serves watch-list for those runs, JSON always)."""
+        if self.ib is None:
+            return
+        ib = self.ib
+        kc = os.path.join(self.tmp, "replay-kubeconfig")
+        write_replay_kubeconfig(self.srv.url, kc)
+        self.srv.configure(n=1, events=0, watch_pods=1, watchlist=0)
+        base = run_informerbench(ib, kc, replay.NS, "json", False, 1)
+        self.res["clientgo-base"] = base
+        base_kb = base.get("rss_at_sync_kb")
+        log(f"client-go: RSS of a 1-pod sync {base_kb} KiB (the baseline of RSS per pod)")
+        for ct, wl in CG_VARIANTS:
+            key, title = cg_key(ct, wl), cg_title(ct, wl)
+            self.srv.configure(watchlist=int(wl))
+            st0 = self.srv.stats()
+            for n in self.sizes:
+                self.srv.configure(n=n, events=0, watch_pods=min(n, self.watch_n))
+                log(f"{title}: initial sync of {n:,} pods")
+                self.res[f"{key}-sync-{n}"] = self.runs(f"{title} sync {n}", functools.partial(
+                    run_informerbench, ib, kc, replay.NS, ct, wl, n, base_rss_kb=base_kb))
+            ev = self.events["pykcm"]
+            self.srv.configure(n=self.watch_n, events=ev, watch_pods=self.watch_n)
+            log(f"{title}: watch replay of {ev:,} MODIFIED events over {self.watch_n:,} pods")
+            self.res[f"{key}-watch"] = self.runs(f"{title} watch", functools.partial(
+                run_informerbench, ib, kc, replay.NS, ct, wl, self.watch_n, expect=ev))
+            st1 = self.srv.stats()
+            self.res[f"{key}-replay"] = {k: st1[k] - st0[k] for k in (
+                "list", "watch_list", "watch_refused")}
+        self.srv.configure(watchlist=0)
+
+    def phase_live(self) -> None:
+        """Every informer against the real kube-apiserver and `pykcm apiserver`, each
+        loaded with the same pods: sync, and events/s while 32 writers merge-patch."""
+        if self.args.skip_live:
+            return
         import uvloop
-        srv: EmbeddedServer | None = None
-        try:
-            srv = EmbeddedServer()
-            self.res["e2e"] = uvloop.run(e2e(self, srv))
-        except Exception as exc:  # noqa: BLE001 - reported in the table
-            self.errors.append(f"end-to-end: {type(exc).__name__}: {exc}")
-            log(f"e2e: ERROR {exc!r}")
-        finally:
-            if srv is not None:
+        for kind in ("kube", "pykcm"):
+            if kind == "kube" and self.kit is None:
+                continue
+            srv = LiveServer(kind, self.kit)
+            try:
+                srv.start()
+                self.res[f"live-{kind}"] = uvloop.run(self.live(kind, srv))
+            except Exception as exc:  # noqa: BLE001 - reported in the section
+                self.errors.append(f"live {kind}: {type(exc).__name__}: {exc}")
+                log(f"live {kind}: ERROR {exc!r}")
+            finally:
                 srv.stop()
+
+    def live_clients(self) -> list[tuple[str, str, str, bool]]:
+        """(key, title, content type or pykcm mode, watch-list) of the clients run live."""
+        out = [(cg_key(ct, wl), cg_title(ct, wl), ct, wl) for ct, wl in CG_VARIANTS] \
+            if self.ib else []
+        return out + [("pykcm-informer", "pykcm `SharedIndexInformer`", "informer", False),
+                      ("pykcm-compact", "pykcm compact objects", "compact", False)]
+
+    async def live(self, kind: str, srv: LiveServer) -> dict[str, Any]:
+        import aiohttp
+        import orjson
+
+        n, updates = self.live_n, self.live_updates
+        s_ = srv.srv
+        base, kubeconfig = s_.url, srv.kubeconfig
+        path = f"/api/v1/namespaces/{replay.NS}/pods"
+        out: dict[str, Any] = {"n": n, "updates": updates, "clients": {}}
+        base_kb = (self.res.get("clientgo-base") or {}).get("rss_at_sync_kb")
+        async with aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=32, ssl=s_.ssl or False),
+                headers={"Authorization": f"Bearer {s_.token}", "Accept": "application/json",
+                         "Accept-Encoding": "identity"},
+                timeout=aiohttp.ClientTimeout(total=600)) as s:
+
+            async def post(p: str, body: bytes, ok: tuple[int, ...] = (201, 409)) -> None:
+                async with s.post(base + p, data=body,
+                                  headers={"Content-Type": "application/json"}) as r:
+                    data = await r.read()
+                    if r.status not in ok:
+                        raise RuntimeError(f"POST {p}: HTTP {r.status} {data[:300]!r}")
+
+            await post("/api/v1/namespaces", orjson.dumps(
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": replay.NS}}))
+            # no token volume from kube-apiserver's admission: the same pods on both
+            await post(f"/api/v1/namespaces/{replay.NS}/serviceaccounts", orjson.dumps(
+                {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"},
+                 "automountServiceAccountToken": False}))
+            bodies = [live_pod(i) for i in range(n)]
+            log(f"live {kind}: loading {n:,} pods")
+            t = time.perf_counter()
+            await pool(n, lambda i: post(path, bodies[i], ok=(201,)))
+            out["load_rate"] = n / (time.perf_counter() - t)
+            name0 = orjson.loads(bodies[0])["metadata"]["name"]
+            async with s.get(f"{base}{path}/{name0}") as r:
+                raw = await r.read()
+            mf = orjson.loads(raw)["metadata"].get("managedFields")
+            out["stored_pod_bytes"] = len(raw)
+            out["managed_fields_bytes"] = len(orjson.dumps(mf)) if mf else 0
+            async with s.get(f"{base}{path}?limit=1", headers={
+                    "Accept": "application/vnd.kubernetes.protobuf,application/json"}) as r:
+                await r.read()
+                out["protobuf_served"] = r.headers.get("Content-Type", "?")
+            for gen, (key, title, mode, wl) in enumerate(self.live_clients(), 1):
+                await asyncio.sleep(0.5)  # requests are counted when they end
+                m0 = await pod_requests(s, base)
+                if key.startswith("clientgo"):
+                    ib = self.ib
+                    assert ib is not None
+                    fn: dict[str, Any] | Callable[[], dict[str, Any]] = functools.partial(
+                        run_informerbench, ib, kubeconfig, replay.NS, mode, wl, n,
+                        base_rss_kb=base_kb)
+                else:
+                    fn = {"role": "pykcm-sync", "kubeconfig": kubeconfig, "n": n,
+                          "namespace": replay.NS, "mode": mode, "timeout": 200}
+                log(f"live {kind}: {title}, initial sync of {n:,} pods")
+                runs = self.runs(f"live {kind} {title} sync", fn)
+                await asyncio.sleep(0.5)
+                m1 = await pod_requests(s, base)
+                # LISTs only: a watch is counted when the server notices its end, which
+                # may be seconds after the client left.
+                lists = (m1["LIST"] - m0.get("LIST", 0)) / max(1, len(runs))
+                log(f"live {kind}: {title}, {updates:,} merge-patches by 32 writers")
+                try:
+                    e2e = await self.live_watch(s, base + path, srv, key, mode, wl, n,
+                                                updates, gen, kubeconfig)
+                except Exception as exc:  # noqa: BLE001 - reported in the section
+                    e2e = {"error": f"{type(exc).__name__}: {exc}"}
+                    self.errors.append(f"live {kind} {title} watch: {e2e['error']}")
+                log(f"  live {kind} {title}: " + ", ".join(
+                    f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                    for k, v in e2e.items() if k in ("events_per_s", "write_rate",
+                                                     "updates", "error")))
+                out["clients"][key] = {"title": title, "sync": runs, "lists": lists,
+                                       "e2e": e2e}
+        return out
+
+    async def live_watch(self, s: Any, pods_url: str, srv: LiveServer, key: str, mode: str,
+                         wl: bool, n: int, updates: int, gen: int, kubeconfig: str
+                         ) -> dict[str, Any]:
+        """One informer started and synced, then `updates` merge-patches by 32 writers; the
+        events/s its second handler saw (first -> last event)."""
+        import orjson
+
+        tmp = tempfile.mkdtemp(prefix="pykcm-bench-live-")
+        ready = os.path.join(tmp, "ready.json")
+        child: asyncio.subprocess.Process | None = None
+        fails: Counter[str] = Counter()
+        try:
+            if key.startswith("clientgo"):
+                assert self.ib is not None
+                child = await asyncio.create_subprocess_exec(
+                    *informerbench_cmd(self.ib, kubeconfig, replay.NS, mode, updates, ready,
+                                       300), env=informerbench_env(wl),
+                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+                deadline = time.monotonic() + 120
+                while not os.path.exists(ready):
+                    if child.returncode is not None or time.monotonic() > deadline:
+                        raise RuntimeError("informerbench did not sync")
+                    await asyncio.sleep(0.01)
+            else:
+                spec = {"role": "pykcm-e2e", "kubeconfig": kubeconfig, "n": n,
+                        "namespace": replay.NS, "events": updates, "timeout": 300,
+                        "mode": mode}
+                child = await asyncio.create_subprocess_exec(
+                    sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec),
+                    cwd=REPO, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+                assert child.stdout is not None
+                first = await asyncio.wait_for(child.stdout.readline(), 120)
+                if not first.startswith(b"SYNCED"):
+                    raise RuntimeError(f"informer did not sync: {first[-300:]!r}")
+            await asyncio.sleep(0.2)
+            names = [f"web-7d9f8b6c5-{i:06d}" for i in range(n)]
+            last_done = 0.0
+
+            async def patch(i: int) -> None:
+                nonlocal last_done
+                body = orjson.dumps({"metadata": {"labels": {"rollout": f"g{gen}-{i}"}}})
+                async with s.patch(f"{pods_url}/{names[i % n]}", data=body, headers={
+                        "Content-Type": "application/merge-patch+json"}) as r:
+                    await r.read()
+                    if r.status != 200:
+                        fails[f"patch {r.status}"] += 1
+                last_done = time.monotonic()
+
+            cpu0 = srv.cpu_seconds()
+            w0 = time.monotonic()
+            await pool(updates, patch)
+            w_secs = last_done - w0
+            srv_cpu = srv.cpu_seconds() - cpu0
+            rest, err = await asyncio.wait_for(child.communicate(), 330)
+            text = rest.decode("utf-8", "replace")
+            if key.startswith("clientgo"):
+                res = parse_informerbench(text, ready, n, updates, None)
+            else:
+                res = next((json.loads(ln[7:]) for ln in text.splitlines()
+                            if ln.startswith("RESULT ")), {"error": "no result"})
+            if "error" in res:
+                raise RuntimeError(f"{res['error']}: {err.decode(errors='replace')[-800:]}")
+            res.update({"write_rate": updates / w_secs, "server_cpu_share": srv_cpu / w_secs,
+                        "fails": dict(fails)})
+            return res
+        finally:
+            if child is not None and child.returncode is None:
+                child.kill()
+                await child.wait()
+            shutil.rmtree(tmp, ignore_errors=True)
 
     def run(self) -> None:
         t0 = time.perf_counter()
-        self.load0 = os.getloadavg()
+        self.load_note = machine_load()
         self.srv.start()
         try:
             self.phase_floor()
@@ -828,6 +1230,7 @@ class Bench:
             self.phase_watch("pykcm")
             self.phase_pykcm_extra()
             self.phase_modes()
+            self.phase_clientgo()
             self.phase_sync("official")
             self.phase_watch("official")
             self.phase_watch("kopf")
@@ -835,7 +1238,7 @@ class Bench:
             self.res["replay_cpu_s"] = self.srv.cpu_seconds()
         finally:
             self.srv.stop()
-        self.phase_e2e()
+        self.phase_live()
         if not self.args.no_profile:
             self.srv = ReplayServer()
             self.srv.start()
@@ -843,148 +1246,19 @@ class Bench:
                 self.phase_profile()
             finally:
                 self.srv.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
         self.wall = time.perf_counter() - t0
 
 
-# -- end-to-end against `pykcm apiserver` ------------------------------------------------
+async def pool(n: int, fn: Callable[[int], Any], concurrency: int = 32) -> None:
+    """fn(0..n-1) on `concurrency` workers."""
+    it = iter(range(n))
 
+    async def worker() -> None:
+        for i in it:
+            await fn(i)
 
-class EmbeddedServer:
-    """`pykcm apiserver` (in-memory, plain HTTP) in a subprocess on an ephemeral port."""
-
-    def __init__(self) -> None:
-        import yaml  # type: ignore[import-untyped, unused-ignore]
-
-        self.work = tempfile.mkdtemp(prefix="pykcm-bench-informer-e2e-")
-        out_path = os.path.join(self.work, "stdout")
-        with open(out_path, "wb") as out_f:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "pykcm.cli.main", "apiserver", "--port", "0",
-                 "--insecure-http"], cwd=REPO, stdout=out_f, stderr=subprocess.DEVNULL,
-                stdin=subprocess.DEVNULL)
-        self.kubeconfig = ""
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            with open(out_path) as f:
-                for ln in f:
-                    if ln.startswith("kubeconfig: "):
-                        self.kubeconfig = ln.split(": ", 1)[1].strip()
-            if self.kubeconfig and os.path.exists(self.kubeconfig):
-                break
-            time.sleep(0.05)
-        else:
-            self.stop()
-            raise RuntimeError("pykcm apiserver did not start")
-        with open(self.kubeconfig) as f:
-            kc = yaml.safe_load(f)
-        self.base: str = kc["clusters"][0]["cluster"]["server"].rstrip("/")
-        self.token: str = kc["users"][0]["user"].get("token", "")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        shutil.rmtree(self.work, ignore_errors=True)
-
-
-async def e2e(b: Bench, srv: EmbeddedServer) -> dict[str, Any]:
-    import aiohttp
-    import orjson
-
-    pods = 200 if b.quick else 2_000
-    updates = 2_000 if b.quick else 10_000
-    log(f"e2e: pykcm apiserver (in-memory, plain HTTP), {pods:,} pods, {updates:,} "
-        "merge-patches by 32 concurrent writers, informer in a subprocess")
-    base, token, kubeconfig = srv.base, srv.token, srv.kubeconfig
-    child: asyncio.subprocess.Process | None = None
-    try:
-        headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
-        path = f"/api/v1/namespaces/{replay.NS}/pods"
-        async with aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=32), headers=headers,
-                timeout=aiohttp.ClientTimeout(total=120)) as s:
-            async with s.post(base + "/api/v1/namespaces", data=orjson.dumps(
-                    {"apiVersion": "v1", "kind": "Namespace",
-                     "metadata": {"name": replay.NS}}),
-                    headers={"Content-Type": "application/json"}) as r:
-                if r.status not in (201, 409):
-                    raise RuntimeError(f"namespace: HTTP {r.status} {await r.text()}")
-            bodies = []
-            for i in range(pods):
-                pod = replay.make_pod(i, server_fields=False)
-                pod["apiVersion"], pod["kind"] = "v1", "Pod"
-                bodies.append(orjson.dumps(pod))
-            names = [orjson.loads(bd)["metadata"]["name"] for bd in bodies]
-            fails: Counter[str] = Counter()
-
-            async def pool(n: int, fn: Any) -> None:
-                it = iter(range(n))
-
-                async def worker() -> None:
-                    for i in it:
-                        await fn(i)
-                await asyncio.gather(*(worker() for _ in range(32)))
-
-            async def create(i: int) -> None:
-                async with s.post(base + path, data=bodies[i],
-                                  headers={"Content-Type": "application/json"}) as r:
-                    await r.read()
-                    if r.status != 201:
-                        fails[f"create {r.status}"] += 1
-
-            await pool(pods, create)
-            spec = {"role": "pykcm-e2e", "kubeconfig": kubeconfig, "n": pods,
-                    "namespace": replay.NS, "events": updates, "timeout": 120,
-                    "transform": True}
-            child = await asyncio.create_subprocess_exec(
-                sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec),
-                cwd=REPO, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-            assert child.stdout is not None
-            first = await asyncio.wait_for(child.stdout.readline(), 120)
-            if not first.startswith(b"SYNCED"):
-                err = await child.stderr.read() if child.stderr else b""
-                raise RuntimeError(f"informer: {first!r} {err[-1500:]!r}")
-            await asyncio.sleep(0.2)
-            last_done = 0.0
-
-            async def patch(i: int) -> None:
-                nonlocal last_done
-                body = orjson.dumps({"metadata": {"labels": {"rollout": f"g{i}"}}})
-                async with s.patch(f"{base}{path}/{names[i % pods]}", data=body, headers={
-                        "Content-Type": "application/merge-patch+json"}) as r:
-                    await r.read()
-                    if r.status != 200:
-                        fails[f"patch {r.status}"] += 1
-                last_done = time.monotonic()
-
-            cpu0 = _proc_cpu(srv.proc.pid)
-            w0 = time.monotonic()
-            await pool(updates, patch)
-            w_secs = last_done - w0
-            srv_cpu = _proc_cpu(srv.proc.pid) - cpu0
-            rest, err = await asyncio.wait_for(child.communicate(), 150)
-            res: dict[str, Any] = {}
-            for ln in rest.decode().splitlines():
-                if ln.startswith("RESULT "):
-                    res = json.loads(ln[7:])
-            if not res or "error" in res:
-                raise RuntimeError(f"informer: {res.get('error')} {err.decode()[-1500:]}")
-            res.update({"pods": pods, "writes": updates, "write_rate": updates / w_secs,
-                        "server_cpu_share": srv_cpu / w_secs,
-                        "lag_ms": (res["last_event_monotonic"] - last_done) * 1e3,
-                        "fails": dict(fails)})
-            log(f"  e2e: writes {res['write_rate']:,.0f}/s, informer "
-                f"{res['events_per_s']:,.0f} events/s, updates {res['updates']}, lag "
-                f"{res['lag_ms']:.1f} ms, server CPU {res['server_cpu_share']:.0%}")
-            return res
-    finally:
-        if child is not None and child.returncode is None:
-            child.kill()
-            await child.wait()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
 
 
 # -- py-spy summary ---------------------------------------------------------------------
@@ -1082,6 +1356,15 @@ def judge(key: str, v: float) -> str:
     return "✅" if ok else "❌"
 
 
+def ratio(p: float, k: float, higher_better: bool) -> str:
+    """pykcm ÷ client-go, and which is better."""
+    if p is None or k is None or math.isnan(p) or math.isnan(k) or not k:
+        return "—"
+    r = p / k
+    better = r >= 1 if higher_better else r <= 1
+    return f"{r:.2f}× ({'pykcm better' if better else 'client-go better'})"
+
+
 def report(b: Bench) -> str:
     r = b.res
     n1, n2 = b.sizes
@@ -1097,97 +1380,84 @@ def report(b: Bench) -> str:
     def ev(client: str) -> float:
         return med(r.get(f"{client}-watch", []), "events_per_s")
 
-    def cell(v: str, ref: float | None, fmt: Any) -> str:
-        return f"{v} (issue: {fmt(ref)})" if ref is not None else v
-
-    def nrun(key: str) -> str:
-        runs = [x for x in r.get(key, []) if "error" not in x]
-        return f"{len(runs)}"
-
-    po, pk = REF_PEERS["official"], REF_PEERS["kopf"]
-    pj, pm = REF_PEERS["orjson"], REF_PEERS["msgspec"]
-    p_s1, p_s2, p_mem, p_ev = sync("pykcm", n1), sync("pykcm", n2), memk("pykcm", n2), \
-        ev("pykcm")
-    e2e_r = r.get("e2e") or {}
+    p_s2, p_mem, p_ev = sync("pykcm", n2), memk("pykcm", n2), ev("pykcm")
     L: list[str] = []
     now = _dt.datetime.now(_dt.UTC)
-    L.append(f"## Informer — {now:%Y-%m-%d %H:%M} UTC")
+    title = "Informer, side by side with client-go" + (
+        " (quick smoke run, not comparable)" if b.quick else "")
+    L.append(f"## {title} — {now:%Y-%m-%d %H:%M} UTC")
     L.append("")
-    L.append(f"Machine: {machine()}; load average at start "
-             f"{' '.join(f'{x:.2f}' for x in b.load0)}.  ")
+    L.append(f"Machine: {machine()}; {b.load_note}.  ")
     pod_b = fl.get("pod_json_bytes", float("nan")) if ok_fl else float("nan")
     ev_b = fl.get("event_bytes", float("nan")) if ok_fl else float("nan")
     L.append(
-        f"Run: `bench/informer.py`{' --quick' if b.quick else ''}, {b.wall:.0f} s wall. "
+        f"Run: `bench/informer.py {' '.join(sys.argv[1:])}`, {b.wall:.0f} s wall. "
         f"Pods of {pod_b:,.0f} B JSON as listed ({ev_b:,.0f} B a watch line), pre-encoded "
         "by a replay server in a subprocess (aiohttp, plain HTTP, 127.0.0.1; LIST rv=0 in one "
-        "response as the watch cache does, watch-list refused with 422 so every client "
-        "LISTs). Every client in a fresh subprocess; medians of "
-        f"{b.repeats} where time allows ({'; '.join(b.notes) or 'all'}). "
-        f"Watch: LIST {b.watch_n:,} pods, then MODIFIED events cycling over them "
-        f"({b.events['pykcm']:,} for pykcm, {b.events['official']:,} for the official client, "
-        f"{b.events['kopf']:,} for kopf), counted in 2 handlers (kopf: 1), first -> last "
-        "event. pykcm: `SharedIndexInformer` + `ListWatch` + `Client`, uvloop, a transform "
-        "that strips managedFields; official: `kubernetes.informer.SharedInformer` "
-        f"(kubernetes {_version('kubernetes')}; no transform, so managedFields stay); "
-        f"kopf {_version('kopf')}: `kopf.operator` standalone, one async "
-        "`@kopf.on.event` pods handler, uvloop.")
+        "response as the watch cache does; watch-list refused with 422, so every client "
+        "LISTs, except in the watch-list runs, where it is served). Every client in a fresh "
+        f"process; medians of {b.repeats} where time allows "
+        f"({'; '.join(b.notes) or 'all'}). Watch: LIST {b.watch_n:,} pods, then MODIFIED "
+        f"events cycling over them ({b.events['pykcm']:,} for pykcm and client-go, "
+        f"{b.events['official']:,} for the official client, {b.events['kopf']:,} for kopf), "
+        "counted in 2 handlers (kopf: 1), first -> last event. pykcm: `SharedIndexInformer` "
+        "+ `ListWatch` + `Client`, uvloop, a transform that strips managedFields; "
+        "client-go v1.36.2: the kit's `informerbench` (a `SharedInformerFactory` pod "
+        "informer, 2 counting handlers, HasSynced polled every 1 ms; no transform; Go uses "
+        "both cores, a pykcm client one); official: `kubernetes.informer.SharedInformer` "
+        f"(kubernetes {_version('kubernetes')}; no transform); kopf {_version('kopf')}: "
+        "`kopf.operator` standalone, one async `@kopf.on.event` pods handler, uvloop. "
+        "Memory per pod: pykcm and the official client, RSS after the sync and a "
+        "gc.collect() minus RSS before the start; client-go, RSS when synced minus the RSS "
+        "of a 1-pod sync (Go's GC not forced: GOGC=100 leaves room for garbage).")
+    L.append("")
+    if b.kube_note:
+        L.append(f"⚠️ {b.kube_note}; the client-go columns are empty.")
+        L.append("")
+    L.extend(modes_table(b))
+    L.extend(clientgo_table(b))
+    L.append("Python peers on the same replay (pykcm: the plain `SharedIndexInformer`):")
     L.append("")
     L.append("| metric | pykcm | official client | kopf | orjson floor | msgspec floor | "
-             "client-go v1.36 (reference) | target |")
-    L.append("|---|---|---|---|---|---|---|---|")
-    L.append(f"| initial sync, {n1:,} pods | **{f_s(p_s1)}** | "
-             f"{cell(f_s(sync('official', n1)), po['sync10k'] if n1 == 10_000 else None, f_s)} "
-             f"| — | — | — | {f_s(REF_CLIENT_GO['sync10k']) if n1 == 10_000 else '—'} | — |")
+             "target |")
+    L.append("|---|---|---|---|---|---|---|")
+    L.append(f"| initial sync, {n1:,} pods | **{f_s(sync('pykcm', n1))}** | "
+             f"{f_s(sync('official', n1))} | — | — | — | — |")
     L.append(f"| initial sync, {n2:,} pods | **{f_s(p_s2)}** {judge('sync50k', p_s2)} | "
-             f"{cell(f_s(sync('official', n2)), po['sync50k'] if n2 == 50_000 else None, f_s)}"
-             f" | — | {f_s(fl.get('orjson_list_gc_s', float('nan')))} decode only "
-             f"(issue: {f_s(pj['list50k_gc'])}) | "
-             f"{f_s(fl.get('msgspec_list_gc_s', float('nan')))} decode only | "
-             f"{f_s(REF_CLIENT_GO['sync50k'])} | ≤ 1.80 s |")
+             f"{f_s(sync('official', n2))} | — | "
+             f"{f_s(fl.get('orjson_list_gc_s', float('nan')))} decode only | "
+             f"{f_s(fl.get('msgspec_list_gc_s', float('nan')))} decode only | ≤ 1.80 s |")
     L.append(f"| same, decode with the GC disabled | — | — | — | "
              f"{f_s(fl.get('orjson_list_nogc_s', float('nan')))} | "
-             f"{f_s(fl.get('msgspec_list_nogc_s', float('nan')))} | — | — |")
+             f"{f_s(fl.get('msgspec_list_nogc_s', float('nan')))} | — |")
     mem_fl = fl.get("mem_per_pod", {}) if ok_fl else {}
     L.append(f"| retained memory per cached pod ({n2:,} pods, RSS) | **{f_kib(p_mem)}** "
-             f"{judge('mem_kib', p_mem)} | {cell(f_kib(memk('official', n2)), po['mem_kib'], f_kib)}"
-             f" | — | — | — | {f_kib(REF_CLIENT_GO['mem_kib'])} | ≤ 4.0 KiB |")
+             f"{judge('mem_kib', p_mem)} | {f_kib(memk('official', n2))} | — | — | — | "
+             "≤ 4.0 KiB |")
     tm = med(r.get("pykcm-tracemalloc", []), "traced_per_pod") / KIB
     L.append(f"| same, tracemalloc ({n1:,} pods) | {f_kib(tm)} | — | — | "
              f"{f_kib(mem_fl.get('dict tree, managedFields stripped', float('nan')) / KIB)} "
              "(its dict tree) | "
              f"{f_kib(mem_fl.get(PROBE, float('nan')) / KIB)} (typed metadata + raw "
-             "bytes, see below) | — | — |")
+             "bytes, see below) | — |")
     L.append(f"| watch events/s to 2 handlers (replay) | **{f_rate(p_ev)}** "
-             f"{judge('events', p_ev)} | {cell(f_rate(ev('official')), po['events'], f_rate)} | "
-             f"{cell(f_rate(ev('kopf')), pk['events'], f_rate)} | "
-             f"{cell(f_rate(fl.get('orjson_events_per_s', float('nan'))), pj['events'], f_rate)}"
-             f" | {cell(f_rate(fl.get('msgspec_events_per_s', float('nan'))), pm['events'], f_rate)}"
-             f" | {f_rate(REF_CLIENT_GO['events'])} | ≥ 40,000/s |")
+             f"{judge('events', p_ev)} | {f_rate(ev('official'))} | {f_rate(ev('kopf'))} | "
+             f"{f_rate(fl.get('orjson_events_per_s', float('nan')))} | "
+             f"{f_rate(fl.get('msgspec_events_per_s', float('nan')))} | ≥ 40,000/s |")
     L.append("| probe: decode each event to typed metadata + raw spec/status (msgspec "
              "structs, gc=False) | — | — | — | — | "
-             f"{f_rate(fl.get('msgspec_typed_meta_events_per_s', float('nan')))} | — | — |")
+             f"{f_rate(fl.get('msgspec_typed_meta_events_per_s', float('nan')))} | — |")
     gts = [x for x in r.get("pykcm-gctuned-sync", []) if "error" not in x]
     gtw = [x for x in r.get("pykcm-gctuned-watch", []) if "error" not in x]
     if gts or gtw:
         L.append(f"| pykcm, application-tuned GC (`gc.set_threshold{GC_TUNED}`, `gc.freeze()` "
                  f"once synced; 1 run) | sync {n2:,}: "
                  f"{f_s(gts[0]['sync_s']) if gts else 'n/a'}; watch: "
-                 f"{f_rate(gtw[0]['events_per_s']) if gtw else 'n/a'} | — | — | — | — | — | — |")
-    if e2e_r:
-        L.append(f"| watch events/s end-to-end from `pykcm apiserver` | "
-                 f"{f_rate(e2e_r.get('events_per_s', float('nan')))} (server wrote "
-                 f"{f_rate(e2e_r.get('write_rate', float('nan')))}) | — | — | — | — | — | — |")
-    else:
-        L.append("| watch events/s end-to-end from `pykcm apiserver` | not measured (see "
-                 "errors) | — | — | — | — | — | — |")
+                 f"{f_rate(gtw[0]['events_per_s']) if gtw else 'n/a'} | — | — | — | — | — |")
     L.append("")
-    L.append("Target column: the issue's targets; ✅/❌ judge pykcm. \"(issue: x)\" is the "
-             "figure the issue gives for that peer on the same kind of machine. 1 KiB = "
-             "1,024 B (the issue's client-go and official-client memory figures are KB, "
-             "converted).")
+    L.append("Target column: the issue's targets; ✅/❌ judge pykcm. 1 KiB = 1,024 B.")
     L.append("")
-    L.extend(modes_table(b))
+    L.extend(live_table(b))
     # Details.
     d: list[str] = []
     for n in b.sizes:
@@ -1243,14 +1513,27 @@ def report(b: Bench) -> str:
                  " events/s")
         d.append("memory per pod by representation (tracemalloc, 10,000 pods): " + "; ".join(
             f"{k} {v / KIB:.2f} KiB" for k, v in fl.get("mem_per_pod", {}).items()))
-    if e2e_r:
-        d.append(f"end-to-end: {e2e_r['pods']:,} pods, {e2e_r['writes']:,} merge-patches by 32 "
-                 f"writers at {e2e_r['write_rate']:,.0f}/s (server CPU "
-                 f"{e2e_r['server_cpu_share']:.0%} of a core), informer "
-                 f"{e2e_r['events_per_s']:,.0f} events/s, counted {e2e_r['updates']}, last "
-                 f"event {e2e_r['lag_ms']:+.1f} ms after the writer read its last response "
-                 f"(an event may arrive before that response is read); failures "
-                 f"{e2e_r['fails'] or 'none'}")
+    for ct, wl in CG_VARIANTS:
+        key = cg_key(ct, wl)
+        parts = []
+        for what, field, fmt in ((f"sync-{n1}", "sync_s", "{:.2f}"),
+                                 (f"sync-{n2}", "sync_s", "{:.2f}"),
+                                 ("watch", "events_per_s", "{:,.0f}")):
+            rs_ = [x for x in r.get(f"{key}-{what}", []) if "error" not in x]
+            if rs_:
+                parts.append(f"{what} {seq(rs_, field, fmt)} (CPU "
+                             f"{seq(rs_, 'process_cpu_s', '{:.2f}')} s, peak RSS "
+                             + ", ".join(f"{x['max_rss_kb'] / KIB:.0f}" for x in rs_) + " MiB)")
+        rep = r.get(f"{key}-replay")
+        if rep:
+            parts.append(f"the replay server saw {rep['list']} LISTs, {rep['watch_list']} "
+                         f"watch-lists served, {rep['watch_refused']} refused")
+        if parts:
+            d.append(f"{cg_title(ct, wl)}: " + "; ".join(parts))
+    base = r.get("clientgo-base") or {}
+    if base.get("rss_at_sync_kb"):
+        d.append(f"client-go RSS of a 1-pod sync (the baseline of its RSS per pod) "
+                 f"{base['rss_at_sync_kb'] / KIB:.0f} MiB")
     rs = r.get("replay_stats")
     if rs:
         d.append(f"replay server, whole run: {rs['list']} LISTs, {rs['watch_replay']} replays, "
@@ -1261,15 +1544,19 @@ def report(b: Bench) -> str:
     busy = [x.get("machine_busy", 0) for k, v in r.items() if isinstance(v, list) for x in v
             if isinstance(x, dict)]
     if busy:
-        d.append(f"whole-machine CPU during child runs: median {statistics.median(busy):.2f} "
-                 f"cores, max {max(busy):.2f} of {os.cpu_count()} (a client alone uses 1)")
+        d.append(f"whole-machine CPU during client runs: median {statistics.median(busy):.2f} "
+                 f"cores, max {max(busy):.2f} of {os.cpu_count()} (a pykcm client alone uses "
+                 "1, client-go up to 2, plus the replay server)")
     L.append("Details: " + "; ".join(d) + ".")
     L.append("")
     shared = sorted({k for k, v in r.items() if isinstance(v, list) for x in v
-                     if isinstance(x, dict) and x.get("machine_busy", 0) > 1.3})
+                     if isinstance(x, dict) and x.get("wall_s")
+                     and x.get("machine_busy", 0) - x.get("process_cpu_s", 0) / x["wall_s"]
+                     > 0.5})
     if shared:
-        L.append(f"⚠️ Other processes used the second core during: {', '.join(shared)} (the "
-                 "machine was shared); those figures may be lower than on an idle machine.")
+        L.append(f"⚠️ Processes other than the client used more than half a core during: "
+                 f"{', '.join(shared)} (the replay server's share included; the machine may "
+                 "have been shared); those figures may be lower than on an idle machine.")
         L.append("")
     prof: dict[str, Any] = r.get("profile") or {}
     if prof:
@@ -1304,63 +1591,81 @@ def report(b: Bench) -> str:
 
 
 def modes_table(b: Bench) -> list[str]:
-    """The factory's default path vs its opt-in compact objects (and the plain informer)."""
+    """pykcm's three informer configurations next to client-go (JSON), same replay, ratios."""
     r = b.res
-    if not any(r.get(f"{m}-watch") for m in MODES):
-        return []
     n1, n2 = b.sizes
-    cols = [("informer", "plain `SharedIndexInformer` (dict trees, default GC)"),
-            ("factory", "`SharedInformerFactory` default (dict trees, GC policy)"),
-            ("compact", "`SharedInformerFactory(compact_objects=True)` (FrozenObject)")]
+    cols = [("informer", "pykcm `SharedIndexInformer` (dict trees, default GC)"),
+            ("factory", "pykcm `SharedInformerFactory` default (dict trees, GC policy)"),
+            ("compact", "pykcm `SharedInformerFactory(compact_objects=True)` (FrozenObject)")]
+    have_cg = bool(r.get(f"{CG_MAIN}-watch") or r.get(f"{CG_MAIN}-sync-{n1}"))
 
     def runs(key: str) -> list[dict[str, Any]]:
         return [x for x in r.get(key, []) if "error" not in x]
 
     def key(mode: str, what: str) -> str:
+        if mode == "clientgo":
+            return f"{CG_MAIN}-{what}"
         return f"pykcm-{what}" if mode == "informer" else f"{mode}-{what}"
 
-    def cell(mode: str, what: str, field: str, fmt: Any, scale: float = 1.0,
-             target: str | None = None) -> str:
+    def val(mode: str, what: str, field: str, scale: float = 1.0) -> float:
         rs = runs(key(mode, what))
-        if not rs:
-            return "n/a"
-        v = med(rs, field) / scale
-        out = f"**{fmt(v)}**" if mode == "compact" else fmt(v)
-        if target:
-            out += " " + judge(target, v)
-        return out + (f" ({len(rs)} runs)" if len(rs) != b.repeats else "")
+        return med(rs, field) / scale if rs else float("nan")
 
-    def gc_share(mode: str, n: int) -> str:
-        rs = runs(key(mode, f"sync-{n}"))
-        return "n/a" if not rs else f"{med(rs, 'gc_s'):.2f} s"
+    def row(title: str, what: str, field: str, fmt: Any, higher_better: bool,
+            scale: float = 1.0, target: str | None = None, tcell: str = "—") -> str:
+        cg = val("clientgo", what, field, scale)
+        cells = [title, fmt(cg) if have_cg else "not run"]
+        for m, _ in cols:
+            v = val(m, what, field, scale)
+            txt = f"**{fmt(v)}**" if m == "compact" else fmt(v)
+            if target and not math.isnan(v):
+                txt += " " + judge(target, v)
+            n_runs = len(runs(key(m, what)))
+            if n_runs and n_runs != b.repeats:
+                txt += f" ({n_runs} run{'s' if n_runs > 1 else ''})"
+            cells += [txt, ratio(v, cg, higher_better) if have_cg else "—"]
+        return "| " + " | ".join(cells + [tcell]) + " |"
 
-    def tm(mode: str) -> str:
-        k = "pykcm-tracemalloc" if mode == "informer" else f"{mode}-tracemalloc"
+    def f_cpu(v: float) -> str:
+        return "n/a" if math.isnan(v) else f"{v:.2f} s"
+
+    L = [("Side by side on the same replay bytes: client-go (`informerbench`, JSON, LIST + "
+          "WATCH) and pykcm's three informer configurations, managedFields stripped by "
+          "pykcm's transform (client-go keeps them); ratio = pykcm ÷ client-go "
+          f"(medians of {b.repeats}):"), ""]
+    head = ["metric", "client-go v1.36.2 (JSON)"]
+    for _, c in cols:
+        head += [c, "÷ client-go"]
+    head.append("target")
+    L.append("| " + " | ".join(head) + " |")
+    L.append("|---" * len(head) + "|")
+    L.append(row(f"initial sync, {n1:,} pods", f"sync-{n1}", "sync_s", f_s, False))
+    L.append(row(f"initial sync, {n2:,} pods", f"sync-{n2}", "sync_s", f_s, False,
+                 target="sync50k", tcell="≤ 1.80 s"))
+    L.append(cpu_row(b, n2, cols, have_cg))
+    L.append(row(f"retained memory per cached pod ({n2:,} pods, RSS)", f"sync-{n2}",
+                 "rss_per_pod", f_kib, False, KIB, target="mem_kib", tcell="≤ 4.0 KiB"))
+    L.append(row("watch events/s to 2 handlers (replay)", "watch", "events_per_s", f_rate, True,
+                 target="events", tcell="≥ 40,000/s"))
+    gc_cells = [f"cyclic GC during the {n2:,}-pod sync", "— (Go's GC runs concurrently)"]
+    for m, _ in cols:
+        rs = runs(key(m, f"sync-{n2}"))
+        gc_cells += ["n/a" if not rs else f"{med(rs, 'gc_s'):.2f} s", "—"]
+    L.append("| " + " | ".join(gc_cells + ["—"]) + " |")
+    tm_cells = [f"tracemalloc per pod ({n1:,} pods, 1 run)", "—"]
+    for m, _ in cols:
+        k = "pykcm-tracemalloc" if m == "informer" else f"{m}-tracemalloc"
         rs = runs(k)
-        return "n/a" if not rs else f_kib(rs[0]["traced_per_pod"] / KIB)
-
-    L = ["", ("Opt-in compact objects (`SharedInformerFactory(compact_objects=True)`, read-only "
-         "`FrozenObject`s decoded from the bytes: metadata as msgspec structs with "
-         "gc=False, spec/status as raw JSON decoded on access) against the factory's "
-         "default path, same run, same replay, managedFields stripped in all three "
-         f"(medians of {b.repeats}):"), "",
-         "| metric | " + " | ".join(c for _, c in cols) + " | target |",
-         "|---|" + "---|" * len(cols) + "---|"]
-    L.append(f"| initial sync, {n1:,} pods | " + " | ".join(
-        cell(m, f"sync-{n1}", "sync_s", f_s) for m, _ in cols) + " | — |")
-    L.append(f"| initial sync, {n2:,} pods | " + " | ".join(
-        cell(m, f"sync-{n2}", "sync_s", f_s, target="sync50k") for m, _ in cols)
-        + " | ≤ 1.80 s |")
-    L.append(f"| cyclic GC during the {n2:,}-pod sync | " + " | ".join(
-        gc_share(m, n2) for m, _ in cols) + " | — |")
-    L.append(f"| retained memory per cached pod ({n2:,} pods, RSS) | " + " | ".join(
-        cell(m, f"sync-{n2}", "rss_per_pod", f_kib, KIB, "mem_kib") for m, _ in cols)
-        + " | ≤ 4.0 KiB |")
-    L.append(f"| same, tracemalloc ({n1:,} pods, 1 run) | " + " | ".join(
-        tm(m) for m, _ in cols) + " | — |")
-    L.append("| watch events/s to 2 handlers (replay) | " + " | ".join(
-        cell(m, "watch", "events_per_s", f_rate, target="events") for m, _ in cols)
-        + " | ≥ 40,000/s |")
+        tm_cells += ["n/a" if not rs else f_kib(rs[0]["traced_per_pod"] / KIB), "—"]
+    L.append("| " + " | ".join(tm_cells + ["—"]) + " |")
+    wl = runs("pykcm-watchlist")
+    cgwl_runs = runs(f"clientgo-json-wl-sync-{n1}")
+    cgwl = med(cgwl_runs, "sync_s") if cgwl_runs else float("nan")
+    if wl or not math.isnan(cgwl):
+        v = wl[0]["sync_s"] if wl else float("nan")
+        L.append(f"| initial sync, {n1:,} pods, by watch-list (client-go JSON watch-list; "
+                 f"pykcm 1 run) | {f_s(cgwl) if have_cg else 'not run'} | {f_s(v)} | "
+                 f"{ratio(v, cgwl, False) if have_cg else '—'} | — | — | — | — | — |")
     d: list[str] = []
     for m, _ in cols[1:]:
         for what, field, fmt in ((f"sync-{n1}", "sync_s", "{:.2f}"),
@@ -1376,6 +1681,124 @@ def modes_table(b: Bench) -> list[str]:
                      f"{rs[0]['rss_after'] / 2**20:.0f} MiB, cyclic GC collections by "
                      f"generation {rs[0]['gc_n']}")
     L.extend(["", "Runs: " + "; ".join(d) + ".", ""])
+    return L
+
+
+def cpu_row(b: Bench, n: int, cols: list[tuple[str, str]], have_cg: bool) -> str:
+    """Client CPU seconds for the large sync: pykcm's in the sync window, client-go's whole
+    process (it exits once synced)."""
+    r = b.res
+
+    def rs(k: str) -> list[dict[str, Any]]:
+        return [x for x in r.get(k, []) if "error" not in x]
+
+    cg = med(rs(f"{CG_MAIN}-sync-{n}"), "process_cpu_s") if have_cg else float("nan")
+    title = f"client CPU seconds, {n:,}-pod sync (client-go: whole process, exits once synced)"
+    cells = [title, f"{cg:.2f} s" if not math.isnan(cg) else "not run"]
+    for m, _ in cols:
+        k = f"pykcm-sync-{n}" if m == "informer" else f"{m}-sync-{n}"
+        v = med(rs(k), "sync_cpu_s") if rs(k) else float("nan")
+        cells += ["n/a" if math.isnan(v) else f"{v:.2f} s", ratio(v, cg, False)]
+    return "| " + " | ".join(cells + ["—"]) + " |"
+
+
+def clientgo_table(b: Bench) -> list[str]:
+    """client-go's four configurations on the same replay."""
+    r = b.res
+    if not any(r.get(f"{cg_key(ct, wl)}-watch") for ct, wl in CG_VARIANTS):
+        return []
+    n1, n2 = b.sizes
+
+    def v(key: str, what: str, field: str, scale: float = 1.0) -> float:
+        rs = [x for x in r.get(f"{key}-{what}", []) if "error" not in x]
+        return med(rs, field) / scale if rs else float("nan")
+
+    L = [("client-go's configurations on the same replay (informerbench; the replay server "
+          "answers JSON whatever the Accept, so the protobuf runs ask for protobuf and decode "
+          "JSON; watch-list: `KUBE_FEATURE_WatchListClient=true` and the replay serving it, "
+          "LIST + WATCH: `=false`):"), "",
+         "| metric | " + " | ".join(cg_title(ct, wl) for ct, wl in CG_VARIANTS) + " |",
+         "|---" * (len(CG_VARIANTS) + 1) + "|"]
+    for title, what, field, fmt, scale in (
+            (f"initial sync, {n1:,} pods", f"sync-{n1}", "sync_s", f_s, 1.0),
+            (f"initial sync, {n2:,} pods", f"sync-{n2}", "sync_s", f_s, 1.0),
+            (f"RSS per cached pod ({n2:,} pods)", f"sync-{n2}", "rss_per_pod", f_kib, KIB),
+            ("watch events/s to 2 handlers", "watch", "events_per_s", f_rate, 1.0)):
+        L.append(f"| {title} | " + " | ".join(
+            fmt(v(cg_key(ct, wl), what, field, scale)) for ct, wl in CG_VARIANTS) + " |")
+    L.append("")
+    return L
+
+
+def live_table(b: Bench) -> list[str]:
+    """Every informer against the real kube-apiserver and pykcm's API server."""
+    r = b.res
+    servers = [(k, t) for k, t in (
+        ("kube", "kube-apiserver v1.36.2 + etcd 3.6.13"),
+        ("pykcm", "`pykcm apiserver` (durable, TLS)")) if r.get(f"live-{k}")]
+    if not servers:
+        if b.args.skip_live:
+            return ["Live API servers: not run (--skip-live).", ""]
+        return []
+    lv = {k: r[f"live-{k}"] for k, _ in servers}
+    n = next(iter(lv.values()))["n"]
+    updates = next(iter(lv.values()))["updates"]
+    L = [(f"Against the live API servers, each loaded with the same {n:,} pods (the "
+          "replay's pods as a client creates them, bound to their nodes, no status); sync = "
+          f"from the informer's start to synced (medians of {b.repeats}); end-to-end = "
+          "events/s at the second handler (first -> last) while 32 writers merge-patch "
+          f"{updates:,} times (1 run; bounded by the server's write rate, given beside it). "
+          "Ratio = pykcm ÷ client-go JSON that synced the same way (LIST + WATCH, or "
+          "watch-list) from the same server."), ""]
+    head = ["client"]
+    for _, t in servers:
+        head += [f"{t}: sync", "÷ client-go JSON (same sync protocol)",
+                 "LISTs per sync (0: watch-list)", "end-to-end events/s (server wrote)"]
+    L.append("| " + " | ".join(head) + " |")
+    L.append("|---" * len(head) + "|")
+    keys = list(dict.fromkeys(k for x in lv.values() for k in x["clients"]))
+    for key in keys:
+        title = next(x["clients"][key]["title"] for x in lv.values() if key in x["clients"])
+        cells = [title]
+        for k, _ in servers:
+            c = lv[k]["clients"].get(key)
+            if c is None:
+                cells += ["—"] * 4
+                continue
+            runs = [x for x in c["sync"] if "error" not in x]
+            s = med(runs, "sync_s") if runs else float("nan")
+            lists = c.get("lists", float("nan"))
+            # the client-go run that synced the same way: LIST + WATCH, or watch-list
+            ref_key = cg_key("json", lists == 0)
+            ref = lv[k]["clients"].get(ref_key)
+            bs = med([x for x in ref["sync"] if "error" not in x], "sync_s") \
+                if ref else float("nan")
+            e = c["e2e"]
+            ecell = ("error" if "error" in e else
+                     f"{f_rate(e['events_per_s'])} ({f_rate(e['write_rate'])})")
+            rcell = "—"
+            if not key.startswith("clientgo") and ref is not None:
+                rcell = (f"{ratio(s, bs, False)} vs "
+                         f"{'watch-list' if lists == 0 else 'LIST + WATCH'}")
+            cells += [f_s(s), rcell, f"{lists:g}", ecell]
+        L.append("| " + " | ".join(cells) + " |")
+    L.append("")
+    notes = []
+    for k, t in servers:
+        x = lv[k]
+        notes.append(f"{t}: pods loaded at {x['load_rate']:,.0f}/s; a pod as stored "
+                     f"{x['stored_pod_bytes']:,} B"
+                     + (f" of which managedFields {x['managed_fields_bytes']:,} B"
+                        if x['managed_fields_bytes'] else " (no managedFields)")
+                     + f"; a protobuf Accept (`application/vnd.kubernetes.protobuf,"
+                     f"application/json`) is answered with `{x['protobuf_served']}`")
+    L.append("Live servers: " + "; ".join(notes) + ". informerbench's protobuf runs against a "
+             "server that answers JSON decode JSON (client-go picks the decoder by the "
+             "response's Content-Type), so on pykcm's server they measure JSON. LISTs per "
+             "sync: from the server's apiserver_request_total; 0 means the informer synced by "
+             "watch-list (pykcm's informer uses it when the server offers it, client-go when "
+             "its WatchListClient gate is on, the default in v1.36).")
+    L.append("")
     return L
 
 
@@ -1398,6 +1821,15 @@ def main() -> int:
     p.add_argument("--quick", action="store_true", help="small sizes, one repeat (smoke run)")
     p.add_argument("--no-record", action="store_true", help="do not append to bench/RESULTS.md")
     p.add_argument("--no-profile", action="store_true", help="skip the py-spy profiles")
+    p.add_argument("--no-kube", action="store_true",
+                   help="do not run client-go or the real kube-apiserver even if the kit is found")
+    p.add_argument("--skip-live", action="store_true",
+                   help="skip the live API servers (kube-apiserver and pykcm apiserver)")
+    p.add_argument("--live-pods", type=int, default=0, metavar="N",
+                   help="pods loaded into the live servers (default: the small sync size)")
+    p.add_argument("--live-updates", type=int, default=0, metavar="N",
+                   help="merge-patches of the live end-to-end watch (default 10,000; 1,000 "
+                   "with --quick)")
     p.add_argument("--wait-idle", type=float, default=0, metavar="SECONDS",
                    help="first wait up to SECONDS for the machine to be idle (shared machines)")
     p.add_argument("--analysis", metavar="FILE",
