@@ -12,6 +12,14 @@ Data flow of a write (all on the event loop, no await between check and put):
       (group commit) → `_apply()` moves the batch into `items` and `history`,
       fans each event out to the watchers, and wakes the waiting handlers.
 
+Watchers are woken before the writers, so a committed event is on the watch
+connections before the writer's response goes out (kube-apiserver's watch
+cache mostly wins that race too; v1.36's controllers check that their
+informer has seen their own write before the next sync). An answer that rests
+on the pending overlay (404 for a delete in flight, 409 against an update in
+flight) waits for that write to commit first (`settle`), so the client's next
+read agrees with it, as etcd's linearizable writes imply.
+
 Readers never see a write before it is on disk: the overlay only serves other
 writers (so concurrent writers conflict correctly), and the list
 resourceVersion is the last committed revision. That is what lets a client
@@ -28,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
 import logging
 import time
 from collections import deque
@@ -369,6 +378,10 @@ class Store:
         row = LogRow(rv, rs.rid + "/" + key, obj is None, prev.rv if prev else 0, raw)
         if self._log is None:
             self._apply([(rs, ev, row)])
+            if rs.watchers:
+                # Let the woken watchers write the event before our caller answers
+                # (the durable path gets this order from _write_loop).
+                await asyncio.sleep(0)
             return entry
         self._batch.append((rs, ev, row))
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -455,6 +468,23 @@ class Store:
                 else:
                     still.append((want, fut))
             self._rv_waiters = still
+
+    async def settle(self, timeout: float = 10.0) -> None:
+        """Wait until every write assigned a revision so far has committed.
+
+        A writer decides against the pending overlay (a 404 for a delete in
+        flight, a 409 against an update in flight): answering before that
+        write commits would let the client read back a state that contradicts
+        the answer, which etcd's linearizable writes never do. Returns early if
+        the store failed or after `timeout` (the answer is then only late).
+        """
+        want = self._next_rv
+        if want <= self.rv or self._failed is not None:
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._rv_waiters.append((want, fut))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(fut, timeout)
 
     async def wait_for_rv(self, rv: int, timeout: float = 3.0) -> None:
         """Wait until revision rv is committed; 504 ResourceVersionTooLarge after timeout."""
