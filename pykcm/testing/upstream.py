@@ -382,10 +382,17 @@ def pykcm_controller_names() -> list[str]:
     return sorted(builtin_registry().known_names())
 
 
+FORK_ONLY_CONTROLLERS = ("service-ca-certificate-publisher-controller",)
+"""Controllers of the kit's OpenShift-fork kube-controller-manager that upstream's has not
+(the service CA publisher puts an ``openshift-service-ca.crt`` ConfigMap in every
+namespace): never run, a plain Kubernetes cluster has none of their objects."""
+
+
 def complement_controllers(pykcm_names: Iterable[str] | None = None) -> str:
-    """kube-controller-manager's ``--controllers`` for everything pykcm does not run."""
+    """kube-controller-manager's ``--controllers`` for everything pykcm does not run
+    (upstream's controllers only: not :data:`FORK_ONLY_CONTROLLERS`)."""
     names = pykcm_controller_names() if pykcm_names is None else list(pykcm_names)
-    return ",".join(["*", *(f"-{n}" for n in sorted(names))])
+    return ",".join(["*", *(f"-{n}" for n in sorted([*names, *FORK_ONLY_CONTROLLERS]))])
 
 
 def support_controller_manager(cp: ControlPlane) -> KubeControllerManager:
