@@ -19,7 +19,7 @@ from pykcm.testing.server_thread import ServerThread
 
 if TYPE_CHECKING:
     from pykcm.testing.cluster import Cluster
-    from pykcm.testing.upstream import ControlPlane, KubeCluster, KubeKit
+    from pykcm.testing.upstream import KubeCluster, KubeKit
     from tests.e2e.cluster_helpers import Watch
 
 REQUEST_TIMEOUT = "--request-timeout=20s"
@@ -77,13 +77,18 @@ CLUSTERS = [
 
 
 @pytest.fixture(scope="session")
-def kube_cluster(kube_kit: KubeKit, kube_control_plane: ControlPlane,
-                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeCluster]:
-    """pykcm's controller manager and simulated nodes on the real kube-apiserver."""
+def kube_cluster(kube_kit: KubeKit, tmp_path_factory: pytest.TempPathFactory
+                 ) -> Iterator[KubeCluster]:
+    """pykcm's controller manager and simulated nodes on a real kube-apiserver of their own.
+
+    Not the session's ``kube_control_plane``: the controller tests on it (the ``apiserver``
+    back end) run their own controllers and play the kubelet, and a cluster-wide manager
+    and nodes there would act beside them for the rest of the session.
+    """
     from pykcm.testing.upstream import KubeCluster
 
     with KubeCluster(kube_kit, tmp_path_factory.mktemp("kube-cluster"), apiserver="kube",
-                     manager="pykcm", control_plane=kube_control_plane, support=False) as c:
+                     manager="pykcm") as c:
         yield c
 
 
