@@ -269,6 +269,35 @@ def test_equal_ignore_hash() -> None:
     assert util.equal_ignore_hash(only_hash, {"spec": {}})
 
 
+def test_equal_ignore_hash_compares_as_go_structs() -> None:
+    """A value field's zero value is its absence (Go decodes both to false/0/""); a pointer
+    field's is not (nil is not &false, nor &{}): EqualIgnoreHash on the decoded structs.
+    An API server that keeps an explicit ``hostNetwork: false`` (pykcm's does) must not
+    make a Deployment roll out again when it is added."""
+    a = template("nginx:1")
+    zeros = template("nginx:1")
+    zeros["spec"].update({"hostNetwork": False, "nodeName": "", "hostname": ""})
+    zeros["spec"]["containers"][0].update({"stdin": False, "workingDir": "", "resources": {}})
+    zeros["metadata"]["name"] = ""
+    assert util.equal_ignore_hash(a, zeros) and util.equal_ignore_hash(zeros, a)
+    for field, value in [("automountServiceAccountToken", False),   # *bool
+                         ("terminationGracePeriodSeconds", 0),        # *int64
+                         ("securityContext", {}),                     # *PodSecurityContext
+                         ("hostNetwork", True)]:
+        other = template("nginx:1")
+        other["spec"][field] = value
+        assert not util.equal_ignore_hash(a, other), field
+    # the zero value inside a list element counts too; a field the table lacks keeps its value
+    init = template("nginx:1")
+    init["spec"]["initContainers"] = [{"name": "i", "image": "x", "tty": False}]
+    init2 = template("nginx:1")
+    init2["spec"]["initContainers"] = [{"name": "i", "image": "x"}]
+    assert util.equal_ignore_hash(init, init2)
+    future = template("nginx:1")
+    future["spec"]["someFutureField"] = False
+    assert not util.equal_ignore_hash(a, future)
+
+
 def test_find_new_and_old_replica_sets() -> None:
     d = deployment(3)
     d["spec"]["template"] = template("nginx:2")

@@ -32,6 +32,7 @@ from typing import Any, Final
 
 import orjson
 
+from pykcm.api import protobuf as pb
 from pykcm.api.intstr import get_scaled_value_from_int_or_percent
 from pykcm.api.labels import selector_from_label_selector
 from pykcm.api.timestamps import format_time, parse_time
@@ -426,28 +427,65 @@ def has_revision_history_limit(d: Obj) -> bool:
 # -- templates ------------------------------------------------------------------------------
 
 
-def _semantic(v: Any) -> Any:
-    """Normalise a wire value for apimachinery's Semantic.DeepEqual.
+_POD_TEMPLATE_SPEC: Final = "core/v1.PodTemplateSpec"
+_ZERO: Final[dict[int, Any]] = {pb.K_STR: "", pb.K_BOOL: False, pb.K_I32: 0, pb.K_I64: 0,
+                                pb.K_U32: 0, pb.K_U64: 0, pb.K_F64: 0, pb.K_BYTES: ""}
 
-    Go compares structs, where an absent field and its empty value are the
-    same thing (and the forked DeepEqual treats nil and empty maps and slices
-    as equal): drop null, empty maps and empty lists from objects.
+# JSON name -> (kind, sub message, flags), inline structs' fields at their parent's level
+_Fields = dict[str, tuple[int, "pb.Message | None", int]]
+_fields_cache: dict[str, _Fields] = {}
+
+
+def _json_fields(msg: pb.Message) -> _Fields:
+    got = _fields_cache.get(msg.name)
+    if got is None:
+        got = {}
+        for json_name, kind, sub, flags in msg.fields.values():
+            if flags & pb.F_INLINE and sub is not None:
+                got.update(_json_fields(sub))
+            else:
+                got[json_name] = (kind, sub, flags)
+        _fields_cache[msg.name] = got
+    return got
+
+
+def _semantic(v: Any, msg: pb.Message | None = None) -> Any:
+    """Normalise a wire value for apimachinery's Semantic.DeepEqual of the Go structs.
+
+    Go compares decoded structs: an absent value field and its zero value
+    (``false``, ``0``, ``""``, an empty struct) are the same thing, and the
+    forked DeepEqual treats nil and empty slices and maps as equal; a
+    pointer field is another matter (nil is not ``&false``, nor ``&{}``).
+    ``msg`` (the Go type, from the protobuf schema table) says which is
+    which; fields it does not know, and values without a type, lose only
+    nulls and empty collections.
     """
     if isinstance(v, Mapping):
+        fields = _json_fields(msg) if msg is not None else {}
         out = {}
         for k, x in v.items():
-            n = _semantic(x)
-            if n is None or n == {} or n == []:
+            kind, sub, flags = fields.get(k, (-1, None, 0))
+            if flags & (pb.F_REPEATED | pb.F_MAP):
+                n = ([_semantic(e, sub) for e in x] if isinstance(x, list)
+                     else {mk: _semantic(e, sub) for mk, e in x.items()}
+                     if isinstance(x, Mapping) else x)
+            else:
+                n = _semantic(x, sub)
+            if n is None or n == [] or (n == {} and not (kind == pb.K_MSG
+                                                         and flags & pb.F_POINTER)):
+                continue
+            if (kind in _ZERO and not flags & pb.F_POINTER and type(n) is type(_ZERO[kind])
+                    and n == _ZERO[kind]):
                 continue
             out[k] = n
         return out
     if isinstance(v, list):
-        return [_semantic(x) for x in v]
+        return [_semantic(x, msg) for x in v]
     return v
 
 
 def _without_hash(template: Obj | None) -> Any:
-    t = _semantic(template or {})
+    t = _semantic(template or {}, pb.load_schema().messages[_POD_TEMPLATE_SPEC])
     labels = (t.get("metadata") or {}).get("labels")
     if isinstance(labels, dict):
         labels.pop(DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY, None)
