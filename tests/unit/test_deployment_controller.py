@@ -18,6 +18,7 @@ from pykcm.controller.replica_set_control import FakeRSControl
 from pykcm.controllers.deployment import DeploymentController
 from pykcm.controllers.deployment import util as du
 from pykcm.controllers.deployment.progress import requeue_stuck_deployment
+from pykcm.controllers.deployment.sync import generate_replica_set_name
 
 UID = "d-uid"
 
@@ -233,6 +234,24 @@ async def test_new_deployment_creates_replica_set_and_condition() -> None:
     assert statuses[0]["metadata"]["annotations"][du.REVISION_ANNOTATION] == "1"
     assert ("Normal", "ScalingReplicaSet",
             f"Scaled up replica set {rs['metadata']['name']} from 0 to 3") in h.recorder.events
+
+
+async def test_long_deployment_name_is_cut_to_fit_the_replica_set_name() -> None:
+    """generateReplicaSetName: <name cut to 253 - 1 - len(hash)>-<hash> (the differential
+    test deployment-long-name: kube-controller-manager rolls a 250-character name out)."""
+    assert generate_replica_set_name("web", "abc") == "web-abc"
+    name = "n" * 250
+    assert generate_replica_set_name(name, "5d8c7b9f6") == "n" * 243 + "-5d8c7b9f6"
+    assert generate_replica_set_name("n" * 243, "5d8c7b9f6") == "n" * 243 + "-5d8c7b9f6"
+    h = Harness()
+    d = deployment(replicas=1)
+    d["metadata"]["name"] = name
+    h.d_inf.add(d)
+    await h.dc.sync_deployment(f"ns/{name}")
+    (rs,) = h.client.writes("create", "replicasets")
+    rs_name = rs["metadata"]["name"]
+    hash_ = rs["metadata"]["labels"]["pod-template-hash"]
+    assert len(rs_name) == 253 and rs_name == f"{name[:252 - len(hash_)]}-{hash_}"
 
 
 async def test_recreate_waits_for_old_pods_to_be_gone() -> None:

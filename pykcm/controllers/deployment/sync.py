@@ -45,6 +45,7 @@ __all__ = [
     "calculate_status",
     "check_paused_conditions",
     "cleanup_deployment",
+    "generate_replica_set_name",
     "get_all_replica_sets_and_sync_revision",
     "get_new_replica_set",
     "is_scaling_event",
@@ -119,6 +120,18 @@ async def get_all_replica_sets_and_sync_revision(
     return new_rs, all_old
 
 
+DNS1123_SUBDOMAIN_MAX_LENGTH: Final = 253
+
+
+def generate_replica_set_name(deployment_name: str, pod_template_hash: str) -> str:
+    """``<deployment>-<hash>``, the Deployment's name cut so that the whole fits a DNS
+    subdomain (253 characters), as upstream's generateReplicaSetName."""
+    keep = DNS1123_SUBDOMAIN_MAX_LENGTH - 1 - len(pod_template_hash)
+    if len(deployment_name) > keep > 0:
+        deployment_name = deployment_name[:keep]
+    return f"{deployment_name}-{pod_template_hash}"
+
+
 def new_replica_set(d: Obj, all_old: list[Obj], new_revision: str) -> dict[str, Any]:
     """The new ReplicaSet to create for ``d``: ``<name>-<hash>``, hash label added, sized.
 
@@ -143,7 +156,7 @@ def new_replica_set(d: Obj, all_old: list[Obj], new_revision: str) -> dict[str, 
         "kind": "ReplicaSet",
         "metadata": {
             # Deterministic, so a retried create after a lost response is idempotent.
-            "name": f"{meta.get('name')}-{pod_template_hash}",
+            "name": generate_replica_set_name(str(meta.get("name") or ""), pod_template_hash),
             "namespace": meta.get("namespace"),
             "ownerReferences": [new_controller_ref(d, "apps/v1", "Deployment")],
             "labels": dict(labels),
