@@ -1,19 +1,23 @@
 """Shared fixtures: a raw HTTP client for the API server started by the pykcm plugin, and
-the two API server back ends controller tests run on (pykcm's and the real kube-apiserver)."""
+the two API server back ends controller tests run on (pykcm's and the real kube-apiserver),
+with :func:`create_namespace`, the one way those tests make a namespace of their own."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 import requests
 
+from pykcm.client import Client, NoResourceMatchError
+from pykcm.client.errors import NotFound
 from pykcm.testing.server_thread import ServerThread
 
 UPSTREAM = pytest.mark.upstream
@@ -23,7 +27,14 @@ UPSTREAM = pytest.mark.upstream
 class Backend:
     """An API server controller tests run against: ``pykcm`` (the embedded one, in memory,
     shared by the session) or ``kube`` (the real kube-apiserver + etcd v1.36 of the session,
-    with the real kube-controller-manager running only what pykcm lacks)."""
+    with the real kube-controller-manager running only what pykcm lacks: no nodes, none of
+    pykcm's controllers but the test's own).
+
+    What a test meets there and not on pykcm's, and handles as a user of a real cluster
+    would: ServiceAccount admission and the root CA ConfigMap (:func:`create_namespace`,
+    :func:`own`), CRDs served a moment after their creation (:func:`wait_served`),
+    admission-defaulted pods, and namespaces that stay Terminating (no namespace
+    controller runs but a test's own). ``real`` is for the few documented differences."""
 
     name: str
     kubeconfig_path: str
@@ -46,10 +57,77 @@ def apiserver(request: pytest.FixtureRequest) -> Backend:
     return Backend("kube", cp.kubeconfig_path, cp.url, cp.token, cp.ca_pem)
 
 
+PYKCM_SERVER_ONLY = pytest.mark.parametrize("apiserver", ["pykcm"], indirect=True)
+"""For a test of a module that runs on both back ends but is about pykcm's own server (it
+reaches into the embedded server: compacts its history, rotates its tokens): pykcm's only."""
+
+
+NAMESPACE_CONFIGMAPS = ("kube-root-ca.crt",)
+"""ConfigMaps a real cluster puts in every namespace (the root-ca-cert-publisher's): on the
+real kube-apiserver they are there before a test's own; tests leave them out with
+:func:`own`. pykcm's controllers have no such publisher."""
+
+
+async def create_namespace(client: Client, backend: Backend, prefix: str = "t",
+                           timeout: float = 60.0) -> str:
+    """Create a fresh namespace ``<prefix>-<10 hex digits>``, ready for pods; its name.
+
+    On the real kube-apiserver the ServiceAccount admission plugin refuses pods until the
+    namespace's ``default`` ServiceAccount exists, which the serviceaccount controller (in
+    the support manager) creates a moment after the namespace: wait for it, as Kubernetes'
+    e2e framework does before a test uses its namespace; and for the
+    :data:`NAMESPACE_CONFIGMAPS`, so that they do not turn up in the middle of a test's
+    watch. pykcm's server has no such admission, and nothing there creates either.
+    """
+    name = f"{prefix}-{uuid.uuid4().hex[:10]}"
+    await client.create("namespaces", {"metadata": {"name": name}})
+    if backend.real:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        for resource, obj in [("serviceaccounts", "default"),
+                              *(("configmaps", cm) for cm in NAMESPACE_CONFIGMAPS)]:
+            while True:
+                try:
+                    await client.get(resource, obj, name)
+                    break
+                except NotFound:
+                    if loop.time() > deadline:
+                        raise AssertionError(f"no {resource} {name}/{obj} after {timeout} s"
+                                             ) from None
+                    await asyncio.sleep(0.05)
+    return name
+
+
+async def wait_served(client: Client, resource: str, namespace: str | None = None,
+                      timeout: float = 30.0) -> None:
+    """Until ``resource`` (of a CustomResourceDefinition just created) answers a LIST.
+
+    kube-apiserver serves a CRD's resource a moment after the create (once it is
+    Established and in discovery), as users of ``kubectl wait --for condition=established``
+    know; pykcm's server at once.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        try:
+            await client.list(resource, namespace, limit=1)
+            return
+        except (NoResourceMatchError, NotFound):
+            if loop.time() > deadline:
+                raise
+            client.invalidate_discovery()
+            await asyncio.sleep(0.1)
+
+
+def own(items: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``items`` without the cluster's :data:`NAMESPACE_CONFIGMAPS` (a test's own objects)."""
+    return [i for i in items if i["metadata"]["name"] not in NAMESPACE_CONFIGMAPS]
+
+
 class Api:
     """A thin synchronous client: raw requests, parsed JSON answers."""
 
-    def __init__(self, st: ServerThread) -> None:
+    def __init__(self, st: ServerThread | Backend) -> None:
         self.st = st
         self.base = st.url
         self.session = requests.Session()
@@ -120,6 +198,14 @@ class Api:
 @pytest.fixture(scope="session")
 def api(pykcm_apiserver: ServerThread) -> Iterator[Api]:
     a = Api(pykcm_apiserver)
+    yield a
+    os.unlink(a.ca_path)
+
+
+@pytest.fixture(scope="session")
+def apiserver_api(apiserver: Backend) -> Iterator[Api]:
+    """:class:`Api` for the test's back end (``apiserver``)."""
+    a = Api(apiserver)
     yield a
     os.unlink(a.ca_path)
 

@@ -1,4 +1,4 @@
-"""pykcm.client against the embedded API server: credentials and TLS, in-cluster config,
+"""pykcm.client against either API server: credentials and TLS, in-cluster config,
 client-side rate limiting, and resources found through discovery."""
 
 from __future__ import annotations
@@ -27,12 +27,13 @@ from pykcm.client import (
     load_kube_config,
 )
 from pykcm.testing.server_thread import ServerThread
+from tests.conftest import PYKCM_SERVER_ONLY, Backend, create_namespace
 from tests.unit.test_client_config import self_signed
 
 
 @pytest.fixture
-def config(pykcm_apiserver: ServerThread) -> Config:
-    return load_kube_config(pykcm_apiserver.kubeconfig_path)
+def config(apiserver: Backend) -> Config:
+    return load_kube_config(apiserver.kubeconfig_path)
 
 
 @pytest.fixture
@@ -42,15 +43,13 @@ async def client(config: Config) -> AsyncIterator[Client]:
 
 
 @pytest.fixture
-async def ns(client: Client) -> str:
-    name = "ts-" + uuid.uuid4().hex[:10]
-    await client.create("namespaces", {"metadata": {"name": name}})
-    return name
+async def ns(client: Client, apiserver: Backend) -> str:
+    return await create_namespace(client, apiserver, "ts")
 
 
-async def test_kubeconfig_of_the_server(config: Config, pykcm_apiserver: ServerThread) -> None:
-    assert config.host == pykcm_apiserver.url and config.token == pykcm_apiserver.token
-    assert config.ca_data == pykcm_apiserver.ca_pem and config.namespace == "default"
+async def test_kubeconfig_of_the_server(config: Config, apiserver: Backend) -> None:
+    assert config.host == apiserver.url and config.token == apiserver.token
+    assert config.ca_data == apiserver.ca_pem and config.namespace == "default"
     async with Client(config) as c:
         assert (await c.server_version())["major"] == "1"
         assert (await c.request("GET", "/api"))["kind"] == "APIVersions"
@@ -64,6 +63,7 @@ async def test_wrong_token_is_unauthorized(config: Config) -> None:
     assert info.value.code == 401
 
 
+@PYKCM_SERVER_ONLY  # adds and revokes tokens of the embedded server's authenticator
 async def test_rotated_token_file_is_picked_up_on_401(config: Config,
                                                       pykcm_apiserver: ServerThread,
                                                       tmp_path: Path, ns: str) -> None:
@@ -85,12 +85,11 @@ async def test_rotated_token_file_is_picked_up_on_401(config: Config,
         assert c._auth.token_source is not None and c._auth.token_source.read_count == 2
 
 
-async def test_in_cluster_config(pykcm_apiserver: ServerThread, tmp_path: Path) -> None:
-    assert pykcm_apiserver.ca_pem is not None
-    (tmp_path / "token").write_text(pykcm_apiserver.token)
-    (tmp_path / "ca.crt").write_bytes(pykcm_apiserver.ca_pem)
+async def test_in_cluster_config(apiserver: Backend, tmp_path: Path) -> None:
+    (tmp_path / "token").write_text(apiserver.token)
+    (tmp_path / "ca.crt").write_bytes(apiserver.ca_pem)
     (tmp_path / "namespace").write_text("kube-system")
-    url = urlsplit(pykcm_apiserver.url)
+    url = urlsplit(apiserver.url)
     env = {"KUBERNETES_SERVICE_HOST": str(url.hostname),
            "KUBERNETES_SERVICE_PORT": str(url.port)}
     cfg = load_incluster_config(service_account_dir=str(tmp_path), environ=env)

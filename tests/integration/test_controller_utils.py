@@ -1,4 +1,4 @@
-"""Controller utilities against the embedded API server (a fresh namespace per test):
+"""Controller utilities against either API server (a fresh namespace per test):
 RealPodControl creates and deletes pods with events on the owner, and the claim
 managers' adopt / release patches are accepted and do what upstream's do."""
 
@@ -22,23 +22,21 @@ from pykcm.controller import (
     ReplicaSetControllerRefManager,
     recheck_deletion_timestamp,
 )
-from pykcm.testing.server_thread import ServerThread
+from tests.conftest import Backend, create_namespace
 
 SELECTOR = {"matchLabels": {"app": "web"}}
 POD_SPEC = {"containers": [{"name": "c", "image": "nginx:1.27"}]}
 
 
 @pytest.fixture
-async def client(pykcm_apiserver: ServerThread) -> AsyncIterator[Client]:
-    async with Client(load_kube_config(pykcm_apiserver.kubeconfig_path)) as c:
+async def client(apiserver: Backend) -> AsyncIterator[Client]:
+    async with Client(load_kube_config(apiserver.kubeconfig_path)) as c:
         yield c
 
 
 @pytest.fixture
-async def ns(client: Client) -> str:
-    name = "cu-" + uuid.uuid4().hex[:10]
-    await client.create("namespaces", {"metadata": {"name": name}})
-    return name
+async def ns(client: Client, apiserver: Backend) -> str:
+    return await create_namespace(client, apiserver, "cu")
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""CronJobController against the embedded API server, driven by a clock the test moves.
+"""CronJobController against either API server, driven by a clock the test moves.
 
 The test stands in for the Job controller (it marks Jobs complete through
 the status subresource) and, after moving the clock to a schedule time,
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from functools import partial
@@ -22,7 +21,7 @@ from pykcm.client import Client, NotFound, load_kube_config
 from pykcm.controller import EventBroadcaster
 from pykcm.controllers.cronjob import CronJobController
 from pykcm.informers import SharedInformerFactory
-from pykcm.testing.server_thread import ServerThread
+from tests.conftest import Backend, create_namespace
 
 SCHEDULED_ANNOTATION = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 
@@ -49,15 +48,14 @@ class Env:
 
 
 @pytest.fixture
-async def client(pykcm_apiserver: ServerThread) -> AsyncIterator[Client]:
-    async with Client(load_kube_config(pykcm_apiserver.kubeconfig_path)) as c:
+async def client(apiserver: Backend) -> AsyncIterator[Client]:
+    async with Client(load_kube_config(apiserver.kubeconfig_path)) as c:
         yield c
 
 
 @pytest.fixture
-async def env(client: Client) -> AsyncIterator[Env]:
-    ns = "cj-" + uuid.uuid4().hex[:10]
-    await client.create("namespaces", {"metadata": {"name": ns}})
+async def env(client: Client, apiserver: Backend) -> AsyncIterator[Env]:
+    ns = await create_namespace(client, apiserver, "cj")
     factory = SharedInformerFactory(client, namespace=ns, tune_gc=False)
     broadcaster = EventBroadcaster(client)
     broadcaster.start()

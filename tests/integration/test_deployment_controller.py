@@ -1,4 +1,4 @@
-"""Deployment controller against the embedded API server, with the ReplicaSet controller.
+"""Deployment controller against either API server, with the ReplicaSet controller.
 
 Each test gets a fresh namespace, a namespaced informer factory, the
 Deployment and ReplicaSet controllers, and a stand-in kubelet: a pod handler
@@ -16,7 +16,6 @@ import os
 import shutil
 import subprocess
 import sys
-import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,7 +32,7 @@ from pykcm.controllers.deployment import util as du
 from pykcm.controllers.deployment.hashing import compute_hash
 from pykcm.controllers.replicaset import ReplicaSetController
 from pykcm.informers import SharedInformerFactory
-from pykcm.testing.server_thread import ServerThread
+from tests.conftest import Backend, create_namespace
 
 NEVER_READY = "test.pykcm.io/never-ready"
 DEPLOYMENTS = "deployments.apps"
@@ -130,7 +129,7 @@ def deployment(name: str = "web", replicas: int = 3, image: str = "nginx:1",
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}, "spec": s}
 
 
-async def kubectl(st: ServerThread, ns: str, *args: str) -> tuple[int, str]:
+async def kubectl(st: Backend, ns: str, *args: str) -> tuple[int, str]:
     """Run the real kubectl against the test server: (exit code, stdout + stderr)."""
     exe = shutil.which("kubectl") or os.path.join(os.path.dirname(sys.executable), "kubectl")
     proc = await asyncio.create_subprocess_exec(
@@ -147,15 +146,14 @@ def rolling(surge: int | str, unavailable: int | str) -> dict[str, Any]:
 
 
 @pytest.fixture
-async def client(pykcm_apiserver: ServerThread) -> AsyncIterator[Client]:
-    async with Client(load_kube_config(pykcm_apiserver.kubeconfig_path)) as c:
+async def client(apiserver: Backend) -> AsyncIterator[Client]:
+    async with Client(load_kube_config(apiserver.kubeconfig_path)) as c:
         yield c
 
 
 @pytest.fixture
-async def env(client: Client) -> AsyncIterator[Env]:
-    ns = "dep-" + uuid.uuid4().hex[:10]
-    await client.create("namespaces", {"metadata": {"name": ns}})
+async def env(client: Client, apiserver: Backend) -> AsyncIterator[Env]:
+    ns = await create_namespace(client, apiserver, "dep")
     factory = SharedInformerFactory(client, namespace=ns)
     broadcaster = EventBroadcaster(client)
     broadcaster.start()
@@ -220,11 +218,11 @@ def _progressing(d: dict[str, Any]) -> tuple[str, str, str]:
 
 
 async def test_deployment_creates_its_replica_set(env: Env,
-                                                  pykcm_apiserver: ServerThread) -> None:
+                                                  apiserver: Backend) -> None:
     d = deployment(replicas=3)
     d["metadata"]["annotations"] = {"team": "web", du.LAST_APPLIED_CONFIG_ANNOTATION: "{}"}
     created = await env.create(d)
-    code, out = await kubectl(pykcm_apiserver, env.ns, "rollout", "status", "deployment/web",
+    code, out = await kubectl(apiserver, env.ns, "rollout", "status", "deployment/web",
                               "--timeout=60s")
     assert code == 0 and 'deployment "web" successfully rolled out' in out, out
     done = await env.wait_complete()
@@ -373,9 +371,9 @@ async def test_revision_history_limit_cleans_up(env: Env) -> None:
     assert new["metadata"]["annotations"][du.REVISION_ANNOTATION] == "4"
 
 
-async def test_progress_deadline_exceeded(env: Env, pykcm_apiserver: ServerThread) -> None:
+async def test_progress_deadline_exceeded(env: Env, apiserver: Backend) -> None:
     await env.create(deployment(replicas=2, never_ready=True, progressDeadlineSeconds=2))
-    code, out = await kubectl(pykcm_apiserver, env.ns, "rollout", "status", "deployment/web",
+    code, out = await kubectl(apiserver, env.ns, "rollout", "status", "deployment/web",
                               "--timeout=60s")
     assert code != 0 and 'deployment "web" exceeded its progress deadline' in out, out
 
@@ -395,7 +393,7 @@ async def test_progress_deadline_exceeded(env: Env, pykcm_apiserver: ServerThrea
 
 
 async def test_rollout_undo_returns_to_the_previous_replica_set(
-        env: Env, pykcm_apiserver: ServerThread) -> None:
+        env: Env, apiserver: Backend) -> None:
     await env.create(deployment(replicas=2))
     await env.wait_complete()
     await env.patch({"spec": {"template": {"spec": {"containers": [
@@ -403,7 +401,7 @@ async def test_rollout_undo_returns_to_the_previous_replica_set(
     await env.wait_complete()
     first, second = await env.replica_sets()
 
-    code, out = await kubectl(pykcm_apiserver, env.ns, "rollout", "undo", "deployment/web")
+    code, out = await kubectl(apiserver, env.ns, "rollout", "undo", "deployment/web")
     assert code == 0, out
     done = await env.wait_complete()
 

@@ -1,4 +1,4 @@
-"""EventRecorder against the embedded API server: Events are created, then repeats
+"""EventRecorder against either API server: Events are created, then repeats
 patch the count of the same Event. Each test works in a fresh namespace of its own."""
 
 from __future__ import annotations
@@ -11,20 +11,18 @@ import pytest
 
 from pykcm.client import Client, load_kube_config
 from pykcm.controller import EventBroadcaster
-from pykcm.testing.server_thread import ServerThread
+from tests.conftest import Backend, create_namespace
 
 
 @pytest.fixture
-async def client(pykcm_apiserver: ServerThread) -> AsyncIterator[Client]:
-    async with Client(load_kube_config(pykcm_apiserver.kubeconfig_path)) as c:
+async def client(apiserver: Backend) -> AsyncIterator[Client]:
+    async with Client(load_kube_config(apiserver.kubeconfig_path)) as c:
         yield c
 
 
 @pytest.fixture
-async def ns(client: Client) -> str:
-    name = "ev-" + uuid.uuid4().hex[:10]
-    await client.create("namespaces", {"metadata": {"name": name}})
-    return name
+async def ns(client: Client, apiserver: Backend) -> str:
+    return await create_namespace(client, apiserver, "ev")
 
 
 async def test_event_on_pod_then_repeat_increments_count(client: Client, ns: str) -> None:

@@ -1,4 +1,4 @@
-"""The garbage collector against the embedded API server.
+"""The garbage collector against either API server.
 
 Each test runs its own GarbageCollector (a private informer factory, a fresh
 namespace) and checks the cascades the API server starts and the collector
@@ -20,26 +20,20 @@ from pykcm.client import Client, NotFound, load_kube_config
 from pykcm.controllers.garbagecollector import GarbageCollector
 from pykcm.informers import SharedInformerFactory
 from pykcm.informers.generic import GroupVersionResource
-from pykcm.testing.server_thread import ServerThread
+from tests.conftest import Backend, create_namespace
 
 TIMEOUT = 30.0
 
 
 @pytest.fixture
-async def client(pykcm_apiserver: ServerThread) -> AsyncIterator[Client]:
-    async with Client(load_kube_config(pykcm_apiserver.kubeconfig_path)) as c:
+async def client(apiserver: Backend) -> AsyncIterator[Client]:
+    async with Client(load_kube_config(apiserver.kubeconfig_path)) as c:
         yield c
 
 
-async def new_namespace(client: Client) -> str:
-    name = "gc-" + uuid.uuid4().hex[:10]
-    await client.create("namespaces", {"metadata": {"name": name}})
-    return name
-
-
 @pytest.fixture
-async def ns(client: Client) -> str:
-    return await new_namespace(client)
+async def ns(client: Client, apiserver: Backend) -> str:
+    return await create_namespace(client, apiserver, "gc")
 
 
 @pytest.fixture
@@ -265,8 +259,8 @@ async def test_custom_resources_of_a_crd_created_after_start(
 
 
 async def test_owner_in_another_namespace_is_reported_and_ignored(
-        client: Client, ns: str, gc: GarbageCollector) -> None:
-    other_ns = await new_namespace(client)
+        client: Client, apiserver: Backend, ns: str, gc: GarbageCollector) -> None:
+    other_ns = await create_namespace(client, apiserver, "gc")
     owner = await configmap(client, other_ns, "owner")
     await eventually(lambda: gc.graph_has_uid(owner["metadata"]["uid"]))
     dep = await configmap(client, ns, "dep", ref(owner))

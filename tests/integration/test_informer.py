@@ -1,4 +1,4 @@
-"""SharedIndexInformer + lister against the embedded API server (fresh namespace per test).
+"""SharedIndexInformer + lister against either API server (fresh namespace per test).
 
 Consistency is checked object by object against a fresh LIST: the cache,
 and a handler's own view rebuilt from its notifications, must both equal it.
@@ -23,20 +23,18 @@ from pykcm.cache import (
 )
 from pykcm.cache.listers import Lister
 from pykcm.client import Client, NotFound, load_kube_config
-from pykcm.testing.server_thread import ServerThread
+from tests.conftest import Backend, create_namespace
 
 
 @pytest.fixture
-async def client(pykcm_apiserver: ServerThread) -> AsyncIterator[Client]:
-    async with Client(load_kube_config(pykcm_apiserver.kubeconfig_path)) as c:
+async def client(apiserver: Backend) -> AsyncIterator[Client]:
+    async with Client(load_kube_config(apiserver.kubeconfig_path)) as c:
         yield c
 
 
 @pytest.fixture
-async def ns(client: Client) -> str:
-    name = "ti-" + uuid.uuid4().hex[:10]
-    await client.create("namespaces", {"metadata": {"name": name}})
-    return name
+async def ns(client: Client, apiserver: Backend) -> str:
+    return await create_namespace(client, apiserver, "ti")
 
 
 @pytest.fixture
@@ -94,6 +92,8 @@ async def eventually(cond: Callable[[], bool], timeout: float = 10.0) -> None:
 async def test_informer_and_lister_stay_consistent_through_mixed_writes(
         client: Client, ns: str, run_informer: Callable[[SharedIndexInformer], None]) -> None:
     rng = random.Random(4)
+    # The cluster's own (NAMESPACE_CONFIGMAPS on the real kube-apiserver): listed, not touched.
+    theirs = {i["metadata"]["name"] for i in (await client.list("configmaps", ns))["items"]}
     # Some objects exist before the informer starts: they come in the initial list.
     alive: set[str] = set()
     for i in range(50):
@@ -109,7 +109,7 @@ async def test_informer_and_lister_stay_consistent_through_mixed_writes(
     lister = Lister(informer.get_indexer(), "configmaps")
     run_informer(informer)
     assert await wait_for_cache_sync(informer.has_synced, reg.has_synced, timeout=10)
-    assert sorted(view.initial) == sorted(alive)
+    assert sorted(view.initial) == sorted(alive | theirs)
 
     counter = 0
 
@@ -148,7 +148,7 @@ async def test_informer_and_lister_stay_consistent_through_mixed_writes(
 
     fresh = await client.list("configmaps", ns)
     expected = {o["metadata"]["name"]: o for o in fresh["items"]}
-    assert set(expected) == alive
+    assert set(expected) == alive | theirs
     # Every listed write has reached the cache once the cache holds its revision.
     want_rvs = {n: o["metadata"]["resourceVersion"] for n, o in expected.items()}
 
@@ -183,6 +183,7 @@ def _strip_managed_fields(obj: Any) -> Any:
 
 async def test_handler_added_after_sync_gets_the_replay(
         client: Client, ns: str, run_informer: Callable[[SharedIndexInformer], None]) -> None:
+    theirs = {i["metadata"]["name"] for i in (await client.list("configmaps", ns))["items"]}
     for i in range(20):
         await client.create("configmaps", {"metadata": {"name": f"c{i}"}}, ns)
     informer = SharedIndexInformer(ListWatch(client, "configmaps", namespace=ns))
@@ -197,7 +198,7 @@ async def test_handler_added_after_sync_gets_the_replay(
     late = View()
     reg = informer.add_event_handler(late)
     assert await wait_for_cache_sync(reg.has_synced, timeout=10)
-    assert sorted(late.initial) == sorted({f"c{i}" for i in range(1, 20)} | {"extra"})
+    assert sorted(late.initial) == sorted({f"c{i}" for i in range(1, 20)} | {"extra"} | theirs)
     # ... and then live events like everyone else.
     patched = await client.patch("configmaps", "extra", {"data": {"k": "v"}}, namespace=ns)
     rv = patched["metadata"]["resourceVersion"]

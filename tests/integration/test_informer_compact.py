@@ -1,4 +1,4 @@
-"""The opt-in compact cache (FrozenObject) against the embedded API server.
+"""The opt-in compact cache (FrozenObject) against either API server.
 
 An informer whose objects are FrozenObjects (``SharedInformerFactory(
 compact_objects=True)``, ``ListWatch(compact=True)``) must stay consistent
@@ -29,20 +29,18 @@ from pykcm.cache.listers import Lister
 from pykcm.cache.mutation_detector import MUTATION_DETECTOR_ENV
 from pykcm.client import Client, NotFound, load_kube_config
 from pykcm.informers import SharedInformerFactory, strip_managed_fields
-from pykcm.testing.server_thread import ServerThread
+from tests.conftest import Backend, create_namespace, own
 
 
 @pytest.fixture
-async def client(pykcm_apiserver: ServerThread) -> AsyncIterator[Client]:
-    async with Client(load_kube_config(pykcm_apiserver.kubeconfig_path)) as c:
+async def client(apiserver: Backend) -> AsyncIterator[Client]:
+    async with Client(load_kube_config(apiserver.kubeconfig_path)) as c:
         yield c
 
 
 @pytest.fixture
-async def ns(client: Client) -> str:
-    name = "tc-" + uuid.uuid4().hex[:10]
-    await client.create("namespaces", {"metadata": {"name": name}})
-    return name
+async def ns(client: Client, apiserver: Backend) -> str:
+    return await create_namespace(client, apiserver, "tc")
 
 
 async def eventually(cond: Callable[[], bool], timeout: float = 15.0) -> None:
@@ -151,6 +149,8 @@ async def _check_against_fresh_list(client: Client, ns: str, lister: Any,
 
 async def test_factory_compact_objects_stay_consistent_with_a_fresh_list(
         client: Client, ns: str) -> None:
+    # the cluster's own (NAMESPACE_CONFIGMAPS on the real kube-apiserver): cached, not touched
+    theirs = {i["metadata"]["name"] for i in (await client.list("configmaps", ns))["items"]}
     alive: set[str] = set()
     for i in range(40):
         await client.create("configmaps", {"metadata": {
@@ -166,12 +166,12 @@ async def test_factory_compact_objects_stay_consistent_with_a_fresh_list(
         synced = await factory.wait_for_cache_sync(timeout=15)
         assert synced and all(synced.values())
         assert await wait_for_cache_sync(reg.has_synced, timeout=15)
-        assert len(view.objects) == 40
+        assert len(view.objects) == 40 + len(theirs)
         await _mixed_writes(client, ns, alive, 600, seed=1)
-        await _check_against_fresh_list(client, ns, gi.lister, view, alive)
+        await _check_against_fresh_list(client, ns, gi.lister, view, alive | theirs)
         # A controller's write path: thaw, change, update; the cache follows.
         cached = gi.lister.by_namespace(ns).get("pre-1") if "pre-1" in alive else \
-            gi.lister.by_namespace(ns).list()[0]
+            own(gi.lister.by_namespace(ns).list())[0]
         with pytest.raises(TypeError):
             cached["data"] = {}
         changed = copy.deepcopy(cached)
@@ -187,6 +187,7 @@ async def test_factory_compact_objects_stay_consistent_with_a_fresh_list(
 async def test_compact_list_watch_informer_with_the_mutation_detector(
         client: Client, ns: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(MUTATION_DETECTOR_ENV, "true")
+    theirs = {i["metadata"]["name"] for i in (await client.list("configmaps", ns))["items"]}
     alive: set[str] = set()
     informer = SharedIndexInformer(ListWatch(client, "configmaps", namespace=ns, compact=True),
                                    name=f"compact-{ns}")
@@ -198,7 +199,7 @@ async def test_compact_list_watch_informer_with_the_mutation_detector(
     try:
         assert await wait_for_cache_sync(informer.has_synced, timeout=15)
         await _mixed_writes(client, ns, alive, 300, seed=2)
-        await _check_against_fresh_list(client, ns, lister, view, alive)
+        await _check_against_fresh_list(client, ns, lister, view, alive | theirs)
         await asyncio.sleep(1.2)  # the detector's periodic check has run on them
         assert not task.done()
     finally:

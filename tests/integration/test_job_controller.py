@@ -1,4 +1,4 @@
-"""JobController against the embedded API server (a fresh namespace per test).
+"""JobController against either API server (a fresh namespace per test).
 
 No kubelet runs: the tests play it, setting pod phases and container
 statuses through the pods/status subresource, and watch the Job's status,
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,7 +24,7 @@ from pykcm.client import Client, load_kube_config
 from pykcm.controller import EventBroadcaster
 from pykcm.controllers.job import JobController
 from pykcm.informers import SharedInformerFactory
-from pykcm.testing.server_thread import ServerThread
+from tests.conftest import Backend, create_namespace
 
 TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
 INDEX_KEY = "batch.kubernetes.io/job-completion-index"
@@ -40,20 +39,19 @@ class Env:
 
 
 @pytest.fixture
-async def client(pykcm_apiserver: ServerThread) -> AsyncIterator[Client]:
-    async with Client(load_kube_config(pykcm_apiserver.kubeconfig_path)) as c:
+async def client(apiserver: Backend) -> AsyncIterator[Client]:
+    async with Client(load_kube_config(apiserver.kubeconfig_path)) as c:
         yield c
 
 
 @pytest.fixture
-async def make_env(client: Client) -> AsyncIterator[Callable[..., Any]]:
+async def make_env(client: Client, apiserver: Backend) -> AsyncIterator[Callable[..., Any]]:
     """Build a namespace, informers and a running JobController (kwargs: its test hooks;
     ``compact=True`` for compact cached objects)."""
     cleanups: list[Callable[[], Any]] = []
 
     async def make(compact: bool = False, **hooks: Any) -> Env:
-        ns = "job-" + uuid.uuid4().hex[:10]
-        await client.create("namespaces", {"metadata": {"name": ns}})
+        ns = await create_namespace(client, apiserver, "job")
         # compact: the caches hold read-only compact objects instead of dicts.
         factory = SharedInformerFactory(client, namespace=ns, tune_gc=False,
                                         compact_objects=compact)

@@ -1,4 +1,4 @@
-"""Leader election on a real Lease of the embedded API server, with short durations
+"""Leader election on a real Lease of either API server, with short durations
 (lease 2 s, renew deadline 1 s, retry 0.2 s): one leader among two candidates,
 hand-over with and without release (also when the leader is cancelled during a
 renewal the server applies), and the Lease as client-go writes it."""
@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -28,23 +27,21 @@ from pykcm.leaderelection.lease_lock import (
     LeaderElectionRecord,
     record_to_lease_spec,
 )
-from pykcm.testing.server_thread import ServerThread
+from tests.conftest import Backend, create_namespace
 
 LEASE, RENEW, RETRY = 2.0, 1.0, 0.2
 MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 
 
 @pytest.fixture
-async def client(pykcm_apiserver: ServerThread) -> AsyncIterator[Client]:
-    async with Client(load_kube_config(pykcm_apiserver.kubeconfig_path)) as c:
+async def client(apiserver: Backend) -> AsyncIterator[Client]:
+    async with Client(load_kube_config(apiserver.kubeconfig_path)) as c:
         yield c
 
 
 @pytest.fixture
-async def ns(client: Client) -> str:
-    name = "le-" + uuid.uuid4().hex[:10]
-    await client.create("namespaces", {"metadata": {"name": name}})
-    return name
+async def ns(client: Client, apiserver: Backend) -> str:
+    return await create_namespace(client, apiserver, "le")
 
 
 class InFlightLeaseLock(LeaseLock):

@@ -1,4 +1,4 @@
-"""Several leader-election candidates on one Lease of the embedded API server.
+"""Several leader-election candidates on one Lease of either API server.
 
 In process (short durations): with two and three candidates at most one leads at
 any instant (every start and stop of leadership is tracked), nobody takes over
@@ -6,7 +6,8 @@ while the leader renews, and a leader that releases on cancel hands over before
 its lease could have expired. As processes, with kube-controller-manager's
 default durations (lease 15 s, renew deadline 10 s, retry 2 s): the leader, a
 ``pykcm controller-manager --controllers=`` process, is killed with SIGKILL and a
-standby process takes over once the lease has expired.
+standby process takes over once the lease has expired (on pykcm's server only: it
+takes 15 s, and test_manager.py's process takeover already runs on both).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,21 +29,20 @@ from prometheus_client.parser import text_string_to_metric_families
 from pykcm.client import Client, load_kube_config
 from pykcm.leaderelection import LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock
 from pykcm.testing.server_thread import ServerThread
+from tests.conftest import Backend, create_namespace
 
 LEASES = "leases.coordination.k8s.io"
 
 
 @pytest.fixture
-async def client(pykcm_apiserver: ServerThread) -> AsyncIterator[Client]:
-    async with Client(load_kube_config(pykcm_apiserver.kubeconfig_path)) as c:
+async def client(apiserver: Backend) -> AsyncIterator[Client]:
+    async with Client(load_kube_config(apiserver.kubeconfig_path)) as c:
         yield c
 
 
 @pytest.fixture
-async def ns(client: Client) -> str:
-    name = "lec-" + uuid.uuid4().hex[:10]
-    await client.create("namespaces", {"metadata": {"name": name}})
-    return name
+async def ns(client: Client, apiserver: Backend) -> str:
+    return await create_namespace(client, apiserver, "lec")
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The controller manager against the embedded API server, with test controllers.
+"""The controller manager against either API server, with test controllers.
 
 In process: it builds the enabled controllers, starts the shared informers, runs
 them (a ConfigMap labeler processes what it is given), serves /metrics (parsed
@@ -43,7 +43,7 @@ from pykcm.manager import (
     ControllerManagerOptions,
     ControllerRegistry,
 )
-from pykcm.testing.server_thread import ServerThread
+from tests.conftest import Api, Backend, create_namespace
 
 LABEL_ME = "pykcm.test/label-me"
 LABELED_BY = "pykcm.test/labeled-by"
@@ -148,19 +148,17 @@ def sample(samples: list[tuple[str, dict[str, str], float]], metric: str, /,
 
 
 @pytest.fixture
-async def client(pykcm_apiserver: ServerThread) -> AsyncIterator[Client]:
-    async with Client(load_kube_config(pykcm_apiserver.kubeconfig_path)) as c:
+async def client(apiserver: Backend) -> AsyncIterator[Client]:
+    async with Client(load_kube_config(apiserver.kubeconfig_path)) as c:
         yield c
 
 
 @pytest.fixture
-async def ns(client: Client) -> str:
-    name = "cm-" + uuid.uuid4().hex[:10]
-    await client.create("namespaces", {"metadata": {"name": name}})
-    return name
+async def ns(client: Client, apiserver: Backend) -> str:
+    return await create_namespace(client, apiserver, "cm")
 
 
-def options(st: ServerThread, ns: str, **kw: Any) -> ControllerManagerOptions:
+def options(st: Backend, ns: str, **kw: Any) -> ControllerManagerOptions:
     base: dict[str, Any] = {
         "kubeconfig": st.kubeconfig_path, "bind_address": "127.0.0.1", "secure_port": 0,
         "port": free_port(), "leader_elect_resource_namespace": ns,
@@ -185,7 +183,7 @@ async def labeled_by(client: Client, ns: str, name: str) -> str | None:
 
 
 async def test_manager_builds_runs_serves_and_reports_a_dead_controller(
-        pykcm_apiserver: ServerThread, client: Client, ns: str) -> None:
+        apiserver: Backend, client: Client, ns: str) -> None:
     doomed = Doomed("doomed-controller")
 
     async def init_doomed(ctx: ControllerContext, name: str) -> Doomed:
@@ -202,7 +200,7 @@ async def test_manager_builds_runs_serves_and_reports_a_dead_controller(
     registry.register(ControllerDescriptor("skipped-controller", init_skipped))
     registry.register(ControllerDescriptor("off-controller", init_skipped))
     secure = free_port()
-    opts = options(pykcm_apiserver, ns, secure_port=secure,
+    opts = options(apiserver, ns, secure_port=secure,
                    controllers=["*", "doomed-controller", "-off-controller"])
     manager = ControllerManager(opts, registry)
     run = asyncio.create_task(manager.run())
@@ -246,7 +244,7 @@ async def test_manager_builds_runs_serves_and_reports_a_dead_controller(
             adds = sample(samples, "workqueue_adds_total", name=LABELER)
             assert adds is not None and adds >= 1
             patches = sample(samples, "rest_client_requests_total", code="200",
-                             method="PATCH", host=pykcm_apiserver.url.split("//")[1])
+                             method="PATCH", host=apiserver.url.split("//")[1])
             assert patches is not None and patches >= 1
             assert sample(samples, "rest_client_request_duration_seconds_count",
                           verb="GET") is not None
@@ -310,11 +308,11 @@ async def test_manager_builds_runs_serves_and_reports_a_dead_controller(
     assert manager.controllers == {}
 
 
-async def test_lost_lease_exits_non_zero(pykcm_apiserver: ServerThread, client: Client,
+async def test_lost_lease_exits_non_zero(apiserver: Backend, client: Client,
                                          ns: str) -> None:
     registry = ControllerRegistry()
     register_test_controllers(registry)
-    opts = options(pykcm_apiserver, ns)
+    opts = options(apiserver, ns)
     manager = ControllerManager(opts, registry)
     run = asyncio.create_task(manager.run())
     try:
@@ -334,21 +332,21 @@ async def test_lost_lease_exits_non_zero(pykcm_apiserver: ServerThread, client: 
     assert manager.controllers == {}
 
 
-async def test_init_error_exits_non_zero(pykcm_apiserver: ServerThread, ns: str) -> None:
+async def test_init_error_exits_non_zero(apiserver: Backend, ns: str) -> None:
     async def broken(ctx: ControllerContext, name: str) -> None:
         raise RuntimeError("cannot build")
 
     registry = ControllerRegistry()
     registry.register(ControllerDescriptor("broken-controller", broken))
-    manager = ControllerManager(options(pykcm_apiserver, ns, leader_elect=False), registry)
+    manager = ControllerManager(options(apiserver, ns, leader_elect=False), registry)
     assert await asyncio.wait_for(manager.run(), 30) == 1
     assert "error starting controller 'broken-controller': cannot build" in str(
         manager.fatal_error)
 
 
-async def test_unknown_controller_is_rejected_at_start(pykcm_apiserver: ServerThread,
+async def test_unknown_controller_is_rejected_at_start(apiserver: Backend,
                                                        ns: str) -> None:
-    manager = ControllerManager(options(pykcm_apiserver, ns, controllers=["nosuch"]),
+    manager = ControllerManager(options(apiserver, ns, controllers=["nosuch"]),
                                 ControllerRegistry())
     with pytest.raises(ValueError, match='^"nosuch" is not in the list of known controllers$'):
         await manager.run()
@@ -375,7 +373,7 @@ class Holder:
         self.outcome = "finished"
 
 
-async def run_holder(st: ServerThread, client: Client, ns: str, timeout: float,
+async def run_holder(st: Backend, client: Client, ns: str, timeout: float,
                      release: bool) -> tuple[int, Holder]:
     holder = Holder()
 
@@ -405,15 +403,15 @@ async def run_holder(st: ServerThread, client: Client, ns: str, timeout: float,
     return code, holder
 
 
-async def test_stop_lets_workers_finish_what_they_hold(pykcm_apiserver: ServerThread,
+async def test_stop_lets_workers_finish_what_they_hold(apiserver: Backend,
                                                        client: Client, ns: str) -> None:
-    code, holder = await run_holder(pykcm_apiserver, client, ns, timeout=30.0, release=True)
+    code, holder = await run_holder(apiserver, client, ns, timeout=30.0, release=True)
     assert code == 0 and holder.outcome == "finished"
 
 
 async def test_stop_cancels_work_left_after_the_shutdown_timeout(
-        pykcm_apiserver: ServerThread, client: Client, ns: str) -> None:
-    code, holder = await run_holder(pykcm_apiserver, client, ns, timeout=0.2, release=False)
+        apiserver: Backend, client: Client, ns: str) -> None:
+    code, holder = await run_holder(apiserver, client, ns, timeout=0.2, release=False)
     assert code == 0 and holder.outcome == "cancelled"
 
 # -- as processes --------------------------------------------------------------------------
@@ -422,7 +420,7 @@ async def test_stop_cancels_work_left_after_the_shutdown_timeout(
 class Proc:
     """A ``pykcm controller-manager`` subprocess with its plain-HTTP port."""
 
-    def __init__(self, st: ServerThread, ns: str, lease: str, log: str) -> None:
+    def __init__(self, st: Backend, ns: str, lease: str, log: str) -> None:
         self.port = free_port()
         self.log_path = log
         self.log = open(log, "wb")  # noqa: SIM115 - closed in stop()
@@ -475,45 +473,45 @@ def procs(tmp_path: Any) -> Iterator[list[Proc]]:
 
 
 def test_two_managers_kill_the_leader_the_other_takes_over(
-        pykcm_apiserver: ServerThread, api: Any, procs: list[Proc], tmp_path: Any) -> None:
-    ns = api.ns()
+        apiserver: Backend, apiserver_api: Api, procs: list[Proc], tmp_path: Any) -> None:
+    ns = apiserver_api.ns()
     lease = "kcm-" + uuid.uuid4().hex[:8]
-    a = Proc(pykcm_apiserver, ns, lease, str(tmp_path / "a.log"))
+    a = Proc(apiserver, ns, lease, str(tmp_path / "a.log"))
     procs.append(a)
     poll(lambda: a.master_status(lease) == 1.0, 60, f"a to lead\n{a.output()}")
-    b = Proc(pykcm_apiserver, ns, lease, str(tmp_path / "b.log"))
+    b = Proc(apiserver, ns, lease, str(tmp_path / "b.log"))
     procs.append(b)
     poll(lambda: b.master_status(lease) == 0.0, 60, f"b to stand by\n{b.output()}")
 
-    code, _ = api.post(f"/api/v1/namespaces/{ns}/configmaps", configmap("before"))
+    code, _ = apiserver_api.post(f"/api/v1/namespaces/{ns}/configmaps", configmap("before"))
     assert code == 201
 
     def labeled(name: str) -> str | None:
-        code, cm = api.get(f"/api/v1/namespaces/{ns}/configmaps/{name}")
+        code, cm = apiserver_api.get(f"/api/v1/namespaces/{ns}/configmaps/{name}")
         assert code == 200
         value: str | None = cm["metadata"].get("labels", {}).get(LABELED_BY)
         return value
     assert poll(lambda: labeled("before"), 30, "the leader to label") == str(a.p.pid)
     assert b.master_status(lease) == 0.0  # the standby does not take over while a renews
-    code, held = api.get(f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{lease}")
+    code, held = apiserver_api.get(f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{lease}")
     a_identity = held["spec"]["holderIdentity"]
     assert a_identity.startswith(socket.gethostname() + "_")
 
     a.p.send_signal(signal.SIGKILL)
     a.p.wait(30)
     # changed while nobody leads
-    code, _ = api.post(f"/api/v1/namespaces/{ns}/configmaps", configmap("meanwhile"))
+    code, _ = apiserver_api.post(f"/api/v1/namespaces/{ns}/configmaps", configmap("meanwhile"))
     assert code == 201
     assert poll(lambda: labeled("meanwhile"), 60,
                 f"b to take over and reconcile\n{b.output()}") == str(b.p.pid)
     assert b.master_status(lease) == 1.0
-    code, taken = api.get(f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{lease}")
+    code, taken = apiserver_api.get(f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{lease}")
     assert taken["spec"]["holderIdentity"] not in ("", a_identity)
     assert taken["spec"]["leaseTransitions"] == held["spec"]["leaseTransitions"] + 1
 
     b.p.send_signal(signal.SIGTERM)
     assert b.p.wait(30) == 0, b.output()
-    code, released = api.get(f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{lease}")
+    code, released = apiserver_api.get(f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{lease}")
     assert released["spec"]["holderIdentity"] == ""
     out = b.output()
     assert f'controller="{LABELER}"' in out  # structured logs name the controller

@@ -1,4 +1,4 @@
-"""The namespace controller against the embedded API server.
+"""The namespace controller against either API server.
 
 Deleting a namespace empties it (config maps, secrets, a custom resource of a
 CRD made for the test), reports what still holds it in its conditions while an
@@ -18,14 +18,14 @@ import pytest
 from pykcm.client import Client, NotFound, load_kube_config
 from pykcm.controllers.namespace import NamespaceController
 from pykcm.informers import SharedInformerFactory
-from pykcm.testing.server_thread import ServerThread
+from tests.conftest import Backend, create_namespace
 
 TIMEOUT = 60.0
 
 
 @pytest.fixture
-async def client(pykcm_apiserver: ServerThread) -> AsyncIterator[Client]:
-    async with Client(load_kube_config(pykcm_apiserver.kubeconfig_path)) as c:
+async def client(apiserver: Backend) -> AsyncIterator[Client]:
+    async with Client(load_kube_config(apiserver.kubeconfig_path)) as c:
         yield c
 
 
@@ -49,12 +49,6 @@ async def eventually(cond: Callable[[], Awaitable[bool]], timeout: float = TIMEO
         if loop.time() > deadline:
             raise AssertionError("condition not met in time")
         await asyncio.sleep(0.1)
-
-
-async def new_namespace(client: Client) -> str:
-    name = "nsc-" + uuid.uuid4().hex[:10]
-    await client.create("namespaces", {"metadata": {"name": name}})
-    return name
 
 
 async def gone(client: Client, resource: str, name: str, ns: str | None = None) -> bool:
@@ -83,8 +77,8 @@ def conditions(ns_obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 async def test_namespace_emptied_then_removed_after_finalizer(
-        client: Client, controller: NamespaceController) -> None:
-    ns = await new_namespace(client)
+        client: Client, apiserver: Backend, controller: NamespaceController) -> None:
+    ns = await create_namespace(client, apiserver, "nsc")
     group = uuid.uuid4().hex[:8] + ".nsc.example.com"
     await client.create("customresourcedefinitions", gadget_crd(group))
     gadgets = f"{group}/v1/gadgets"
@@ -137,9 +131,9 @@ async def test_namespace_emptied_then_removed_after_finalizer(
     await eventually(lambda: gone(client, "namespaces", ns))
 
 
-async def test_empty_namespace_is_finalized(client: Client,
+async def test_empty_namespace_is_finalized(client: Client, apiserver: Backend,
                                             controller: NamespaceController) -> None:
-    ns = await new_namespace(client)
+    ns = await create_namespace(client, apiserver, "nsc")
     await client.delete("namespaces", ns)
     await eventually(lambda: gone(client, "namespaces", ns))
     assert controller.health_check() is None

@@ -1,4 +1,4 @@
-"""ReplicaSetController against the embedded API server, each test in a fresh namespace
+"""ReplicaSetController against either API server, each test in a fresh namespace
 with its own namespaced informer factory, controller and event broadcaster.
 
 There is no kubelet: the tests make pods Ready by writing their status themselves.
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -18,7 +17,7 @@ from pykcm.client import Client, load_kube_config
 from pykcm.controller import EventBroadcaster
 from pykcm.controllers.replicaset import ReplicaSetController
 from pykcm.informers import SharedInformerFactory
-from pykcm.testing.server_thread import ServerThread
+from tests.conftest import Backend, create_namespace
 
 
 async def eventually(cond: Callable[[], Awaitable[Any]], timeout: float = 30.0,
@@ -36,16 +35,14 @@ async def eventually(cond: Callable[[], Awaitable[Any]], timeout: float = 30.0,
 
 
 @pytest.fixture
-async def client(pykcm_apiserver: ServerThread) -> AsyncIterator[Client]:
-    async with Client(load_kube_config(pykcm_apiserver.kubeconfig_path)) as c:
+async def client(apiserver: Backend) -> AsyncIterator[Client]:
+    async with Client(load_kube_config(apiserver.kubeconfig_path)) as c:
         yield c
 
 
 @pytest.fixture
-async def ns(client: Client) -> str:
-    name = "rs-" + uuid.uuid4().hex[:10]
-    await client.create("namespaces", {"metadata": {"name": name}})
-    return name
+async def ns(client: Client, apiserver: Backend) -> str:
+    return await create_namespace(client, apiserver, "rs")
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""TTLAfterFinishedController against the embedded API server, with the Job controller
+"""TTLAfterFinishedController against either API server, with the Job controller
 finishing the Jobs (the test plays the kubelet) and a clock the test moves.
 
 The TTL controller deletes with Foreground propagation: the API server keeps
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -24,7 +23,7 @@ from pykcm.controllers.garbagecollector import GarbageCollector
 from pykcm.controllers.job import JobController
 from pykcm.controllers.ttlafterfinished import TTLAfterFinishedController
 from pykcm.informers import SharedInformerFactory
-from pykcm.testing.server_thread import ServerThread
+from tests.conftest import Backend, create_namespace
 
 
 class FakeWallClock:
@@ -46,15 +45,14 @@ class Env:
 
 
 @pytest.fixture
-async def client(pykcm_apiserver: ServerThread) -> AsyncIterator[Client]:
-    async with Client(load_kube_config(pykcm_apiserver.kubeconfig_path)) as c:
+async def client(apiserver: Backend) -> AsyncIterator[Client]:
+    async with Client(load_kube_config(apiserver.kubeconfig_path)) as c:
         yield c
 
 
 @pytest.fixture
-async def env(client: Client) -> AsyncIterator[Env]:
-    ns = "ttl-" + uuid.uuid4().hex[:10]
-    await client.create("namespaces", {"metadata": {"name": ns}})
+async def env(client: Client, apiserver: Backend) -> AsyncIterator[Env]:
+    ns = await create_namespace(client, apiserver, "ttl")
     factory = SharedInformerFactory(client, namespace=ns, tune_gc=False)
     broadcaster = EventBroadcaster(client)
     broadcaster.start()
