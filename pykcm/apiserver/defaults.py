@@ -33,7 +33,6 @@ from typing import Any, Final, TypeGuard
 
 __all__ = [
     "apply_defaults",
-    "zero_object_fields",
     "default_container",
     "default_pod_spec",
     "default_pod_template",
@@ -41,6 +40,7 @@ __all__ = [
     "image_pull_policy",
     "parse_quantity",
     "pod_qos_class",
+    "zero_object_fields",
 ]
 
 Obj = dict[str, Any]

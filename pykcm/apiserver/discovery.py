@@ -229,9 +229,7 @@ class Discovery:
                     return _json(group_doc)
                 if len(parts) == 3 and parts[2] in groups[g]:
                     return _json(api_resource_list(self.registry, g, parts[2]))
-        raise errors.StatusError(404, "NotFound", "the server could not find the requested resource",
-                                 details={"causes": [{"reason": "UnexpectedServerResponse",
-                                                      "message": "404 page not found"}]})
+        raise errors.PageNotFound()
 
     @staticmethod
     def _group(name: str, versions: list[str]) -> dict[str, Any]:

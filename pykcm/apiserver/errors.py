@@ -49,6 +49,11 @@ class StatusError(Exception):
         return orjson.dumps(self.status())
 
 
+class PageNotFound(Exception):
+    """A path no API group serves: kube-apiserver's plain-text `404 page not found`
+    (its mux, not an API handler, answers)."""
+
+
 def _details(name: str | None, group: str, kind: str, **extra: Any) -> dict[str, Any]:
     d: dict[str, Any] = {}
     if name:  # omitempty

@@ -13,6 +13,8 @@ from typing import Any
 
 import orjson
 
+from pykcm.apiserver.errors import StatusError
+
 VIEW_API_VERSION = "events.k8s.io/v1"
 
 # events.k8s.io/v1 field ↔ core/v1 field (the rest have the same name in both).
@@ -73,3 +75,17 @@ def view_line(line: bytes) -> bytes:
     elif ev.get("type") != "ERROR" and isinstance(obj, dict):
         ev["object"] = to_view(obj)
     return orjson.dumps(ev) + b"\n"
+
+
+def view_error(err: StatusError) -> StatusError:
+    """An error of the core storage as the events.k8s.io resource reports it
+    (events.events.k8s.io in messages, the group in details)."""
+    d = err.details
+    if d is not None and d.get("kind") == "events" and not d.get("group"):
+        details = {**d, "group": "events.k8s.io"}
+        if "name" in details:  # group after name, as Go orders StatusDetails
+            details = {"name": details.pop("name"), **details}
+        return StatusError(err.code, err.reason,
+                           err.message.replace('events "', 'events.events.k8s.io "', 1),
+                           details=details, headers=err.headers)
+    return err

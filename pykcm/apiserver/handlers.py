@@ -29,7 +29,7 @@ from pykcm.api.protobuf import (
     is_k8s_protobuf,
 )
 from pykcm.api.resources import ResourceInfo, ResourceRegistry
-from pykcm.apiserver import defaults, errors, event_view, go_json, tables
+from pykcm.apiserver import defaults, errors, event_view, go_json, strategy, tables
 from pykcm.apiserver.custom_resources import json_path, set_json_path
 from pykcm.apiserver.discovery import Discovery
 from pykcm.apiserver.errors import StatusError
@@ -48,6 +48,8 @@ from pykcm.apiserver.rest_storage import (
     apply_patch,
     list_body,
     parse_rv,
+    patch_type,
+    type_meta_error,
 )
 from pykcm.apiserver.storage import ADDED, Watcher, bookmark_line, object_key
 
@@ -61,6 +63,12 @@ JSON = "application/json"
 def json_response(body: bytes, status: int = 200,
                   headers: dict[str, str] | None = None) -> web.Response:
     return web.Response(body=body, status=status, content_type=JSON, headers=headers)
+
+
+def page_not_found() -> web.Response:
+    return web.Response(status=404, body=b"404 page not found\n",
+                        headers={"Content-Type": "text/plain; charset=utf-8",
+                                 "X-Content-Type-Options": "nosniff"})
 
 
 def status_response(err: StatusError) -> web.Response:
@@ -271,7 +279,13 @@ class APIHandlers:
             if request.method not in ("GET", "HEAD"):
                 # The error may rest on a write still in flight (store.settle).
                 await self.rest.store.settle()
+            if err.code in (404, 405, 415) and err.details == {}:
+                # answered before the resource's handler (routing, go-restful's content
+                # type check): no per-resource warnings
+                return status_response(err)
             return _with_warnings(request, status_response(err))
+        except errors.PageNotFound:
+            return page_not_found()
         except web.HTTPRequestEntityTooLarge:
             return status_response(errors.request_entity_too_large(
                 "the request body is too large (limit 3 MiB)"))
@@ -301,9 +315,11 @@ class APIHandlers:
     def _resource_info(self, info: RequestInfo) -> ResourceInfo:
         res = self.registry.get(info.group, info.version, info.resource)
         if res is None:
+            if info.group not in self.registry.group_versions():
+                raise errors.PageNotFound()
+            # a served group: its API handler answers, with a Status
             raise StatusError(404, "NotFound", "the server could not find the requested resource",
-                              details={"causes": [{"reason": "UnexpectedServerResponse",
-                                                   "message": "404 page not found"}]})
+                              details={})
         if info.subresource and info.subresource not in res.subresources:
             raise StatusError(404, "NotFound", "the server could not find the requested resource",
                               details={})
@@ -425,7 +441,18 @@ class APIHandlers:
 
     async def _events_view(self, request: web.Request, info: RequestInfo,
                            view: ResourceInfo) -> web.StreamResponse:
-        """events.k8s.io/v1 requests, served from the core/v1 events (event_view.py)."""
+        """events.k8s.io/v1 requests, served from the core/v1 events (event_view.py).
+
+        Errors name the view's resource (events.events.k8s.io); writes get the
+        view's stricter validation (ValidateEventCreate/Update for events.k8s.io).
+        """
+        try:
+            return await self._events_view_inner(request, info, view)
+        except StatusError as err:
+            raise event_view.view_error(err) from None
+
+    async def _events_view_inner(self, request: web.Request, info: RequestInfo,
+                                 view: ResourceInfo) -> web.StreamResponse:
         core = self.registry.get("", "v1", "events")
         assert core is not None
         verb, ns, name, q = info.verb, info.namespace, info.name, request.query
@@ -438,11 +465,10 @@ class APIHandlers:
             await self._wait_fresh(opts)
             meta, raws = rest.list_raw(core, ns, opts)
             items = [event_view.to_view(orjson.loads(r)) for r in raws]
-            if table is None:
-                for it in items:  # typed list items carry no TypeMeta (list_body)
-                    del it["kind"], it["apiVersion"]
             if table is not None:
                 return table_response(self._table(view, items, meta, table))
+            for it in items:  # typed list items carry no TypeMeta (list_body)
+                del it["kind"], it["apiVersion"]
             return json_response(orjson.dumps({"kind": "EventList",
                                                "apiVersion": view.api_version,
                                                "metadata": meta, "items": items}))
@@ -456,42 +482,54 @@ class APIHandlers:
             if table is not None:
                 return table_response(self._table(view, [obj], None, table))
             return json_response(orjson.dumps(obj))
-        if verb == "create":
+        if verb in ("create", "update"):
+            if verb == "create" and name:
+                raise errors.method_not_allowed()
             body = _expect_object(await self._body(request, view))
-            _check_view_kind(body, view)
-            entry = await rest.create(core, ns, event_view.to_core(body), dry)
-            return json_response(orjson.dumps(event_view.to_view(entry.obj)), 201)
-        if verb == "update":
-            body = _expect_object(await self._body(request, view))
-            _check_view_kind(body, view)
-            code, entry = await rest.update(core, ns, name, event_view.to_core(body), "", dry)
-            return json_response(orjson.dumps(event_view.to_view(entry.obj)), code)
+            fv = self._field_validation(request, view, verb, "")
+            fv.check(body, from_body=True)
+            _check_view_type(body, view, self.registry)
+            if verb == "create":
+                entry = await rest.create(core, ns, event_view.to_core(body), dry,
+                                          validate=strategy.validate_event_v1_create)
+                return fv.respond(json_response(orjson.dumps(event_view.to_view(entry.obj)), 201))
+            code, entry = await rest.update(core, ns, name, event_view.to_core(body), "", dry,
+                                            validate=strategy.validate_event_v1_update,
+                                            create_validate=strategy.validate_event_v1_create)
+            return fv.respond(json_response(orjson.dumps(event_view.to_view(entry.obj)), code))
         if verb == "patch":
             raw = await request.read()
+            ctype = request.headers.get("Content-Type", "")
+            ref = schema_ref_for(view.group, view.version, view.kind)
+            patch_type(ctype, ref)  # 415 before the object is read
+            fv = self._field_validation(request, view, verb, "")
             current = rest.get(core, ns, name)
             # to_view builds a fresh dict: the patch result is ours to change.
-            patched = apply_patch(request.headers.get("Content-Type", ""), raw,
-                                  event_view.to_view(current.obj),
-                                  schema_ref_for(view.group, view.version, view.kind))
-            patched.setdefault("metadata", {})["resourceVersion"] = str(current.rv)
+            patched = apply_patch(ctype, raw, event_view.to_view(current.obj), ref)
+            fv.check_patched(patched)
+            pmeta = patched.get("metadata")
+            if isinstance(pmeta, dict) and pmeta.get("name") not in (None, name):
+                raise errors.bad_request(f"the name of the object ({pmeta.get('name')}) does not "
+                                         f"match the name on the URL ({name})")
             code, entry = await rest.update(core, ns, name, event_view.to_core(patched), "",
-                                            dry)
-            return json_response(orjson.dumps(event_view.to_view(entry.obj)))
+                                            dry, validate=strategy.validate_event_v1_update)
+            return fv.respond(json_response(orjson.dumps(event_view.to_view(entry.obj))))
         if verb in ("delete", "deletecollection"):
             del_body = (await self._body(request, kind="DeleteOptions") if request.can_read_body
-                    else None)
+                        else None)
             dopts = delete_options(q, del_body if isinstance(del_body, dict) else None)
             dopts.dry_run = dopts.dry_run or dry
             if verb == "delete":
                 _, entry = await rest.delete(core, ns, name, dopts)
                 return json_response(deleted_status(view, entry.obj))
             entries = await rest.delete_collection(core, ns, list_options(q), dopts)
+            items = [event_view.to_view(e.obj) for e in entries]
+            for it in items:
+                del it["kind"], it["apiVersion"]
             return json_response(orjson.dumps({
                 "kind": "EventList", "apiVersion": view.api_version,
-                "metadata": {"resourceVersion": str(rest.store.rv)},
-                "items": [event_view.to_view(e.obj) for e in entries]}))
-        raise errors.method_not_allowed(
-            "the server does not allow this method on the requested resource")
+                "metadata": {"resourceVersion": str(rest.store.rv)}, "items": items}))
+        raise errors.method_not_allowed()
 
     def _table(self, res: ResourceInfo, objs: list[dict[str, Any]],
                list_meta: dict[str, Any] | None, include_object: str,
@@ -774,12 +812,12 @@ class _TableWatchEncoder:
         return orjson.dumps({"type": ev["type"], "object": t}) + b"\n"
 
 
-def _check_view_kind(body: dict[str, Any], view: ResourceInfo) -> None:
-    api_version = body.get("apiVersion")
-    if api_version and api_version != view.api_version:
-        raise errors.bad_request(
-            f"the API version in the data ({api_version}) does not match the expected API "
-            f"version ({view.api_version})")
+def _check_view_type(body: dict[str, Any], view: ResourceInfo,
+                     registry: ResourceRegistry) -> None:
+    api_version, kind = body.get("apiVersion"), body.get("kind")
+    if (api_version and api_version != view.api_version) or (kind and kind != view.kind):
+        raise type_meta_error(view, str(api_version or view.api_version),
+                              str(kind or view.kind), registry)
 
 
 def _expect_object(body: Any) -> dict[str, Any]:

@@ -69,7 +69,7 @@ PATCH_TYPES = {
 
 # The verbs a resource's POST/PUT/PATCH/DELETE may create on update, as upstream's
 # AllowCreateOnUpdate.
-_CREATE_ON_UPDATE = frozenset({"Event", "Endpoints", "Lease"})
+_CREATE_ON_UPDATE = frozenset({"Event", "Endpoints", "Lease", "Service"})
 
 
 @dataclass(slots=True)
@@ -96,6 +96,8 @@ class ListOptions:
 
 
 Filter = Callable[[str, Entry], bool]
+CreateValidator = Callable[[dict[str, Any]], list[dict[str, Any]]]
+UpdateValidator = Callable[[dict[str, Any], dict[str, Any]], list[dict[str, Any]]]
 
 
 def _rv_of(entry: Entry | None) -> int:
@@ -312,10 +314,14 @@ class RESTStorage:
             raise err
 
     async def create(self, info: ResourceInfo, namespace: str, obj: dict[str, Any],
-                     dry_run: bool = False) -> Entry:
+                     dry_run: bool = False, validate: CreateValidator | None = None) -> Entry:
+        """`validate` replaces the kind's validation (a view with its own rules: events.k8s.io
+        Events)."""
         meta = _check_body_meta(info, obj, namespace, self.registry)
         generate = not meta.get("name") and bool(meta.get("generateName"))
         if not meta.get("name") and not generate:
+            if info.kind == "Service" and not info.group:
+                self._nameless_service(obj)
             raise errors.invalid(info.kind, info.group, "", [{
                 "reason": "FieldValueRequired",
                 "message": "Required value: name or generateName is required",
@@ -329,7 +335,8 @@ class RESTStorage:
         crv = self.custom.get(info)
         strategy.apply_defaults(info, obj, create=True, crv=crv)
         admission.admit(info, obj, None)
-        causes = strategy.validate_create(info, obj, crv)
+        causes = (validate(obj) if validate is not None
+                  else strategy.validate_create(info, obj, crv))
         if causes:
             raise errors.invalid(info.kind, info.group, meta.get("name", ""), causes)
         is_crd = info.group == CRD_GROUP and info.kind == "CustomResourceDefinition"
@@ -345,15 +352,18 @@ class RESTStorage:
             if not generate or attempt == 7:
                 raise errors.already_exists(info.plural, info.group, name)
             meta["name"] = _generate_name(meta["generateName"])
-        if dry_run:
-            return Entry(obj, orjson.dumps(obj), 0)
         if info.kind == "Service" and not info.group:
             self._allocate_service(info, obj)
+            if dry_run:  # a dry run shows the addresses it would get, and keeps none
+                self.services.release(obj)
+                return Entry(obj, orjson.dumps(obj), 0)
             try:
                 return await self.store.write(rs, key, obj, None)
             except BaseException:
                 self.services.release(obj)
                 raise
+        if dry_run:
+            return Entry(obj, orjson.dumps(obj), 0)
         entry = await self.store.write(rs, key, obj, None)
         if is_crd:
             self._crd_changed(entry.obj)
@@ -432,6 +442,19 @@ class RESTStorage:
             alloc.load(e.obj for e in rs.items.values())
         return alloc
 
+    def _nameless_service(self, obj: dict[str, Any]) -> None:
+        """A Service without a name fails where kube-apiserver allocates its address (before
+        validation): the IPAddress object it creates for it needs the Service's name."""
+        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        assert isinstance(spec, dict)
+        if spec.get("type") == "ExternalName" or spec.get("clusterIP") == "None":
+            return
+        ip = spec.get("clusterIP") or self._service_allocator().peek_ip() or ""
+        raise errors.invalid("Service", "", "", [{
+            "reason": "FieldValueInvalid", "field": "spec.clusterIPs",
+            "message": f'Invalid value: [""]: failed to allocate IP: IPAddress.networking.k8s.io '
+                       f'"{ip}" is invalid: spec.parentRef.name: Required value'}])
+
     def _allocate_service(self, info: ResourceInfo, obj: dict[str, Any]) -> None:
         causes = self._service_allocator().allocate(obj)
         if causes:
@@ -441,7 +464,9 @@ class RESTStorage:
     # -- update / patch -------------------------------------------------------
 
     async def update(self, info: ResourceInfo, namespace: str, name: str, obj: dict[str, Any],
-                     subresource: str = "", dry_run: bool = False) -> tuple[int, Entry]:
+                     subresource: str = "", dry_run: bool = False,
+                     validate: UpdateValidator | None = None,
+                     create_validate: CreateValidator | None = None) -> tuple[int, Entry]:
         meta = _check_body_meta(info, obj, namespace, self.registry)
         body_name = meta.get("name")
         if body_name and body_name != name:
@@ -456,7 +481,7 @@ class RESTStorage:
             if info.kind in _CREATE_ON_UPDATE and not subresource:
                 if meta.get("resourceVersion"):
                     raise errors.not_found(info.plural, info.group, name)
-                created = await self.create(info, namespace, obj, dry_run)
+                created = await self.create(info, namespace, obj, dry_run, create_validate)
                 return 201, created
             raise errors.not_found(info.plural, info.group, name)
         body_rv = meta.get("resourceVersion")
@@ -467,11 +492,11 @@ class RESTStorage:
             # Upstream names the resource (not the kind) in this one message.
             raise errors.invalid(info.plural, info.group, name, [{
                 "reason": "FieldValueInvalid",
-                "message": 'Invalid value: 0x0: must be specified for an update',
+                "message": "Invalid value: 0: must be specified for an update",
                 "field": "metadata.resourceVersion",
             }])
         return 200, await self._commit_update(info, rs, key, name, obj, current, subresource,
-                                              dry_run)
+                                              dry_run, validate)
 
     async def patch(self, info: ResourceInfo, namespace: str, name: str, content_type: str,
                     body: bytes, subresource: str = "", dry_run: bool = False,
@@ -509,6 +534,12 @@ class RESTStorage:
         patched_rv = meta.get("resourceVersion")
         if patched_rv and patched_rv != str(current.rv):
             raise errors.conflict(info.plural, info.group, name, errors.OPTIMISTIC_LOCK_MSG)
+        if not patched_rv and info.require_resource_version_on_update:
+            # the patch took the resourceVersion away (a `$patch: replace` of metadata)
+            raise errors.invalid(info.plural, info.group, name, [{
+                "reason": "FieldValueInvalid",
+                "message": "Invalid value: 0: must be specified for an update",
+                "field": "metadata.resourceVersion"}])
         patched["apiVersion"] = info.api_version
         patched["kind"] = info.kind
         return await self._commit_update(info, rs, key, name, patched, current, subresource,
@@ -516,7 +547,7 @@ class RESTStorage:
 
     async def _commit_update(self, info: ResourceInfo, rs: ResourceStore, key: str, name: str,
                              obj: dict[str, Any], current: Entry, subresource: str,
-                             dry_run: bool) -> Entry:
+                             dry_run: bool, validate: UpdateValidator | None = None) -> Entry:
         old = current.obj  # read-only: shared with a pending write, or freshly parsed
         crv = self.custom.get(info)
         uid = (obj.get("metadata") or {}).get("uid")
@@ -547,7 +578,8 @@ class RESTStorage:
                 }])
         strategy.apply_defaults(info, new, create=False, crv=crv)
         admission.admit(info, new, old, subresource)
-        causes = strategy.validate_update(info, new, old, subresource, crv)
+        causes = (validate(new, old) if validate is not None
+                  else strategy.validate_update(info, new, old, subresource, crv))
         if causes:
             raise errors.invalid(info.kind, info.group, name, causes)
         is_crd = info.group == CRD_GROUP and info.kind == "CustomResourceDefinition"
@@ -595,6 +627,18 @@ class RESTStorage:
         new = current.copy()
         new_meta = new["metadata"]
         meta = dict(new_meta)
+        if info.kind == "Namespace" and not info.group:
+            # The namespace registry checks them itself, in the storage's words.
+            if opts.precondition_uid is not None and opts.precondition_uid != meta.get("uid"):
+                raise errors.conflict(
+                    info.plural, "", name,
+                    f"Precondition failed: UID in precondition: {opts.precondition_uid}, "
+                    f"UID in object meta: {meta.get('uid')}")
+            if opts.precondition_rv is not None and opts.precondition_rv != str(current.rv):
+                raise errors.conflict(
+                    info.plural, "", name,
+                    f"Precondition failed: ResourceVersion in precondition: "
+                    f"{opts.precondition_rv}, ResourceVersion in object meta: {current.rv}")
         # BeforeDelete checks the preconditions first (naming the kind, not the resource).
         if opts.precondition_uid is not None and opts.precondition_uid != meta.get("uid"):
             raise errors.conflict(
@@ -705,23 +749,24 @@ class RESTStorage:
 
     async def delete_collection(self, info: ResourceInfo, namespace: str, list_opts: ListOptions,
                                 opts: DeleteOptions) -> builtins.list[Entry]:
+        """Delete every object the list selects; returns them as listed."""
         rs = self.rs(info)
         ns = namespace if info.namespaced else ""
         flt = self.build_filter(info, "", list_opts)
         targets: builtins.list[tuple[str, str]] = []
+        listed: builtins.list[Entry] = []
         for k in builtins.list(rs.keys_in(rs.sorted_keys(), ns)):
             e = rs.items.get(k)
             if e is None or (flt is not None and not flt(k, e)):
                 continue
             obj_ns, _, obj_name = k.rpartition("/")
             targets.append((obj_ns, obj_name))
-        out: builtins.list[Entry] = []
+            listed.append(e)
         gone: builtins.list[bool] = []
 
         async def one(target: tuple[str, str]) -> None:
             try:
-                _, entry = await self.delete(info, target[0], target[1], opts)
-                out.append(entry)
+                await self.delete(info, target[0], target[1], opts)
             except StatusError as exc:
                 if exc.code != 404:  # deleted meanwhile: that is what was asked
                     raise
@@ -735,7 +780,9 @@ class RESTStorage:
             # answer once it is committed, so a LIST right after (the namespace
             # controller's check) no longer shows the object.
             await self.store.settle()
-        return out
+        # kube-apiserver answers with the list it deleted from, as listed (not the
+        # objects' states after their deletes)
+        return listed
 
 
 # -- helpers ------------------------------------------------------------------------
@@ -757,7 +804,7 @@ _INTERNAL_PACKAGE = {"": "core", "events.k8s.io": "core", "coordination.k8s.io":
                      "apiextensions.k8s.io": "apiextensions"}
 
 
-def _type_meta_error(info: ResourceInfo, api_version: str, kind: str,
+def type_meta_error(info: ResourceInfo, api_version: str, kind: str,
                      registry: ResourceRegistry | None) -> StatusError:
     """kube-apiserver's decode error for a body of another kind or version than the URL's."""
     group, _, version = api_version.rpartition("/")
@@ -778,7 +825,7 @@ def _check_body_meta(info: ResourceInfo, obj: dict[str, Any], namespace: str,
     api_version = obj.get("apiVersion")
     kind = obj.get("kind")
     if (api_version and api_version != info.api_version) or (kind and kind != info.kind):
-        raise _type_meta_error(info, str(api_version or info.api_version),
+        raise type_meta_error(info, str(api_version or info.api_version),
                                str(kind or info.kind), registry)
     _canonical_order(obj, info)
     meta = obj.get("metadata")

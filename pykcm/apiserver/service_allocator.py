@@ -112,6 +112,14 @@ class ServiceAllocator:
             self.note(svc)
         return causes
 
+    def peek_ip(self) -> str | None:
+        """The address the next allocation would take (nothing is reserved)."""
+        saved = self._next_ip
+        try:
+            return self._free_ip()
+        finally:
+            self._next_ip = saved
+
     def _free_ip(self) -> str | None:
         size = self.net.num_addresses
         base = int(self.net.network_address)

@@ -89,6 +89,15 @@ def validate_update(
     return _as_status_causes(_validation.validate_update(info.kind, new, old))
 
 
+def validate_event_v1_create(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """Validation of an Event created through events.k8s.io/v1 (stricter than core/v1)."""
+    return _as_status_causes(_validation.validate_event_v1_create(obj))
+
+
+def validate_event_v1_update(new: dict[str, Any], old: dict[str, Any]) -> list[dict[str, Any]]:
+    return _as_status_causes(_validation.validate_event_v1_update(new, old))
+
+
 _BUILTIN_GROUPS = frozenset({"", "apps", "batch", "coordination.k8s.io"})
 
 # Metadata the system owns: a write can never change it (BeforeUpdate).

@@ -477,22 +477,23 @@ _POD_TEMPLATE_COLUMNS: Final = (
 _REPLICA_SET_COLUMNS: Final = (
     _NAME_COL,
     _col("Desired", "integer",
-         "Replicas is the number of desired replicas. This is a pointer to distinguish between "
+         "Replicas is the number of desired pods. This is a pointer to distinguish between "
          "explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/"
-         "concepts/workloads/controllers/replicationcontroller/#what-is-a-replicationcontroller"),
+         "concepts/workloads/controllers/replicaset"),
     _col("Current", "integer",
-         "Replicas is the most recently observed number of replicas. More info: "
-         "https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/"
-         "#what-is-a-replicationcontroller"),
-    _col("Ready", "integer", "The number of ready replicas for this replica set."),
+         "Replicas is the most recently observed number of non-terminating pods. More info: "
+         "https://kubernetes.io/docs/concepts/workloads/controllers/replicaset"),
+    _col("Ready", "integer",
+         "The number of non-terminating pods targeted by this ReplicaSet with a Ready "
+         "Condition."),
     _AGE_COL,
     _col("Containers", "string", _D_CONTAINERS, priority=1),
     _col("Images", "string", _D_IMAGES, priority=1),
     _col("Selector", "string",
-         "Selector is a label query over pods that should match the replica count. If the "
-         "selector is empty, it is defaulted to the labels present on the pod template. Label "
+         "Selector is a label query over pods that should match the replica count. Label "
          "keys and values that must match in order to be controlled by this replica set. "
-         "More info: " + _D_LABEL_SELECTORS_URL, priority=1),
+         "It must match the pod template's labels. More info: " + _D_LABEL_SELECTORS_URL,
+         priority=1),
 )
 
 _DAEMON_SET_COLUMNS: Final = (
@@ -506,8 +507,8 @@ _DAEMON_SET_COLUMNS: Final = (
          "the daemon pod. More info: "
          "https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/"),
     _col("Ready", "integer",
-         "The number of nodes that should be running the daemon pod and have one or more of "
-         "the daemon pod running and ready."),
+         "numberReady is the number of nodes that should be running the daemon pod and have "
+         "one or more of the daemon pod running with a Ready Condition."),
     _col("Up-to-date", "integer",
          "The total number of nodes that are running updated daemon pod"),
     _col("Available", "integer",
@@ -522,7 +523,7 @@ _DAEMON_SET_COLUMNS: Final = (
     _col("Images", "string", _D_IMAGES, priority=1),
     _col("Selector", "string",
          "A label query over pods that are managed by the daemon set. Must match in order to "
-         "be controlled. If empty, defaulted to labels on Pod template. More info: "
+         "be controlled. It must match the pod template's labels. More info: "
          + _D_LABEL_SELECTORS_URL, priority=1),
 )
 
@@ -728,17 +729,18 @@ _DEPLOYMENT_COLUMNS: Final = (
     _NAME_COL,
     _col("Ready", "string", _D_READY_PODS),
     _col("Up-to-date", "string",
-         "Total number of non-terminated pods targeted by this deployment that have the "
+         "Total number of non-terminating pods targeted by this deployment that have the "
          "desired template spec."),
     _col("Available", "string",
-         "Total number of available pods (ready for at least minReadySeconds) targeted by "
-         "this deployment."),
+         "Total number of available non-terminating pods (ready for at least "
+         "minReadySeconds) targeted by this deployment."),
     _AGE_COL,
     _col("Containers", "string", _D_CONTAINERS, priority=1),
     _col("Images", "string", _D_IMAGES, priority=1),
     _col("Selector", "string",
          "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be "
-         "the ones affected by this deployment.", priority=1),
+         "the ones affected by this deployment. It must match the pod template's labels.",
+         priority=1),
 )
 
 _CONFIG_MAP_COLUMNS: Final = (
@@ -1390,6 +1392,30 @@ def column_definitions(kind: str, group: str) -> list[dict[str, Any]]:
 
 # --- the Table ------------------------------------------------------------------
 
+def _internal_metadata(group: str, kind: str, meta: Any) -> Mapping[str, Any]:
+    """An object's metadata as the table converter sees it: the internal object's.
+
+    The apps/v1 DaemonSet's template-generation annotation is a spec field inside
+    kube-apiserver, so PartialObjectMetadata rows do not show it.
+    """
+    if not isinstance(meta, Mapping):
+        return {}
+    if kind == "DaemonSet" and group == "apps":
+        ann = meta.get("annotations")
+        if isinstance(ann, Mapping) and _DS_TEMPLATE_GENERATION in ann:
+            out = dict(meta)
+            rest = {k: v for k, v in ann.items() if k != _DS_TEMPLATE_GENERATION}
+            if rest:
+                out["annotations"] = rest
+            else:
+                del out["annotations"]
+            return out
+    return meta
+
+
+_DS_TEMPLATE_GENERATION: Final = "deprecated.daemonset.template.generation"
+
+
 def table(
     kind: str,
     group: str,
@@ -1440,8 +1466,7 @@ def table(
             row["object"] = {
                 "kind": "PartialObjectMetadata",
                 "apiVersion": api_version,
-                "metadata": obj.get("metadata") if isinstance(obj.get("metadata"), Mapping)
-                else {},
+                "metadata": _internal_metadata(group, kind, obj.get("metadata")),
             }
         elif include_object == "Object":
             row["object"] = obj

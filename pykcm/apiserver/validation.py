@@ -19,6 +19,7 @@ server's and is not checked here.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import re
@@ -50,7 +51,6 @@ from pykcm.api.validation import (
     is_valid_percent,
     is_valid_port_name,
     is_valid_port_num,
-    name_is_dns1035_label,
     name_is_dns_label,
     name_is_dns_subdomain,
     not_found,
@@ -1384,7 +1384,8 @@ def _update_pod(new: Obj, old: Obj) -> list[Cause]:
 
 
 def _validate_service(obj: Obj) -> list[Cause]:
-    return _validate_meta("Service", obj, name_is_dns1035_label) + _service_body(obj)
+    # v1.36 (RelaxedServiceNameValidation): a Service name is an RFC 1123 label
+    return _validate_meta("Service", obj, name_is_dns_label) + _service_body(obj)
 
 
 def _service_body(obj: Obj) -> list[Cause]:
@@ -1757,6 +1758,64 @@ def _event_body(obj: Obj) -> list[Cause]:
         if len(_str(obj.get("message"))) > 1024:
             errs.append(invalid("message", "", "can have at most 1024 characters"))
     errs.extend(invalid("namespace", namespace, m) for m in is_dns1123_subdomain(namespace))
+    return errs
+
+
+def _v1_event_body(obj: Obj) -> list[Cause]:
+    """legacyValidateEvent as an events.k8s.io request sees it: the reporter's field is
+    named reportingController there."""
+    out = []
+    for e in _event_body(obj):
+        if e.field == "reportingComponent":
+            e = dataclasses.replace(e, field="reportingController")
+        out.append(e)
+    return out
+
+
+def validate_event_v1_create(obj: Obj) -> list[Cause]:
+    """The strict checks an Event created through events.k8s.io/v1 gets on top of the
+    legacy ones (ValidateEventCreate); `obj` is the core/v1 form it is stored in."""
+    errs = _v1_event_body(obj)
+    errs += validate_object_meta(obj.get("metadata"), namespaced=True,
+                                 name_validator=name_is_dns_subdomain)
+    series = obj.get("series")
+    if isinstance(series, dict):
+        if (_int(series.get("count")) or 0) < 2:
+            errs.append(invalid("series.count", "", "should be at least 2"))
+        if not series.get("lastObservedTime"):
+            errs.append(required("series.lastObservedTime"))
+    if not obj.get("eventTime"):
+        errs.append(required("eventTime"))
+    etype = _str(obj.get("type"))
+    if etype not in ("Normal", "Warning"):
+        errs.append(invalid("type", "", f"has invalid value: {etype}"))
+    for key in ("firstTimestamp", "lastTimestamp"):
+        if obj.get(key):
+            errs.append(invalid(key, "", "needs to be unset"))
+    if _int(obj.get("count")):
+        errs.append(invalid("count", "", "needs to be unset"))
+    source = _m(obj.get("source"))
+    if source.get("component") or source.get("host"):
+        errs.append(invalid("source", "", "needs to be unset"))
+    return errs
+
+
+# (stored core/v1 field, the path ValidateEventUpdate names) of what may not change
+_V1_EVENT_IMMUTABLE: Final = (
+    ("involvedObject", "involvedObject"), ("reason", "reason"), ("message", "message"),
+    ("source", "source"), ("firstTimestamp", "firstTimestamp"),
+    ("lastTimestamp", "lastTimestamp"), ("count", "count"), ("reason", "reason"),
+    ("type", "type"), ("eventTime", "eventTime"), ("action", "action"),
+    ("related", "related"), ("reportingComponent", "reportingController"),
+    ("reportingInstance", "reportingInstance"))
+
+
+def validate_event_v1_update(new: Obj, old: Obj) -> list[Cause]:
+    """ValidateEventUpdate for events.k8s.io/v1: what an Event's reporter wrote is fixed."""
+    errs = _v1_event_body(new)
+    errs += validate_object_meta_update(new.get("metadata"), old.get("metadata"))
+    for key, path in _V1_EVENT_IMMUTABLE:
+        errs += _immutable(new.get(key), old.get(key), path)
     return errs
 
 

@@ -345,12 +345,19 @@ def test_events_k8s_io_is_a_view_of_core_events(api: Api) -> None:
     assert core["reportingComponent"] == "me/ctl"
     code, lst = api.get(view)
     assert lst["kind"] == "EventList" and lst["items"][0]["regarding"]["kind"] == "Pod"
-    code, patched = api.patch(f"{view}/e1", {"note": "changed"})
-    assert code == 200 and patched["note"] == "changed"
-    assert api.get(f"/api/v1/namespaces/{ns}/events/e1")[1]["message"] == "changed"
+    # what the reporter wrote is fixed through events.k8s.io (ValidateEventUpdate)
+    code, err = api.patch(f"{view}/e1", {"note": "changed"})
+    assert code == 422 and err["details"]["causes"][0]["field"] == "message"
+    code, patched = api.patch(f"{view}/e1", {"metadata": {"labels": {"seen": "yes"}}})
+    assert code == 200 and patched["metadata"]["labels"] == {"seen": "yes"}
+    assert api.get(f"/api/v1/namespaces/{ns}/events/e1")[1]["metadata"]["labels"] == {
+        "seen": "yes"}
     evs = api.watch(view, {"resourceVersion": "0"}, max_events=1)
     assert evs[0]["object"]["apiVersion"] == "events.k8s.io/v1"
-    assert evs[0]["object"]["note"] == "changed"
+    assert evs[0]["object"]["note"] == "all good"
+    code, err = api.get(f"{view}/missing")
+    assert code == 404 and err["message"] == 'events.events.k8s.io "missing" not found'
+    assert err["details"]["group"] == "events.k8s.io"
     code, _ = api.delete(f"{view}/e1")
     assert code == 200 and api.get(f"/api/v1/namespaces/{ns}/events/e1")[0] == 404
 

@@ -487,8 +487,11 @@ def service(**spec: Any) -> Obj:
 def test_service_create() -> None:
     assert _create("Service", service()) == []
     obj = service()
-    obj["metadata"]["name"] = "1web"
-    assert _create("Service", obj)[0].startswith('metadata.name: Invalid value: "1web": a DNS-1035')
+    obj["metadata"]["name"] = "1web"  # v1.36: an RFC 1123 label, a leading digit is fine
+    assert _create("Service", obj) == []
+    obj["metadata"]["name"] = "Web_1"
+    assert _create("Service", obj)[0].startswith(
+        'metadata.name: Invalid value: "Web_1": a lowercase RFC 1123 label')
     assert _create("Service", service(ports=[])) == ["spec.ports: Required value"]
     assert _create("Service", service(clusterIP="None", ports=[])) == []
     # targetPort defaults to the (invalid) port, so both are reported, as upstream.
