@@ -24,7 +24,7 @@ Data flow
         │    "(combined from similar events): ..." event
         │ 2. EventLogger: LRU (4096) of identical events → same name,
         │    count + 1, strategic merge patch {count, lastTimestamp, message}
-        │ 3. EventSourceObjectSpamFilter: token bucket per source+object
+        │ 3. EventSourceObjectSpamFilter: token bucket per source+object+type
         │    (burst 25, 1 token per 5 min) → skip
         ▼
     write: PATCH the existing Event (NotFound → POST it instead) or POST a new one;
@@ -145,11 +145,12 @@ def _event_key(ev: Mapping[str, Any]) -> str:
 
 
 def _spam_key(ev: Mapping[str, Any]) -> str:
-    """client-go getSpamKey: source + involved object."""
+    """client-go getSpamKey: source + involved object + event type (Normal and Warning
+    events of one object have a token bucket each)."""
     s, o = _src(ev), _obj(ev)
     return "".join(str(x or "") for x in (
         s.get("component"), s.get("host"), o.get("kind"), o.get("namespace"), o.get("name"),
-        o.get("uid"), o.get("apiVersion")))
+        o.get("uid"), o.get("apiVersion"), ev.get("type")))
 
 
 def _aggregate_keys(ev: Mapping[str, Any]) -> tuple[str, str]:
@@ -185,7 +186,7 @@ class _TokenBucket:
 
 
 class EventSourceObjectSpamFilter:
-    """Drops events once a source+object has spent its token bucket."""
+    """Drops events once a source+object+type has spent its token bucket."""
 
     def __init__(self, *, burst: int = DEFAULT_SPAM_BURST, qps: float = DEFAULT_SPAM_QPS,
                  cache_size: int = MAX_LRU_CACHE_ENTRIES, clock: Clock = time.time) -> None:

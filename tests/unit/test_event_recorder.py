@@ -152,6 +152,22 @@ async def test_spam_filter_drops_beyond_burst() -> None:
     assert names == ["R", "Ry"]
 
 
+async def test_spam_filter_has_a_bucket_per_event_type() -> None:
+    """client-go's getSpamKey ends with the event type: a Warning still gets out after the
+    object's 25 Normal events (the differential test job-event-spam-filter: the Job's
+    BackoffLimitExceeded after 30 SuccessfulCreate)."""
+    c = FakeClient()
+    b = await _run(c, correlator=EventCorrelator(clock=lambda: 1000.0))
+    r = b.new_recorder("c")
+    for i in range(26):
+        r.event(POD, "Normal", f"R{i}", "m")
+    for i in range(26):
+        r.event(POD, "Warning", f"W{i}", "m")
+    await b.shutdown()
+    reasons = [call[3]["reason"] for call in c.calls]
+    assert reasons == [f"R{i}" for i in range(25)] + [f"W{i}" for i in range(25)]
+
+
 async def test_aggregation_of_similar_events() -> None:
     c = FakeClient()
     b = await _run(c)
