@@ -16,11 +16,13 @@ from pykcm.client._discovery import NoResourceMatchError
 from pykcm.client.config import (
     Config,
     ConfigError,
+    WarningHandler,
     default_user_agent,
     kube_config_from_dict,
     load_config,
     load_incluster_config,
     load_kube_config,
+    no_warnings,
 )
 from pykcm.client.errors import (
     AlreadyExists,
@@ -110,6 +112,7 @@ __all__ = [
     "TooManyRequests",
     "Unauthorized",
     "UnsupportedMediaType",
+    "WarningHandler",
     "WatchEvent",
     "WatchStream",
     "WritesFenced",
@@ -139,6 +142,7 @@ __all__ = [
     "load_config",
     "load_incluster_config",
     "load_kube_config",
+    "no_warnings",
     "reason_for_error",
     "status_error_from",
     "suggests_client_delay",

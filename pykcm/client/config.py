@@ -16,6 +16,10 @@ every pod, and the `kubernetes` Service's address from the environment.
 
 Auth methods pykcm does not support (auth-provider plugins: oidc, gcp, azure)
 fail with a `ConfigError` naming them.
+
+A server's `Warning` headers (deprecated APIs, dropped fields) go to
+`Config.warning_handler`: logged by default, as client-go's `WarningLogger`;
+`no_warnings` drops them (client-go's `NoWarnings`).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import binascii
 import os
 import platform
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,17 +47,27 @@ __all__ = [
     "SERVICE_ACCOUNT_DIR",
     "Config",
     "ConfigError",
+    "WarningHandler",
     "default_user_agent",
     "kube_config_from_dict",
     "load_config",
     "load_incluster_config",
     "load_kube_config",
+    "no_warnings",
 ]
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 EXEC_EXTENSION_NAME = "client.authentication.k8s.io/exec"
 
 PathArg = str | os.PathLike[str]
+
+WarningHandler = Callable[[str], None]
+"""Takes the text of one ``Warning`` header of a server's answer (client-go's
+``rest.WarningHandler``)."""
+
+
+def no_warnings(message: str) -> None:
+    """A :data:`WarningHandler` that drops every warning (client-go's ``rest.NoWarnings``)."""
 
 
 class ConfigError(Exception):
@@ -115,6 +129,8 @@ class Config:
     backoff_max: float = 10.0
     # The namespace of the context (or the pod, in cluster).
     namespace: str = "default"
+    # What to do with the server's Warning headers (None: log each at WARNING level).
+    warning_handler: WarningHandler | None = None
 
     def __post_init__(self) -> None:
         host = self.host.strip()

@@ -304,7 +304,10 @@ class Client:
             if 200 <= status < 300:
                 if "Warning" in resp.headers:
                     for w in resp.headers.getall("Warning"):
-                        log.warning("server warning: %s", w)
+                        if cfg.warning_handler is None:
+                            log.warning("server warning: %s", w)
+                        else:
+                            cfg.warning_handler(w)
                 return resp
             try:
                 body = await resp.read()

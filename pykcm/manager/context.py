@@ -26,7 +26,11 @@ Data flow::
 Each controller's client has its own rate limiter (``--kube-api-qps`` /
 ``--kube-api-burst``), as upstream gives each controller its own rest.Config,
 so a busy controller cannot starve the others of API calls; its user agent
-names it, so the API server's logs and metrics tell controllers apart.
+names it, so the API server's logs and metrics tell controllers apart. The
+server's Warning headers are dropped (``no_warnings``), as kube-controller-manager
+silences client-go's: it watches APIs generically, deprecated ones included (the
+garbage collector's v1 Endpoints would otherwise log a deprecation warning per
+request against a real v1.33+ server).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pykcm.client import Client, Config, default_user_agent
+from pykcm.client import Client, Config, default_user_agent, no_warnings
 from pykcm.controller.event_recorder import EventBroadcaster, EventRecorder
 from pykcm.informers import SharedInformerFactory
 from pykcm.manager.options import ControllerManagerOptions
@@ -75,7 +79,8 @@ class ClientBuilder:
     def config(self, name: str, *, timeout: float | None = None) -> Config:
         """A copy of the manager's Config for ``name`` (user agent, qps, burst)."""
         cfg = dataclasses.replace(self._config, qps=self._qps, burst=self._burst,
-                                  user_agent=self.user_agent(name))
+                                  user_agent=self.user_agent(name),
+                                  warning_handler=no_warnings)
         if timeout is not None:
             cfg.timeout = timeout
         return cfg

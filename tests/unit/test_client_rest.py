@@ -28,6 +28,7 @@ from pykcm.client import (
     Unauthorized,
     WritesFenced,
     is_resource_expired,
+    no_warnings,
 )
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -307,6 +308,29 @@ async def test_headers_params_and_bodies(server: Server) -> None:
         "gracePeriodSeconds": 0, "preconditions": {"uid": "u1"}}
     assert r[5]["path"] == "/api/v1/nodes/n1"
     assert r[6]["path"] == "/api/v1/namespaces/ns/pods/system:weird name"
+
+
+async def test_server_warnings_go_to_the_warning_handler(
+        server: Server, caplog: pytest.LogCaptureFixture) -> None:
+    deprecated = '299 - "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 ' \
+                 'EndpointSlice"'
+
+    async def warn(request: web.Request) -> web.StreamResponse:
+        return web.json_response({"kind": "EndpointsList", "items": []},
+                                 headers={"Warning": deprecated})
+    server.handler = warn
+    # by default: logged, as client-go's WarningLogger
+    with caplog.at_level("WARNING", logger="pykcm.client"):
+        async with Client(cfg(server)) as c:
+            await c.list("endpoints", "ns")
+    assert [r.getMessage() for r in caplog.records] == [f"server warning: {deprecated}"]
+    caplog.clear()
+    seen: list[str] = []
+    async with Client(cfg(server, warning_handler=seen.append)) as c:
+        await c.list("endpoints", "ns")
+    async with Client(cfg(server, warning_handler=no_warnings)) as c:
+        await c.list("endpoints", "ns")
+    assert seen == [deprecated] and caplog.records == []
 
 
 async def test_namespace_required_for_namespaced_objects(server: Server) -> None:
