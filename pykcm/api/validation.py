@@ -676,17 +676,17 @@ def validate_annotations(annotations: Mapping[str, Any] | None, path: str) -> li
     return errs
 
 
-def _go_owner_ref(ref: Mapping[str, Any], addr: int) -> str:
-    def ptr(key: str, n: int) -> str:
-        return "(*bool)(nil)" if ref.get(key) is None else f"(*bool)(0xc{n:011x})"
-
-    return ("v1.OwnerReference{"
-            f"APIVersion:{go_quote(str(ref.get('apiVersion', '')))}, "
-            f"Kind:{go_quote(str(ref.get('kind', '')))}, "
-            f"Name:{go_quote(str(ref.get('name', '')))}, "
-            f"UID:{go_quote(str(ref.get('uid', '')))}, "
-            f"Controller:{ptr('controller', addr)}, "
-            f"BlockOwnerDeletion:{ptr('blockOwnerDeletion', addr + 8)}}}")
+def _json_owner_refs(refs: Sequence[Mapping[str, Any]]) -> str:
+    """The references as a field error shows a structured value: JSON, Go field order."""
+    out = []
+    for ref in refs:
+        r: dict[str, Any] = {k: str(ref.get(k) or "") for k in ("apiVersion", "kind", "name",
+                                                                 "uid")}
+        for k in ("controller", "blockOwnerDeletion"):  # pointers: omitted when nil
+            if ref.get(k) is not None:
+                r[k] = bool(ref[k])
+        out.append(r)
+    return json.dumps(out, separators=(",", ":"), ensure_ascii=False)
 
 
 def _owner_ref_string(ref: Mapping[str, Any]) -> str:
@@ -726,8 +726,7 @@ def validate_owner_references(refs: Sequence[Mapping[str, Any]] | None,
         if ref.get("controller") is True:
             current = f"{kind}/{ref.get('name', '')}"
             if first_controller:
-                rendered = GoValue("[]v1.OwnerReference{" + ", ".join(
-                    _go_owner_ref(r, 0x10000 + 0x10 * i) for i, r in enumerate(refs)) + "}")
+                rendered = GoValue(_json_owner_refs(refs))
                 errs.append(invalid(
                     path, rendered,
                     "Only one reference can have Controller set to true. Found \"true\" in "

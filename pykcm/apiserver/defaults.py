@@ -33,6 +33,7 @@ from typing import Any, Final, TypeGuard
 
 __all__ = [
     "apply_defaults",
+    "bad_quantity",
     "default_container",
     "default_pod_spec",
     "default_pod_template",
@@ -523,6 +524,12 @@ def pod_qos_class(spec: Mapping[str, Any]) -> str:
 def _default_pod(obj: Obj, create: bool) -> None:
     spec = _dict(obj, "spec")
     default_pod_spec(spec, is_pod=True)
+    status = obj.get("status")
+    if status.__class__ is dict:
+        # PodCondition's times are metav1.Time: Go writes null when unset
+        for cond in _dicts(status.get("conditions")):
+            cond.setdefault("lastProbeTime", None)
+            cond.setdefault("lastTransitionTime", None)
     if create:
         status = _dict(obj, "status")
         if not status.get("phase"):
@@ -912,3 +919,60 @@ def zero_object_fields(group: str, kind: str) -> tuple[dict[str, Any], dict[str,
 
     return (copy.deepcopy(_ZERO_FIELDS.get((group, kind), {})),
             dict(_ZERO_ANNOTATIONS.get((group, kind), {})))
+
+
+# --- quantities at decode time -----------------------------------------------------
+
+def _pod_spec_of(kind: str, obj: Mapping[str, Any]) -> Any:
+    spec = obj.get("spec")
+    if kind == "Pod":
+        return spec
+    if kind == "PodTemplate":
+        return (obj.get("template") or {}).get("spec") if isinstance(obj.get("template"),
+                                                                       dict) else None
+    if not isinstance(spec, dict):
+        return None
+    if kind == "CronJob":
+        jt = spec.get("jobTemplate")
+        spec = jt.get("spec") if isinstance(jt, dict) else None
+        if not isinstance(spec, dict):
+            return None
+    tmpl = spec.get("template")
+    return tmpl.get("spec") if isinstance(tmpl, dict) else None
+
+
+def _quantities(spec: Mapping[str, Any]) -> Iterable[Any]:
+    for field in ("containers", "initContainers", "ephemeralContainers"):
+        for c in _dicts(spec.get(field)):
+            res = c.get("resources")
+            if isinstance(res, dict):
+                for part in ("requests", "limits"):
+                    rl = res.get(part)
+                    if isinstance(rl, dict):
+                        yield from rl.values()
+    for field in ("overhead",):
+        rl = spec.get(field)
+        if isinstance(rl, dict):
+            yield from rl.values()
+    res = spec.get("resources")
+    if isinstance(res, dict):
+        for part in ("requests", "limits"):
+            rl = res.get(part)
+            if isinstance(rl, dict):
+                yield from rl.values()
+    for v in _dicts(spec.get("volumes")):
+        ed = v.get("emptyDir")
+        if isinstance(ed, dict) and ed.get("sizeLimit") is not None:
+            yield ed["sizeLimit"]
+
+
+def bad_quantity(kind: str, obj: Mapping[str, Any]) -> bool:
+    """Whether a resource quantity of the object's pod spec does not parse: Go rejects
+    the body while decoding it (before defaults or validation)."""
+    spec = _pod_spec_of(kind, obj)
+    if not isinstance(spec, dict):
+        return False
+    for q in _quantities(spec):
+        if isinstance(q, str) and parse_quantity(q) is None:
+            return True
+    return False

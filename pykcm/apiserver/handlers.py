@@ -29,6 +29,7 @@ from pykcm.api.protobuf import (
     is_k8s_protobuf,
 )
 from pykcm.api.resources import ResourceInfo, ResourceRegistry
+from pykcm.api.timestamps import format_time
 from pykcm.apiserver import defaults, errors, event_view, go_json, strategy, tables
 from pykcm.apiserver.custom_resources import json_path, set_json_path
 from pykcm.apiserver.discovery import Discovery
@@ -378,7 +379,9 @@ class APIHandlers:
             if sub == "binding":
                 body = await self._body(request, kind="Binding")
                 await self._bind(res, ns, info.name, body, dry)
-                return json_response(success_status({}), 201)
+                return json_response(orjson.dumps({
+                    "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                    "code": 201}), 201)
             if info.name and not sub:
                 raise errors.method_not_allowed(
                     "the server does not allow this method on the requested resource")
@@ -386,6 +389,7 @@ class APIHandlers:
                 raise errors.method_not_allowed(
                     "the server does not allow this method on the requested resource")
             body = _expect_object(await self._body(request, res))
+            _check_quantities(res, body)
             fv = self._field_validation(request, res, verb, sub)
             fv.check(body, from_body=True)
             entry = await rest.create(res, ns, body, dry)
@@ -393,6 +397,8 @@ class APIHandlers:
         if verb == "update":
             body = _expect_object(await self._body(
                 request, res, kind="Scale" if sub == "scale" else ""))
+            if sub != "scale":
+                _check_quantities(res, body)
             fv = self._field_validation(request, res, verb, sub)
             fv.check(body, from_body=True)
             if sub == "scale":
@@ -566,33 +572,57 @@ class APIHandlers:
     # -- subresources -------------------------------------------------------------
 
     async def _bind(self, res: ResourceInfo, ns: str, name: str, body: Any, dry: bool) -> None:
+        """pods/binding (BindingREST.Create): assign an unassigned pod to a node."""
         body = _expect_object(body)
-        target = body.get("target") or {}
+        meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+        assert isinstance(meta, dict)
+        if meta.get("name", "") != name:
+            raise errors.bad_request("name in URL does not match name in Binding object")
+        target = body.get("target") if isinstance(body.get("target"), dict) else {}
+        assert isinstance(target, dict)
         node = target.get("name")
         if not node:
-            raise errors.invalid("Binding", "", name, [{
-                "reason": "FieldValueRequired", "message": "Required value",
-                "field": "target.name"}])
+            # ValidatePodBinding's errors leave as a plain aggregate: a bare 500
+            raise errors.bare_internal("target.name: Required value")
         rs = self.rest.rs(res)
         key = object_key(ns, name)
         current = rs.current(key)
         if current is None:
             raise errors.not_found("pods", "", name)
         pod = current.copy()
-        if pod["metadata"].get("deletionTimestamp"):
+        pmeta = pod["metadata"]
+        if meta.get("uid") and meta["uid"] != pmeta.get("uid"):
             raise errors.conflict("pods", "", name,
-                                  f"pod {name} is being deleted, cannot be assigned to a host")
-        if (pod.get("spec") or {}).get("nodeName"):
-            raise errors.conflict(
-                "pods", "", name,
-                f"pod {name} is already assigned to node \"{pod['spec']['nodeName']}\"")
-        pod["spec"]["nodeName"] = node
+                                  f"Precondition failed: UID in precondition: {meta['uid']}, "
+                                  f"UID in object meta: {pmeta.get('uid')}")
+        if meta.get("resourceVersion") and meta["resourceVersion"] != str(current.rv):
+            raise errors.conflict("pods", "", name, errors.OPTIMISTIC_LOCK_MSG)
+        spec = pod.setdefault("spec", {})
+        why = ""
+        if pmeta.get("deletionTimestamp"):
+            why = f"pod {name} is being deleted, cannot be assigned to a host"
+        elif spec.get("nodeName"):
+            why = f'pod {name} is already assigned to node "{spec["nodeName"]}"'
+        elif spec.get("schedulingGates"):
+            why = f"pod {name} has non-empty .spec.schedulingGates"
+        if why:
+            raise errors.conflict("pods/binding", "", name, why)
+        spec["nodeName"] = node
         status = pod.setdefault("status", {})
-        conds = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
-        conds.append({"type": "PodScheduled", "status": "True",
-                      "lastProbeTime": None,
-                      "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                          time.gmtime(time.time()))})
+        status.pop("nominatedNodeName", None)  # ClearingNominatedNodeNameAfterBinding
+        for field in ("annotations", "labels"):  # the binding's are merged in
+            if isinstance(meta.get(field), dict) and meta[field]:
+                pmeta[field] = {**(pmeta.get(field) or {}), **meta[field]}
+        conds = status.get("conditions") or []
+        for c in conds:
+            if c.get("type") == "PodScheduled":
+                if c.get("status") != "True":
+                    c["status"] = "True"
+                    c["lastTransitionTime"] = format_time(time.time())
+                break
+        else:
+            conds.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                          "lastTransitionTime": format_time(time.time())})
         status["conditions"] = conds
         if dry:
             return
@@ -818,6 +848,17 @@ def _check_view_type(body: dict[str, Any], view: ResourceInfo,
     if (api_version and api_version != view.api_version) or (kind and kind != view.kind):
         raise type_meta_error(view, str(api_version or view.api_version),
                               str(kind or view.kind), registry)
+
+
+_QUANTITY_RE = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
+
+
+def _check_quantities(res: ResourceInfo, body: dict[str, Any]) -> None:
+    """A resource quantity that does not parse fails the decoding of the body (400)."""
+    if res.group in ("", "apps", "batch") and defaults.bad_quantity(res.kind, body):
+        raise errors.bad_request(
+            f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: '
+            f"quantities must match the regular expression '{_QUANTITY_RE}'")
 
 
 def _expect_object(body: Any) -> dict[str, Any]:

@@ -559,7 +559,14 @@ class RESTStorage:
                 "message": f'Invalid value: "{uid}": field is immutable',
                 "field": "metadata.uid",
             }])
+        # kube-apiserver defaults a body as it decodes it, and runs mutating admission
+        # before the strategy's PrepareForUpdate: the generation then compares defaulted specs.
+        strategy.apply_defaults(info, obj, create=False, crv=crv)
+        admission.admit(info, obj, old, subresource)
         new = strategy.prepare_for_update(info, obj, old, subresource, custom=crv is not None)
+        if info.kind == "Service" and not info.group and new is obj:
+            # the IP family fields follow the addresses the update kept (REST, not decoding)
+            strategy.apply_defaults(info, new, create=False, crv=crv)
         if new is not obj:
             # Status-style writes build the result from the stored object:
             # copy it so the stored dict is never mutated.
@@ -576,8 +583,6 @@ class RESTStorage:
                                f"being deleted, found new finalizers {_go_str_list(added)}",
                     "field": "metadata.finalizers",
                 }])
-        strategy.apply_defaults(info, new, create=False, crv=crv)
-        admission.admit(info, new, old, subresource)
         causes = (validate(new, old) if validate is not None
                   else strategy.validate_update(info, new, old, subresource, crv))
         if causes:

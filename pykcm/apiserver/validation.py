@@ -315,10 +315,30 @@ def _validate_env(env: list[Any], path: str) -> list[Cause]:
         elif not (name.isascii() and name.isprintable()) or "=" in name:
             errs.append(invalid(f"{path}[{i}].name", name, "a valid environment variable name "
                                 "must consist only of printable ASCII characters other than '='"))
-        if "valueFrom" in ev and ev["valueFrom"] is not None and ev.get("value"):
+        vf = ev.get("valueFrom")
+        if vf is not None and ev.get("value"):
             errs.append(invalid(f"{path}[{i}].valueFrom", "",
                                 "may not be specified when `value` is not empty"))
+        if vf.__class__ is dict and vf.get("fieldRef").__class__ is dict:
+            fp = _str(vf["fieldRef"].get("fieldPath"))
+            if fp and not _env_field_path_ok(fp):
+                errs.append(invalid(f"{path}[{i}].valueFrom.fieldRef.fieldPath", fp,
+                                    f"error converting fieldPath: field label not supported: {fp}"))
     return errs
+
+
+# The pod fields an env var may take its value from (the v1 Pod field label conversion).
+_ENV_FIELD_PATHS: Final = frozenset({
+    "metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels",
+    "metadata.annotations", "spec.nodeName", "spec.serviceAccountName", "status.hostIP",
+    "status.hostIPs", "status.podIP", "status.podIPs"})
+
+
+def _env_field_path_ok(fp: str) -> bool:
+    if fp in _ENV_FIELD_PATHS:
+        return True
+    # metadata.labels['key'] / metadata.annotations['key']
+    return re.fullmatch(r"metadata\.(labels|annotations)\['[^']*'\]", fp) is not None
 
 
 def _validate_volume_mounts(mounts: list[Any], volumes: set[str], path: str) -> list[Cause]:
@@ -420,6 +440,37 @@ def _validate_container_common(c: Mapping[str, Any], path: str, volumes: set[str
     resources = c.get("resources")
     if resources:
         errs.extend(_validate_resources(_m(resources), f"{path}.resources"))
+    sc = c.get("securityContext")
+    if sc.__class__ is dict:
+        errs.extend(_validate_security_context_ids(sc, f"{path}.securityContext"))
+    return errs
+
+
+def _validate_security_context_ids(sc: Mapping[str, Any], path: str) -> list[Cause]:
+    errs: list[Cause] = []
+    for key in ("runAsUser", "runAsGroup"):
+        v = sc.get(key)
+        if isinstance(v, int) and not 0 <= v <= MAX_INT32:
+            errs.append(invalid(f"{path}.{key}", v,
+                                f"must be between 0 and {MAX_INT32}, inclusive"))
+    return errs
+
+
+def _validate_host_ports(spec: Mapping[str, Any], path: str) -> list[Cause]:
+    """AccumulateUniqueHostPorts: a host port (protocol, IP, port) is used once per pod."""
+    errs: list[Cause] = []
+    seen: set[str] = set()
+    for field_name in ("containers", "initContainers"):
+        for ci, c in enumerate(_l(spec.get(field_name))):
+            for pi, port in enumerate(_l(_m(c).get("ports"))):
+                port = _m(port)
+                hport = _int(port.get("hostPort")) or 0
+                if not hport:
+                    continue
+                key = f"{_str(port.get('protocol'))}/{_str(port.get('hostIP'))}/{hport}"
+                if key in seen:
+                    errs.append(duplicate(f"{path}.{field_name}[{ci}].ports[{pi}].hostPort", key))
+                seen.add(key)
     return errs
 
 
@@ -459,6 +510,7 @@ def _validate_containers(spec: Mapping[str, Any], path: str, volumes: set[str]) 
                 if c.get(probe) is not None:
                     errs.append(forbidden(f"{ipath}.{probe}", "may not be set for init containers "
                                                               "without restartPolicy=Always"))
+    errs.extend(_validate_host_ports(spec, path))
     return errs
 
 

@@ -260,8 +260,9 @@ def test_owner_references() -> None:
     assert len(errs) == 1 and errs[0].field == "metadata.ownerReferences"
     assert errs[0].detail == ('Only one reference can have Controller set to true. Found "true" '
                               'in references for Deployment/a and Deployment/b')
+    # v1.36 renders the structured value as JSON (as kube-apiserver answers it)
     assert errs[0].value is not None and errs[0].value.startswith(
-        '[]v1.OwnerReference{v1.OwnerReference{APIVersion:"apps/v1", Kind:"Deployment"')
+        '[{"apiVersion":"apps/v1","kind":"Deployment","name":"a",')
     errs = validate_owner_references([{"apiVersion": "", "kind": "", "name": "", "uid": ""}])
     assert [c.error() for c in errs] == [
         'metadata.ownerReferences.apiVersion: Invalid value: "": version must not be empty',
