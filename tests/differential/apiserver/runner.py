@@ -66,7 +66,7 @@ TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 ACCEPTS = {"table": TABLE, "json": "application/json"}
 
 STEP_KEYS = {"req", "body", "raw", "type", "query", "headers", "accept", "save", "watch",
-             "status", "compare", "doc", "timeout"}
+             "status", "compare", "doc", "timeout", "retry"}
 CASE_KEYS = {"name", "doc", "steps", "namespace"}
 
 
@@ -90,6 +90,7 @@ class Step:
     status: int | None = None
     compare: bool = True
     timeout: float = 5.0
+    retry: float = 0.0  # seconds to repeat the request until it answers `status`
 
     @property
     def label(self) -> str:
@@ -142,7 +143,8 @@ def parse_step(d: Any, where: str) -> Step:
     return Step(method=method.upper(), path=path.strip(), body=d.get("body"), raw=d.get("raw"),
                 content_type=ctype, query=dict(d.get("query") or {}), headers=headers,
                 save=d.get("save"), watch=d.get("watch"), status=d.get("status"),
-                compare=d.get("compare", True), timeout=float(d.get("timeout", 5.0)))
+                compare=d.get("compare", True), timeout=float(d.get("timeout", 5.0)),
+                retry=float(d.get("retry", 0.0)))
 
 
 def parse_case(group: str, d: Any, where: str) -> Case:
@@ -271,6 +273,7 @@ class StepResult:
     warnings: list[str]
     body: Any  # parsed JSON, text, or for a watch the list of events read
     error: str = ""  # a transport error instead of an answer
+    generate_names: list[str] = field(default_factory=list)  # generateName values sent
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"code": self.code, "contentType": self.content_type,
@@ -426,6 +429,20 @@ def _cleanup(target: Target, paths: list[str]) -> None:
             pass
 
 
+def _generate_names(body: Any) -> list[str]:
+    out: list[str] = []
+    if isinstance(body, dict):
+        meta = body.get("metadata")
+        if isinstance(meta, dict) and isinstance(meta.get("generateName"), str):
+            out.append(meta["generateName"])
+        for x in body.values():
+            out.extend(_generate_names(x))
+    elif isinstance(body, list):
+        for x in body:
+            out.extend(_generate_names(x))
+    return out
+
+
 def run_case(case: Case, target: Target, run: str) -> list[StepResult]:
     ns, name = case_ids(case, run)
     v = Vars(ns, name, run)
@@ -436,6 +453,12 @@ def run_case(case: Case, target: Target, run: str) -> list[StepResult]:
     try:
         for step in case.steps:
             res = send(target, step, v)
+            res.generate_names = _generate_names(v.expand(step.body))
+            deadline = time.monotonic() + step.retry
+            # e.g. a new CRD's resources: served a moment after it is Established
+            while step.retry and res.code != step.status and time.monotonic() < deadline:
+                time.sleep(0.1)
+                res = send(target, step, v)
             out.append(res)
             if step.save:
                 v.saved[step.save] = res.body
@@ -465,6 +488,7 @@ class Masks:
 
     uids: dict[str, str] = field(default_factory=dict)
     generated: dict[str, str] = field(default_factory=dict)
+    prefixes: re.Pattern[str] | None = None  # generateName values the case sent
 
     def uid(self, u: str) -> str:
         if u not in self.uids:
@@ -477,6 +501,8 @@ class Masks:
         for real, masked in self.generated.items():
             if real in s:
                 s = s.replace(real, masked)
+        if self.prefixes is not None:
+            s = self.prefixes.sub(lambda mm: mm.group(1) + "<rand>", s)
         if _UUID.search(s):
             s = _UUID.sub(lambda m: self.uid(m.group(0)), s)
         return s
@@ -554,6 +580,11 @@ def normalize(results: list[StepResult]) -> list[dict[str, Any]]:
     gen: dict[str, str] = {}
     _collect_generated([r["body"] for r in raw], gen)
     m.generated = dict(sorted(gen.items(), key=lambda kv: -len(kv[0])))
+    prefixes = sorted({p[:58] for r in results for p in r.generate_names if p}, key=len,
+                      reverse=True)
+    if prefixes:
+        m.prefixes = re.compile("(" + "|".join(re.escape(p) for p in prefixes)
+                                + ")[bcdfghjklmnpqrstvwxz2456789]{5}")
     out = []
     for r, res in zip(raw, results, strict=True):
         body = r["body"]
@@ -631,9 +662,15 @@ class AllowEntry:
     req: list[str]
     index: int
     used: int = 0
+    # a regex both differing values must contain (string values only)
+    match: re.Pattern[str] | None = None
 
     def matches(self, case_id: str, step: Step, d: Diff) -> bool:
         if not any(_glob(c).match(case_id) for c in self.cases):
+            return False
+        if self.match is not None and not (
+                isinstance(d.kube, str) and isinstance(d.pykcm, str)
+                and self.match.search(d.kube) and self.match.search(d.pykcm)):
             return False
         if self.req and not any(_glob(r).match(step.label) for r in self.req):
             return False
@@ -685,7 +722,8 @@ class Allowlist:
                      if "{obj}" in p or root == _OBJECT_ROOTS[0]]
             entries.append(AllowEntry(cases=_strs(e.get("cases", ["*"])), paths=paths,
                                       reason=str(e["reason"]).strip(), req=_strs(e.get("req", [])),
-                                      index=i + 1))
+                                      index=i + 1,
+                                      match=re.compile(e["match"]) if e.get("match") else None))
         return cls(entries)
 
     def explain(self, case_id: str, step: Step, d: Diff) -> AllowEntry | None:
