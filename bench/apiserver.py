@@ -19,15 +19,14 @@ every configuration:
 
 Configurations, each run --runs times (interleaved; the report gives medians):
 
-  pykcm-tls      `pykcm apiserver`, durable (fresh --data-dir), TLS
+  pykcm-tls      `pykcm apiserver`, durable (fresh --data-dir, fsync on every
+                 commit: its default), TLS
   kube           the real kube-apiserver v1.36.2 + etcd 3.6.13 (fsync on every
                  commit, etcd's default), from the kube-v1.36 kit; TLS (it has no
                  plain-HTTP port)
-  pykcm-http     pykcm durable over plain HTTP (--insecure-http): the server
-                 without TLS
-  kube-nofsync   the real server with etcd -unsafe-no-fsync: the durability of
-                 pykcm's store (group commit, SQLite WAL synchronous=NORMAL, no
-                 fsync per commit; pykcm has no fsync-per-commit mode)
+  pykcm-nofsync  pykcm durable with --unsafe-no-fsync (SQLite WAL synchronous=
+                 NORMAL: survives a killed process, not a power loss), TLS
+  kube-nofsync   the real server with etcd -unsafe-no-fsync: the same guarantee
   pykcm-mem      pykcm in-memory (no --data-dir), plain HTTP: creates + LIST only
 
 Server CPU is read from /proc (kube: kube-apiserver + etcd). Without the kit
@@ -239,9 +238,11 @@ FAIL = Failures()
 class ServerProc:
     """`pykcm apiserver` in a subprocess on an ephemeral port."""
 
-    def __init__(self, label: str, *, durable: bool, tls: bool, profile: str | None = None):
+    def __init__(self, label: str, *, durable: bool, tls: bool, profile: str | None = None,
+                 fsync: bool = True):
         self.label = label
         self.durable = durable
+        self.fsync = fsync
         self.tls = tls
         self.profile = profile
         self.work = tempfile.mkdtemp(prefix=f"pykcm-bench-{label}-")
@@ -263,6 +264,8 @@ class ServerProc:
             cmd += ["--data-dir", self.data_dir]
         if not self.tls:
             cmd.append("--insecure-http")
+        if self.data_dir and not self.fsync:
+            cmd.append("--unsafe-no-fsync")
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=err,
                                          stdin=subprocess.DEVNULL)
@@ -638,15 +641,16 @@ async def bench_deletecollection(c: Client) -> dict[str, Any]:
 # change in the machine's load spreads over all of them). "full": the whole workload;
 # otherwise creates and LIST only.
 CONFIGS: dict[str, dict[str, Any]] = {
-    "pykcm-tls": {"kind": "pykcm", "durable": True, "tls": True, "full": True},
+    "pykcm-tls": {"kind": "pykcm", "durable": True, "tls": True, "fsync": True, "full": True},
     "kube": {"kind": "kube", "fsync": True, "full": True},
-    "pykcm-http": {"kind": "pykcm", "durable": True, "tls": False, "full": True},
+    "pykcm-nofsync": {"kind": "pykcm", "durable": True, "tls": True, "fsync": False,
+                      "full": True},
     "kube-nofsync": {"kind": "kube", "fsync": False, "full": True},
     "pykcm-mem": {"kind": "pykcm", "durable": False, "tls": False, "full": False},
 }
 TITLES = {
-    "pykcm-tls": "pykcm (durable, TLS)",
-    "pykcm-http": "pykcm (durable, plain HTTP)",
+    "pykcm-tls": "pykcm (durable, fsync, TLS)",
+    "pykcm-nofsync": "pykcm (durable, --unsafe-no-fsync, TLS)",
     "pykcm-mem": "pykcm (in-memory, plain HTTP)",
     "kube": f"kube-apiserver {KUBE_VERSION} + etcd {ETCD_VERSION} (fsync)",
     "kube-nofsync": f"kube-apiserver {KUBE_VERSION} + etcd {ETCD_VERSION} (-unsafe-no-fsync)",
@@ -686,7 +690,8 @@ def make_server(label: str, cfg: dict[str, Any], kit: KubeKit | None,
     if cfg["kind"] == "kube":
         assert kit is not None
         return KubeServer(kit, label, fsync=cfg["fsync"])
-    return ServerProc(label, durable=cfg["durable"], tls=cfg["tls"], profile=profile)
+    return ServerProc(label, durable=cfg["durable"], tls=cfg["tls"], profile=profile,
+                      fsync=cfg.get("fsync", True))
 
 
 async def run_config(n: int, label: str, cfg: dict[str, Any], kit: KubeKit | None,
@@ -880,7 +885,7 @@ def report(args: argparse.Namespace, n: int, res: dict[str, list[dict[str, Any]]
     mf = {k: statistics.median(v) for k, rs in res.items()
           if (v := [r.get("managed_fields_bytes", 0) for r in rs if "error" not in r])}
     if any(mf.get(k) for k in ("kube", "kube-nofsync")) and not any(
-            mf.get(k) for k in ("pykcm-tls", "pykcm-http", "pykcm-mem")):
+            mf.get(k) for k in ("pykcm-tls", "pykcm-nofsync", "pykcm-mem")):
         kmf = mf.get("kube") or mf.get("kube-nofsync") or 0
         L.append("")
         L.append(f"Work that differs: kube-apiserver records `managedFields` (server-side "
@@ -891,20 +896,24 @@ def report(args: argparse.Namespace, n: int, res: dict[str, list[dict[str, Any]]
     have_nofsync = bool(res.get("kube-nofsync"))
     if have_kube or have_nofsync:
         L.append("")
-        L.append("Durability differs: kube-apiserver's etcd fsyncs its WAL on every commit (its "
-                 "default); pykcm's durable store group-commits to a SQLite log in WAL mode "
-                 "with synchronous=NORMAL, so no fsync per commit: an acknowledged write "
-                 "survives a killed process, not a power loss. pykcm has no fsync-per-commit "
-                 "mode, so " + ("the real server also ran with etcd `-unsafe-no-fsync` (the "
-                                "same guarantee as pykcm's): the \"same durability\" columns."
-                                if have_nofsync else "that pair was not run (--skip-nofsync).")
+        L.append("Durability, pair by pair: kube-apiserver's etcd fsyncs its WAL on every "
+                 "commit (its default) and pykcm's durable store fsyncs every group commit of "
+                 "its SQLite log (its default, synchronous=FULL): an acknowledged write "
+                 "survives a power loss on both. " + (
+                     "The second pair runs both without fsync (etcd `-unsafe-no-fsync`, pykcm "
+                     "`--unsafe-no-fsync`): an acknowledged write survives a killed process, "
+                     "not a power loss." if have_nofsync else
+                     "The pair without fsync was not run (--skip-nofsync).")
                  + " kube-apiserver serves TLS only, so pykcm is compared over TLS too.")
     L.append("")
     cols = ["metric", TITLES["pykcm-tls"]]
     if have_kube:
         cols += [TITLES["kube"], "pykcm ÷ kube"]
+    have_pnofsync = bool(res.get("pykcm-nofsync"))
+    if have_pnofsync:
+        cols.append(TITLES["pykcm-nofsync"])
     if have_nofsync:
-        cols += [TITLES["kube-nofsync"], "pykcm ÷ kube (same durability)"]
+        cols += [TITLES["kube-nofsync"], "pykcm ÷ kube (no fsync)"]
     cols.append("target (pykcm)")
     L.append("| " + " | ".join(cols) + " |")
     L.append("|---" * len(cols) + "|")
@@ -915,9 +924,13 @@ def report(args: argparse.Namespace, n: int, res: dict[str, list[dict[str, Any]]
         if have_kube:
             k, _ = median_of(res["kube"], get)
             cells += [fmt(k, unit), ratio(p, k, unit)]
+        p2 = None
+        if have_pnofsync:
+            p2, _ = median_of(res["pykcm-nofsync"], get)
+            cells.append(fmt(p2, unit))
         if have_nofsync:
             k2, _ = median_of(res["kube-nofsync"], get)
-            cells += [fmt(k2, unit), ratio(p, k2, unit)]
+            cells += [fmt(k2, unit), ratio(p2 if have_pnofsync else p, k2, unit)]
         cells.append(target_cell(tkey, p, unit))
         L.append("| " + " | ".join(cells) + " |")
     L.append("")
@@ -927,7 +940,7 @@ def report(args: argparse.Namespace, n: int, res: dict[str, list[dict[str, Any]]
         L.append("")
         L.append(f"⚠️ {kube_note}.")
     # pykcm's own configurations
-    own = [k for k in ("pykcm-tls", "pykcm-http", "pykcm-mem") if res.get(k)]
+    own = [k for k in ("pykcm-tls", "pykcm-nofsync", "pykcm-mem") if res.get(k)]
     if len(own) > 1:
         L.append("")
         L.append("pykcm's own configurations, same run (what TLS and durability cost it):")
@@ -1016,8 +1029,7 @@ async def main_async(args: argparse.Namespace) -> int:
         log(f"bench: {kube_note}")
     configs = [k for k, c in CONFIGS.items()
                if not (c["kind"] == "kube" and kit is None)
-               and not (k == "kube-nofsync" and args.skip_nofsync)
-               and not (k == "pykcm-http" and args.skip_http)
+               and not (k in ("kube-nofsync", "pykcm-nofsync") and args.skip_nofsync)
                and not (k == "pykcm-mem" and args.skip_memory)]
     res: dict[str, list[dict[str, Any]]] = {k: [] for k in configs}
     t0 = time.perf_counter()
@@ -1058,9 +1070,9 @@ def main() -> int:
     p.add_argument("--no-kube", action="store_true",
                    help="do not run the real kube-apiserver even if the kit is found")
     p.add_argument("--skip-nofsync", action="store_true",
-                   help="skip the real server with etcd -unsafe-no-fsync")
+                   help="skip the pair without fsync (etcd -unsafe-no-fsync, pykcm "
+                   "--unsafe-no-fsync)")
     p.add_argument("--skip-memory", action="store_true", help="skip pykcm in-memory")
-    p.add_argument("--skip-http", action="store_true", help="skip pykcm over plain HTTP")
     p.add_argument("--wait-idle", type=float, default=0, metavar="SECONDS",
                    help="first wait up to SECONDS for the machine to be idle (shared machines)")
     p.add_argument("--profile-server", metavar="FILE",
