@@ -117,13 +117,14 @@ def kube_kit(pytestconfig: pytest.Config) -> KubeKit:
 def kube_control_plane(kube_kit: KubeKit, tmp_path_factory: pytest.TempPathFactory
                        ) -> Iterator[ControlPlane]:
     """The real kube-apiserver + etcd v1.36 for the session (one per xdist worker), with the
-    real kube-controller-manager running only the controllers pykcm does not have."""
-    from pykcm.testing.upstream import support_controller_manager
+    real kube-controller-manager running every controller but the workload ones
+    (``WORKLOAD_CONTROLLERS``: tests run those themselves, pykcm's or the real ones)."""
+    from pykcm.testing.upstream import WORKLOAD_CONTROLLERS, support_controller_manager
 
     cp = kube_kit.control_plane(tmp_path_factory.mktemp("kube")).start()
     support = None
     try:
-        support = cp.support = support_controller_manager(cp).start()
+        support = cp.support = support_controller_manager(cp, WORKLOAD_CONTROLLERS).start()
         yield cp
     finally:
         if support is not None:

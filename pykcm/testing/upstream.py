@@ -54,6 +54,7 @@ from typing import IO, Any, Self
 
 __all__ = [
     "KIT_ENV",
+    "WORKLOAD_CONTROLLERS",
     "ControlPlane",
     "KitError",
     "KubeCluster",
@@ -395,10 +396,20 @@ def complement_controllers(pykcm_names: Iterable[str] | None = None) -> str:
     return ",".join(["*", *(f"-{n}" for n in sorted([*names, *FORK_ONLY_CONTROLLERS]))])
 
 
-def support_controller_manager(cp: ControlPlane) -> KubeControllerManager:
-    """The real kube-controller-manager running what pykcm lacks on a real control plane."""
+WORKLOAD_CONTROLLERS = ("cronjob-controller", "deployment-controller",
+                        "garbage-collector-controller", "job-controller", "namespace-controller",
+                        "replicaset-controller", "ttl-after-finished-controller")
+"""The controllers that act on what a test creates (workloads, deletion): a real API server
+shared by tests that run their own controllers in-process gets every other controller
+from the real kube-controller-manager (service accounts, node lifecycle, ...)."""
+
+
+def support_controller_manager(cp: ControlPlane, leave_out: Iterable[str] | None = None
+                               ) -> KubeControllerManager:
+    """The real kube-controller-manager running every controller but ``leave_out``
+    (default: every controller pykcm has, for a cluster where pykcm's manager runs them)."""
     return KubeControllerManager.for_control_plane(
-        cp, controllers=complement_controllers(), name="support-controller-manager",
+        cp, controllers=complement_controllers(leave_out), name="support-controller-manager",
         kube_api_qps=100, kube_api_burst=200)
 
 
