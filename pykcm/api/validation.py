@@ -146,41 +146,59 @@ def render_value(v: object) -> str:
     return json.dumps(v, separators=(",", ":"), sort_keys=False, default=str)
 
 
+def _json(v: object) -> GoValue:
+    return GoValue(json.dumps(v, separators=(",", ":"), ensure_ascii=False))
+
+
+# field.Error renders a structured bad value as its JSON encoding (v1.36: json.Marshal first,
+# String() or %#v only for what JSON cannot encode); Go sorts map keys.
+
 def go_string_map(m: Mapping[str, str] | None) -> GoValue:
-    """%#v of a map[string]string (keys sorted, as fmt prints maps)."""
+    """A map[string]string as a field error shows it: JSON, keys sorted; nil is null."""
     if m is None:
-        return GoValue("map[string]string(nil)")
-    inner = ", ".join(f"{go_quote(k)}:{go_quote(m[k])}" for k in sorted(m))
-    return GoValue("map[string]string{" + inner + "}")
+        return GoValue("null")
+    return _json({k: m[k] for k in sorted(m)})
 
 
 def go_string_slice(vals: Iterable[str] | None) -> GoValue:
-    """%#v of a []string."""
+    """A []string as a field error shows it: a JSON array; nil is null."""
     if vals is None:
-        return GoValue("[]string(nil)")
-    return GoValue("[]string{" + ", ".join(go_quote(v) for v in vals) + "}")
+        return GoValue("null")
+    return _json(list(vals))
+
+
+def go_sprintf_slice(vals: Iterable[str]) -> str:
+    """fmt's %#v of a []string, for messages that format one themselves."""
+    return "[]string{" + ", ".join(go_quote(v) for v in vals) + "}"
 
 
 def go_int_or_string(v: object) -> GoValue:
-    """intstr.IntOrString's String(): the int or the string, unquoted."""
+    """An intstr.IntOrString as a field error shows it: its JSON (a number or a string)."""
     if isinstance(v, bool) or v is None:
         return GoValue("0")
-    return GoValue(str(v))
+    if isinstance(v, int):
+        return GoValue(str(v))
+    return _json(str(v))
 
 
 def go_label_selector(sel: Mapping[str, Any] | None) -> GoValue:
-    """The protobuf String() of a *metav1.LabelSelector, as field errors print it."""
+    """A *metav1.LabelSelector as a field error shows it: its JSON (omitempty fields left
+    out); nil is null."""
     if sel is None:
         return GoValue("null")
+    out: dict[str, Any] = {}
     ml = sel.get("matchLabels") or {}
-    labels = "map[string]string{" + "".join(f"{k}: {ml[k]}," for k in sorted(ml)) + "}"
-    exprs = "".join(
-        f"LabelSelectorRequirement{{Key:{e.get('key', '')},Operator:{e.get('operator', '')},"
-        f"Values:[{' '.join(e.get('values') or [])}],}},"
-        for e in sel.get("matchExpressions") or []
-    )
-    return GoValue(f"&LabelSelector{{MatchLabels:{labels},"
-                   f"MatchExpressions:[]LabelSelectorRequirement{{{exprs}}},}}")
+    if ml:
+        out["matchLabels"] = {k: ml[k] for k in sorted(ml)}
+    exprs = []
+    for e in sel.get("matchExpressions") or []:
+        r: dict[str, Any] = {"key": e.get("key", ""), "operator": e.get("operator", "")}
+        if e.get("values"):
+            r["values"] = list(e["values"])
+        exprs.append(r)
+    if exprs:
+        out["matchExpressions"] = exprs
+    return _json(out)
 
 
 # --- field errors -------------------------------------------------------------
@@ -834,7 +852,7 @@ def validate_object_meta_update(new: Mapping[str, Any] | None, old: Mapping[str,
         if extra:
             errs.append(forbidden(f"{path}.finalizers",
                                   "no new finalizers can be added if the object is being deleted, "
-                                  f"found new finalizers {go_string_slice(extra)}"))
+                                  f"found new finalizers {go_sprintf_slice(extra)}"))
     ng, og = new.get("generation") or 0, old.get("generation") or 0
     if isinstance(ng, int) and isinstance(og, int) and ng < og:
         errs.append(invalid(f"{path}.generation", ng, "must not be decremented"))

@@ -554,7 +554,8 @@ class APIHandlers:
             return to_scale(res, obj)
         spec_path, status_path, selector_path = crv.scale_paths()
         scale = to_scale(res, {"metadata": obj["metadata"]})
-        scale["spec"]["replicas"] = json_path(obj, spec_path) or 0
+        replicas = json_path(obj, spec_path) or 0
+        scale["spec"] = {"replicas": replicas} if replicas else {}
         scale["status"] = {"replicas": json_path(obj, status_path) or 0}
         if selector_path:
             sel = json_path(obj, selector_path)
@@ -964,7 +965,8 @@ def to_scale(res: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
         "apiVersion": "autoscaling/v1",
         "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion",
                                           "creationTimestamp") if k in meta},
-        "spec": {"replicas": spec.get("replicas", 0)},
+        # ScaleSpec.replicas is omitempty, ScaleStatus.replicas is not
+        "spec": {"replicas": spec["replicas"]} if spec.get("replicas") else {},
         "status": out_status,
     }
 

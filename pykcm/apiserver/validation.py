@@ -884,7 +884,7 @@ def _create_statefulset(obj: Obj) -> list[Cause]:
 
 
 _STS_MUTABLE: Final = ("replicas", "template", "updateStrategy", "minReadySeconds", "ordinals",
-                       "persistentVolumeClaimRetentionPolicy")
+                       "persistentVolumeClaimRetentionPolicy", "revisionHistoryLimit")
 
 
 def _update_statefulset(new: Obj, old: Obj) -> list[Cause]:
@@ -897,6 +897,7 @@ def _update_statefulset(new: Obj, old: Obj) -> list[Cause]:
     if not _sem_eq(clone_new, clone_old):
         errs.append(forbidden("spec", "updates to statefulset spec for fields other than "
                                       "'replicas', 'ordinals', 'template', 'updateStrategy', "
+                                      "'revisionHistoryLimit', "
                                       "'persistentVolumeClaimRetentionPolicy' and "
                                       "'minReadySeconds' are forbidden"))
     return errs
@@ -919,9 +920,9 @@ def _update_daemonset(new: Obj, old: Obj) -> list[Cause]:
 
 def _create_controller_revision(obj: Obj) -> list[Cause]:
     errs = _validate_meta("ControllerRevision", obj)
+    errs.extend(_nonneg(obj, "revision", "revision"))
     if obj.get("data") is None:
         errs.append(required("data", "data is mandatory"))
-    errs.extend(_nonneg(obj, "revision", "revision"))
     return errs
 
 

@@ -63,7 +63,7 @@ def test_deployment_without_selector() -> None:
     causes = validate_create("Deployment", obj)
     assert format_invalid_message("Deployment", "web", causes) == (
         'Deployment.apps "web" is invalid: [spec.selector: Required value, '
-        'spec.template.metadata.labels: Invalid value: map[string]string{"app":"web"}: '
+        'spec.template.metadata.labels: Invalid value: {"app":"web"}: '
         '`selector` does not match template `labels`]')
     assert causes[0].to_status_cause() == {"reason": "FieldValueRequired",
                                            "message": "Required value", "field": "spec.selector"}
@@ -71,15 +71,14 @@ def test_deployment_without_selector() -> None:
 
 def test_deployment_empty_selector_and_mismatch() -> None:
     assert _create("Deployment", deployment(selector={})) == [
-        ("spec.selector: Invalid value: &LabelSelector{MatchLabels:map[string]string{},"
-        "MatchExpressions:[]LabelSelectorRequirement{},}: empty selector is invalid for deployment")]
+        "spec.selector: Invalid value: {}: empty selector is invalid for deployment"]
     assert _create("Deployment", deployment(selector={"matchLabels": {"app": "other"}})) == [
-        ('spec.template.metadata.labels: Invalid value: map[string]string{"app":"web"}: '
+        ('spec.template.metadata.labels: Invalid value: {"app":"web"}: '
         '`selector` does not match template `labels`')]
     no_labels = deployment()
     del no_labels["spec"]["template"]["metadata"]
     assert _create("Deployment", no_labels) == [
-        ("spec.template.metadata.labels: Invalid value: map[string]string(nil): "
+        ("spec.template.metadata.labels: Invalid value: null: "
         "`selector` does not match template `labels`")]
 
 
@@ -94,14 +93,14 @@ def test_deployment_spec_fields() -> None:
         "'Recreate'")]
     assert _create("Deployment", deployment(
         strategy={"rollingUpdate": {"maxSurge": 0, "maxUnavailable": "0%"}})) == [
-        ("spec.strategy.rollingUpdate.maxUnavailable: Invalid value: 0%: may not be 0 when "
-        "`maxSurge` is 0")]
+        ('spec.strategy.rollingUpdate.maxUnavailable: Invalid value: "0%": may not be 0 when '
+         "`maxSurge` is 0")]
     assert _create("Deployment", deployment(
         strategy={"rollingUpdate": {"maxUnavailable": "120%"}})) == [
-        ("spec.strategy.rollingUpdate.maxUnavailable: Invalid value: 120%: must not be greater "
+        ("spec.strategy.rollingUpdate.maxUnavailable: Invalid value: \"120%\": must not be greater "
         "than 100%")]
     errs = _create("Deployment", deployment(strategy={"rollingUpdate": {"maxSurge": "x"}}))
-    assert errs == [("spec.strategy.rollingUpdate.maxSurge: Invalid value: x: a valid percent "
+    assert errs == [("spec.strategy.rollingUpdate.maxSurge: Invalid value: \"x\": a valid percent "
                     "string must be a numeric string followed by an ending '%' (e.g. '1%',  or "
                     "'93%', regex used for validation is '[0-9]+%')")]
     assert _create("Deployment", deployment(strategy={"type": "Blue"})) == [
@@ -158,8 +157,7 @@ def test_deployment_selector_immutable() -> None:
     new["spec"]["selector"] = {"matchLabels": {"app": "web", "v": "2"}}
     new["spec"]["template"]["metadata"]["labels"]["v"] = "2"
     assert _update("Deployment", new, old) == [
-        ("spec.selector: Invalid value: &LabelSelector{MatchLabels:map[string]string{app: web,v: "
-        "2,},MatchExpressions:[]LabelSelectorRequirement{},}: field is immutable")]
+        'spec.selector: Invalid value: {"matchLabels":{"app":"web","v":"2"}}: field is immutable']
     scaled = copy.deepcopy(old)
     scaled["spec"]["replicas"] = 5
     scaled["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:1.26"
@@ -204,13 +202,14 @@ def test_statefulset_update() -> None:
     new = copy.deepcopy(old)
     new["spec"]["replicas"] = 3
     new["spec"]["updateStrategy"] = {"type": "OnDelete"}
+    new["spec"]["revisionHistoryLimit"] = 3  # mutable in v1.36
     assert _update("StatefulSet", new, old) == []
     new = copy.deepcopy(old)
     new["spec"]["serviceName"] = "other"
     assert _update("StatefulSet", new, old) == [
         ("spec: Forbidden: updates to statefulset spec for fields other than 'replicas', "
-        "'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and "
-        "'minReadySeconds' are forbidden")]
+        "'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', "
+        "'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden")]
 
 
 def test_daemonset() -> None:
@@ -267,7 +266,7 @@ def test_job_manual_selector() -> None:
     mismatch = job(manualSelector=True, selector={"matchLabels": {"app": "x"}})
     mismatch["spec"]["template"]["metadata"] = {"labels": {"app": "pi"}}
     assert _create("Job", mismatch) == [
-        ('spec.template.metadata.labels: Invalid value: map[string]string{"app":"pi"}: '
+        ('spec.template.metadata.labels: Invalid value: {"app":"pi"}: '
         '`selector` does not match template `labels`')]
 
 
@@ -276,7 +275,7 @@ def test_job_generated_labels_conflict() -> None:
     obj["spec"]["template"]["metadata"] = {"labels": {"controller-uid": "wrong"}}
     errs = _create("Job", obj)
     assert errs[0].startswith("spec.template.metadata.labels[controller-uid]: Invalid value: "
-                              "map[string]string{")
+                              '{"batch.kubernetes.io/controller-uid":"u-1",')
     assert errs[0].endswith(": must be 'u-1'")
 
 
@@ -519,7 +518,7 @@ def test_service_cluster_ip_immutable() -> None:
     new["spec"]["clusterIP"] = "10.96.0.11"
     new["spec"]["clusterIPs"] = ["10.96.0.11"]
     assert _update("Service", new, old) == [
-        'spec.clusterIPs[0]: Invalid value: []string{"10.96.0.11"}: may not change once set']
+        'spec.clusterIPs[0]: Invalid value: ["10.96.0.11"]: may not change once set']
     omitted = service()
     assert _update("Service", omitted, old) == []
 

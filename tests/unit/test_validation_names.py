@@ -183,19 +183,21 @@ def test_cause_formatting() -> None:
     assert invalid("x", True, "d").body() == "Invalid value: true: d"
     assert invalid("x", GoValue("raw"), "d").body() == "Invalid value: raw: d"
     assert invalid("x", {"b": "2", "a": "1"}, "d").body() == (
-        'Invalid value: map[string]string{"a":"1", "b":"2"}: d')
-    assert invalid("x", ["a"], "d").body() == 'Invalid value: []string{"a"}: d'
+        'Invalid value: {"a":"1","b":"2"}: d')
+    assert invalid("x", ["a"], "d").body() == 'Invalid value: ["a"]: d'
     assert Cause("FieldValueRequired", "").to_status_cause() == {
         "reason": "FieldValueRequired", "message": "Required value"}
 
 
 def test_go_rendering() -> None:
     assert go_quote('a"b\\c\n\x01é') == '"a\\"b\\\\c\\n\\x01é"'
-    assert go_string_map(None) == "map[string]string(nil)"
-    assert go_string_map({}) == "map[string]string{}"
-    assert go_label_selector({"matchLabels": {"app": "x"}}) == (
-        "&LabelSelector{MatchLabels:map[string]string{app: x,},"
-        "MatchExpressions:[]LabelSelectorRequirement{},}")
+    # v1.36 field errors render structured values as JSON
+    assert go_string_map(None) == "null"
+    assert go_string_map({}) == "{}"
+    assert go_string_map({"b": "2", "a": "1"}) == '{"a":"1","b":"2"}'
+    assert go_label_selector({"matchLabels": {"app": "x"}}) == '{"matchLabels":{"app":"x"}}'
+    assert go_label_selector({"matchExpressions": [{"key": "k", "operator": "Exists"}]}) == (
+        '{"matchExpressions":[{"key":"k","operator":"Exists"}]}')
 
 
 def test_invalid_message_single_and_many() -> None:
@@ -207,7 +209,7 @@ def test_invalid_message_single_and_many() -> None:
                     "`selector` does not match template `labels`")]
     assert format_invalid_message("Deployment", "x", many) == (
         'Deployment.apps "x" is invalid: [spec.selector: Required value, '
-        'spec.template.metadata.labels: Invalid value: map[string]string{"app":"x"}: '
+        'spec.template.metadata.labels: Invalid value: {"app":"x"}: '
         '`selector` does not match template `labels`]')
     assert format_invalid_message("Pod", "p", []) == 'Pod "p" is invalid'
     assert format_invalid_message("Widget", "w", one, group="example.com").startswith(
