@@ -408,6 +408,44 @@ def proportional_scaling(run: Run) -> dict[str, Any]:
             "events": event_set(run, "Deployment")}
 
 
+def progress_deadline(run: Run) -> dict[str, Any]:
+    """A rollout whose new pods never become ready, with progressDeadlineSeconds 2: the
+    Deployment reports Progressing False ProgressDeadlineExceeded and stays put."""
+    run.create("deployments", deployment("web", 2, ready_after=0.2, progressDeadlineSeconds=2))
+    rolled_out(run, "web", 2)
+    rec = run.watch("deployments")
+    run.patch("deployments", "web", {"spec": {"template": {"metadata": {"annotations": {
+        NEVER_READY: "true"}}}}})
+
+    def timed_out() -> Any:
+        d = run.get("deployments", "web")
+        return any(c["type"] == "Progressing" and c["status"] == "False"
+                   for c in conditions(d))
+
+    run.wait(timed_out, "Progressing False")
+    settled_replica_sets(run, "web")
+    return {**deployment_snapshot(run, "web"), "progressing": progressing_reasons(rec, "web"),
+            "events": deployment_events(run, "web")[:3]}
+
+
+def history_limit(run: Run) -> dict[str, Any]:
+    """Three templates with revisionHistoryLimit 1: the oldest ReplicaSet is deleted, the
+    previous one kept at zero replicas."""
+    run.create("deployments", deployment("web", 1, ready_after=0.1, revisionHistoryLimit=1))
+    rolled_out(run, "web", 1)
+    rec = run.watch("replicasets")
+    for image in ("nginx:1.28", "nginx:1.29"):
+        set_image(run, "web", image)
+        rolled_out(run, "web", 1)
+    settled_replica_sets(run, "web")
+    run.wait(lambda: len(run.list("replicasets", "app=web")) == 2, "the oldest ReplicaSet gone")
+    register_replica_sets_seen(run, rec)
+    final = deployment_snapshot(run, "web")
+    return {**final, "replicasets_deleted": [
+        e.obj["metadata"]["annotations"].get(REVISION) for e in rec.ordered("replicasets")
+        if e.type == "DELETED"]}
+
+
 def long_name(run: Run) -> dict[str, Any]:
     """A Deployment named with 250 characters: its ReplicaSet's name is the Deployment's cut
     to fit 253 characters with ``-<hash>`` (upstream generateReplicaSetName); the pods'
@@ -584,8 +622,9 @@ def job_finished(run: Run, name: str, ctype: str = "Complete") -> dict[str, Any]
 def job_view(run: Run, name: str) -> dict[str, Any]:
     j = run.get("jobs", name)
     register_uid(run, {**j, "kind": "Job"})
+    # pods are created and deleted in batches, concurrently: their events in any order
     return {**job_status(j), "pods": job_pods(run, name),
-            "events": event_set(run, "Job", name=name)}
+            "events": sorted(event_set(run, "Job", name=name))}
 
 
 def job_condition_history(rec: Recorder, name: str) -> list[str]:
@@ -661,6 +700,35 @@ def job_event_spam(run: Run) -> dict[str, Any]:
 
     counts = run.wait(settled, "the Job's events to settle", interval=1.0)
     return {**job_status(j), "events": counts}
+
+
+def job_limits(run: Run) -> dict[str, Any]:
+    """activeDeadlineSeconds 1 with pods that run for a minute (DeadlineExceeded, the pods
+    deleted); backoffLimitPerIndex 0 with pods that fail (both indexes failed,
+    FailedIndexes)."""
+    run.create("jobs", job("deadline", completions=2, parallelism=2, run_seconds=60,
+                           activeDeadlineSeconds=1))
+    run.create("jobs", job("perindex", completions=2, parallelism=2, exit_code=1,
+                           run_seconds=0.3, completionMode="Indexed", backoffLimitPerIndex=0))
+    job_finished(run, "deadline", "Failed")
+    job_finished(run, "perindex", "Failed")
+    return {"deadline": job_view(run, "deadline"), "perindex": job_view(run, "perindex")}
+
+
+def job_ttl(run: Run) -> dict[str, Any]:
+    """ttlSecondsAfterFinished 0: the finished Job is deleted at once, in the foreground (its
+    pods go first)."""
+    rec = run.watch("jobs", "pods")
+    run.create("jobs", job("brief", ttlSecondsAfterFinished=0))
+    rec.wait_for(lambda r: "brief" in r.store["jobs"] or any(
+        e.type == "DELETED" for e in r.events if e.resource == "jobs"), "the Job seen")
+    rec.wait_for(lambda r: not r.store["jobs"] and not r.store["pods"],
+                 "the Job and its pods gone")
+    completed_before_deleted = any(
+        any(c["type"] == "Complete" and c["status"] == "True" for c in conditions(e.obj))
+        for e in rec.ordered("jobs") if e.obj["metadata"].get("deletionTimestamp"))
+    return {**deletion_facts(rec), "completed_when_deleted": completed_before_deleted,
+            "events": event_set(run, "Job", name="brief")}
 
 
 def job_indexed(run: Run) -> dict[str, Any]:
@@ -828,8 +896,8 @@ def deletion_facts(rec: Recorder) -> dict[str, Any]:
     finalizers: dict[str, list[list[str]]] = {}
     gone: list[str] = []
     for e in rec.ordered():
-        kind = {"deployments": "Deployment", "replicasets": "ReplicaSet", "pods": "Pod"}.get(
-            e.resource, e.resource)
+        kind = {"deployments": "Deployment", "replicasets": "ReplicaSet", "pods": "Pod",
+                "jobs": "Job"}.get(e.resource, e.resource)
         if e.obj["metadata"].get("deletionTimestamp"):
             f = sorted(e.obj["metadata"].get("finalizers") or [])
             lst = finalizers.setdefault(kind, [])
@@ -926,11 +994,15 @@ SCENARIOS: dict[str, Scenario] = {
     "deployment-pause-resume": pause_resume,
     "deployment-proportional-scaling": proportional_scaling,
     "deployment-long-name": long_name,
+    "deployment-progress-deadline": progress_deadline,
+    "deployment-history-limit": history_limit,
     "replicaset-scale-down-ranking": replica_set_scale_down,
     "job-completions-parallelism": job_completions,
     "job-backoff-limit-exceeded": job_backoff_limit,
     "job-indexed": job_indexed,
     "job-event-spam-filter": job_event_spam,
+    "job-deadline-and-backoff-per-index": job_limits,
+    "job-ttl-after-finished": job_ttl,
     "job-pod-failure-policy": job_pod_failure_policy,
     "job-suspend-resume": job_suspend_resume,
     "cronjob-missed-many": cronjob_missed_many,
