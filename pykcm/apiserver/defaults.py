@@ -37,6 +37,7 @@ __all__ = [
     "default_container",
     "default_pod_spec",
     "default_pod_template",
+    "drop_nulls",
     "generate_job_selector",
     "image_pull_policy",
     "parse_quantity",
@@ -666,9 +667,10 @@ def _default_job(obj: Obj, create: bool) -> None:
     template = _dict(spec, "template")
     tmeta = template.get("metadata")
     tlabels = tmeta.get("labels") if isinstance(tmeta, dict) else None
-    # Job labels default to the template's (as the user wrote them, before
-    # selector generation adds the controller-uid labels).
-    if isinstance(tlabels, dict) and not meta.get("labels"):
+    # Job labels default to the template's. Go shares the map, so the labels the
+    # selector generation adds to the template below show up on the Job too.
+    own_labels = bool(meta.get("labels"))
+    if isinstance(tlabels, dict) and not own_labels:
         meta["labels"] = dict(tlabels)
     _setdefault(spec, "completionMode", "NonIndexed")
     _setdefault(spec, "suspend", False)
@@ -684,10 +686,9 @@ def _default_job(obj: Obj, create: bool) -> None:
     default_pod_template(template)
     if create and meta.get("uid"):
         generate_job_selector(obj)
-        # kube-apiserver defaults again when it decodes the stored object, so
-        # a Job without labels of its own ends up with the generated ones.
+        # (and one without template labels gets them when the stored Job is read back)
         tlabels = _dict(template, "metadata").get("labels")
-        if isinstance(tlabels, dict) and tlabels and not meta.get("labels"):
+        if isinstance(tlabels, dict) and tlabels and not own_labels:
             meta["labels"] = dict(tlabels)
     _JOB_SPEC.apply(spec)
     _META.apply(meta)
@@ -976,3 +977,18 @@ def bad_quantity(kind: str, obj: Mapping[str, Any]) -> bool:
         if isinstance(q, str) and parse_quantity(q) is None:
             return True
     return False
+
+
+def drop_nulls(v: Any) -> None:
+    """Remove the keys whose value is null, at any depth (in place)."""
+    if v.__class__ is dict:
+        dead = [k for k, x in v.items() if x is None]
+        for k in dead:
+            del v[k]
+        for x in v.values():
+            if x.__class__ is dict or x.__class__ is list:
+                drop_nulls(x)
+    elif v.__class__ is list:
+        for x in v:
+            if x.__class__ is dict or x.__class__ is list:
+                drop_nulls(x)

@@ -326,6 +326,13 @@ class APIHandlers:
                               details={})
         return res
 
+    async def _drop_nulls(self, request: web.Request, res: ResourceInfo,
+                          body: dict[str, Any]) -> None:
+        """A JSON null of a built-in kind decodes to Go's zero value: the field is not stored
+        (defaulting writes back the few Go always serializes). Custom resources keep theirs."""
+        if self.rest.custom.get(res) is None and b"null" in await request.read():
+            defaults.drop_nulls(body)
+
     async def _body(self, request: web.Request, res: ResourceInfo | None = None,
                     kind: str = "") -> Any:
         """The decoded body; `kind` (default: the resource's) names it in decode errors."""
@@ -389,6 +396,7 @@ class APIHandlers:
                 raise errors.method_not_allowed(
                     "the server does not allow this method on the requested resource")
             body = _expect_object(await self._body(request, res))
+            await self._drop_nulls(request, res, body)
             _check_quantities(res, body)
             fv = self._field_validation(request, res, verb, sub)
             fv.check(body, from_body=True)
@@ -398,6 +406,7 @@ class APIHandlers:
             body = _expect_object(await self._body(
                 request, res, kind="Scale" if sub == "scale" else ""))
             if sub != "scale":
+                await self._drop_nulls(request, res, body)
                 _check_quantities(res, body)
             fv = self._field_validation(request, res, verb, sub)
             fv.check(body, from_body=True)

@@ -57,6 +57,7 @@ from pykcm.api.validation import (
     not_supported,
     required,
     too_long,
+    too_many,
     validate_annotations,
     validate_immutable,
     validate_label_selector,
@@ -982,24 +983,19 @@ def _validate_generated_selector(obj: Obj, require_prefixed: bool) -> list[Cause
 
 
 def _validate_job_spec_common(spec: Mapping[str, Any], path: str) -> list[Cause]:
-    """Upstream's validateJobSpec (shared by Jobs and CronJob job templates)."""
+    """Upstream's validateJobSpec (shared by Jobs and CronJob job templates), in its order."""
     errs: list[Cause] = []
     for key in ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit",
-                "ttlSecondsAfterFinished"):
+                "ttlSecondsAfterFinished", "backoffLimitPerIndex"):
         errs.extend(_nonneg(spec, key, f"{path}.{key}"))
-    indexed = spec.get("completionMode") == "Indexed"
-    if spec.get("backoffLimitPerIndex") is not None:
-        errs.extend(_nonneg(spec, "backoffLimitPerIndex", f"{path}.backoffLimitPerIndex"))
-        if not indexed:
-            errs.append(forbidden(f"{path}.backoffLimitPerIndex",
-                                  "requires indexed completion mode"))
+    mfi = _int(spec.get("maxFailedIndexes"))
     if spec.get("maxFailedIndexes") is not None:
+        errs.extend(_nonneg(spec, "maxFailedIndexes", f"{path}.maxFailedIndexes"))
         if spec.get("backoffLimitPerIndex") is None:
             errs.append(required(f"{path}.backoffLimitPerIndex",
                                  "when maxFailedIndexes is specified"))
-        if not indexed:
-            errs.append(forbidden(f"{path}.maxFailedIndexes", "requires indexed completion mode"))
     mode = spec.get("completionMode")
+    completions = _int(spec.get("completions"))
     if mode is not None:
         if mode not in ("NonIndexed", "Indexed"):
             errs.append(not_supported(f"{path}.completionMode", _str(mode),
@@ -1013,6 +1009,20 @@ def _validate_job_spec_common(spec: Mapping[str, Any], path: str) -> list[Cause]
                                     f"must be less than or equal to "
                                     f"{_MAX_PARALLELISM_FOR_INDEXED_JOB} when completion mode is "
                                     "Indexed"))
+            if completions is not None and mfi is not None and mfi > completions:
+                errs.append(invalid(f"{path}.maxFailedIndexes", mfi,
+                                    "must be less than or equal to completions"))
+            if mfi is not None and mfi > 100_000:
+                errs.append(invalid(f"{path}.maxFailedIndexes", mfi,
+                                    "must be less than or equal to 100000"))
+    if mode in (None, "NonIndexed"):
+        for key in ("backoffLimitPerIndex", "maxFailedIndexes"):
+            if spec.get(key) is not None:
+                errs.append(invalid(f"{path}.{key}", _int(spec.get(key)),
+                                    "requires indexed completion mode"))
+    pfp = spec.get("podFailurePolicy")
+    if pfp is not None:
+        errs.extend(_validate_pod_failure_policy(spec, _m(pfp), f"{path}.podFailurePolicy"))
     prp = spec.get("podReplacementPolicy")
     if prp is not None:
         if spec.get("podFailurePolicy") is not None:
@@ -1033,6 +1043,90 @@ def _validate_job_spec_common(spec: Mapping[str, Any], path: str) -> list[Cause]
     elif spec.get("podFailurePolicy") is not None and restart != "Never":
         errs.append(invalid(rpath, restart,
                             'only "Never" is supported when podFailurePolicy is specified'))
+    return errs
+
+
+_PFP_ACTIONS: Final = ("Count", "FailIndex", "FailJob", "Ignore")
+
+
+def _validate_pod_failure_policy(spec: Mapping[str, Any], pfp: Mapping[str, Any],
+                                 path: str) -> list[Cause]:
+    errs: list[Cause] = []
+    rules = _l(pfp.get("rules"))
+    if len(rules) > 20:
+        errs.append(too_many(f"{path}.rules", len(rules), 20))
+    tspec = _m(_m(spec.get("template")).get("spec"))
+    names = {_str(_m(c).get("name")) for f in ("containers", "initContainers")
+             for c in _l(tspec.get(f))}
+    for i, rule in enumerate(rules):
+        rule = _m(rule)
+        rpath = f"{path}.rules[{i}]"
+        action = _str(rule.get("action"))
+        if not action:
+            errs.append(required(f"{rpath}.action",
+                                 'valid values: ["Count" "FailIndex" "FailJob" "Ignore"]'))
+        elif action == "FailIndex":
+            if spec.get("backoffLimitPerIndex") is None:
+                errs.append(invalid(f"{rpath}.action", action,
+                                    "requires the backoffLimitPerIndex to be set"))
+        elif action not in _PFP_ACTIONS:
+            errs.append(not_supported(f"{rpath}.action", action, _PFP_ACTIONS))
+        oec = rule.get("onExitCodes")
+        if oec is not None:
+            errs.extend(_validate_on_exit_codes(_m(oec), f"{rpath}.onExitCodes", names))
+        opc = _l(rule.get("onPodConditions"))
+        for j, pat in enumerate(opc):
+            pat = _m(pat)
+            ppath = f"{rpath}.onPodConditions[{j}]"
+            ctype = _str(pat.get("type"))
+            errs.extend(invalid(f"{ppath}.type", ctype, m) for m in is_qualified_name(ctype))
+            status = _str(pat.get("status"))
+            if not status:
+                errs.append(required(f"{ppath}.status",
+                                     'valid values: ["False" "True" "Unknown"]'))
+            elif status not in ("False", "True", "Unknown"):
+                errs.append(not_supported(f"{ppath}.status", status,
+                                          ("False", "True", "Unknown")))
+        if oec is not None and opc:
+            errs.append(Cause("FieldValueInvalid", rpath,  # the value is omitted
+                              "specifying both OnExitCodes and OnPodConditions is not supported"))
+        if oec is None and not opc:
+            errs.append(Cause("FieldValueInvalid", rpath,
+                              "specifying one of OnExitCodes and OnPodConditions is required"))
+    return errs
+
+
+def _validate_on_exit_codes(oec: Mapping[str, Any], path: str, names: set[str]) -> list[Cause]:
+    errs: list[Cause] = []
+    op = _str(oec.get("operator"))
+    if not op:
+        errs.append(required(f"{path}.operator", 'valid values: ["In" "NotIn"]'))
+    elif op not in ("In", "NotIn"):
+        errs.append(not_supported(f"{path}.operator", op, ("In", "NotIn")))
+    cname = oec.get("containerName")
+    if cname is not None and cname not in names:
+        errs.append(invalid(f"{path}.containerName", _str(cname),
+                            "must be one of the container or initContainer names in the pod "
+                            "template"))
+    values = [v for v in _l(oec.get("values")) if isinstance(v, int)]
+    if not values:
+        errs.append(invalid(f"{path}.values", GoValue("null" if oec.get("values") is None
+                                                      else "[]"), "at least one value is required"))
+    elif len(values) > 255:
+        errs.append(too_many(f"{path}.values", len(values), 255))
+    seen: set[int] = set()
+    ordered = True
+    for j, v in enumerate(values):
+        if op == "In" and v == 0:
+            errs.append(invalid(f"{path}.values[{j}]", v, "must not be 0 for the In operator"))
+        if v in seen:
+            errs.append(duplicate(f"{path}.values[{j}]", v))
+        seen.add(v)
+        if j > 0 and values[j - 1] > v:
+            ordered = False
+    if not ordered:
+        errs.append(invalid(f"{path}.values", GoValue(json.dumps(values, separators=(",", ":"))),
+                            "must be ordered"))
     return errs
 
 
@@ -2016,7 +2110,11 @@ def _status_daemonset(new: Obj, old: Obj) -> list[Cause]:
 
 def _status_job(new: Obj, old: Obj) -> list[Cause]:
     s = _m(new.get("status"))
-    return _status_nonneg(s, ("active", "succeeded", "failed", "ready", "terminating"))
+    errs = _status_nonneg(s, ("active", "succeeded", "failed", "ready", "terminating"))
+    ready, active = _int(s.get("ready")), _int(s.get("active")) or 0
+    if ready is not None and ready > active:
+        errs.append(invalid("status.ready", ready, "cannot set more ready pods than active"))
+    return errs
 
 
 def _status_namespace(new: Obj, old: Obj) -> list[Cause]:

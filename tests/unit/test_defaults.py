@@ -165,7 +165,14 @@ def test_job_labels_from_template_and_manual_selector() -> None:
     obj = _job()
     obj["spec"]["template"]["metadata"] = {"labels": {"app": "pi"}}
     apply_defaults("Job", obj)
-    assert obj["metadata"]["labels"] == {"app": "pi"}
+    # Go shares the template's label map: the generated selector labels show on the Job
+    assert obj["metadata"]["labels"] == obj["spec"]["template"]["metadata"]["labels"]
+    assert obj["metadata"]["labels"]["app"] == "pi"
+    own = _job()
+    own["metadata"]["labels"] = {"mine": "x"}
+    own["spec"]["template"]["metadata"] = {"labels": {"app": "pi"}}
+    apply_defaults("Job", own)
+    assert own["metadata"]["labels"] == {"mine": "x"}
     manual = _job(manualSelector=True, selector={"matchLabels": {"app": "pi"}})
     manual["spec"]["template"]["metadata"] = {"labels": {"app": "pi"}}
     apply_defaults("Job", manual)
