@@ -772,7 +772,10 @@ def _default_service(obj: Obj, create: bool) -> None:
             headless_selectorless = _is_headless(spec) and not spec.get("selector")
             spec["ipFamilyPolicy"] = "RequireDualStack" if headless_selectorless else "SingleStack"
         if not spec.get("ipFamilies"):
-            spec["ipFamilies"] = ["IPv4"]
+            # a headless Service without selector asks for both families; this cluster has
+            # IPv4 only, but the field lists what was asked (as upstream's REST fills it)
+            dual = spec.get("ipFamilyPolicy") == "RequireDualStack" and _is_headless(spec)
+            spec["ipFamilies"] = ["IPv4", "IPv6"] if dual else ["IPv4"]
     _SERVICE_SPEC.apply(spec)
     status = _dict(obj, "status")
     _dict(status, "loadBalancer")

@@ -10,6 +10,7 @@ stream fed by a `Watcher` from the store.
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import random
 import time
@@ -398,9 +399,12 @@ class APIHandlers:
             body = _expect_object(await self._body(request, res))
             await self._drop_nulls(request, res, body)
             _check_quantities(res, body)
+            _check_base64(res, body)
             fv = self._field_validation(request, res, verb, sub)
             fv.check(body, from_body=True)
             entry = await rest.create(res, ns, body, dry)
+            if res.kind == "Secret" and not res.group:
+                request[_WARNINGS].extend(_tls_warnings(entry.obj))
             return fv.respond(json_response(entry.raw, 201))
         if verb == "update":
             body = _expect_object(await self._body(
@@ -408,6 +412,7 @@ class APIHandlers:
             if sub != "scale":
                 await self._drop_nulls(request, res, body)
                 _check_quantities(res, body)
+                _check_base64(res, body)
             fv = self._field_validation(request, res, verb, sub)
             fv.check(body, from_body=True)
             if sub == "scale":
@@ -861,6 +866,52 @@ def _check_view_type(body: dict[str, Any], view: ResourceInfo,
 
 
 _QUANTITY_RE = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
+
+
+def _b64_error(value: Any) -> int | None:
+    """Where Go's base64.StdEncoding stops on a bad value (None when it decodes)."""
+    if not isinstance(value, str):
+        return None
+    text = value.replace("\r", "").replace("\n", "")
+    for i, ch in enumerate(text):
+        if not (ch.isascii() and (ch.isalnum() or ch in "+/=")):
+            return value.index(ch)
+    try:
+        base64.b64decode(text, validate=True)
+    except ValueError:
+        return len(text) - len(text) % 4
+    return None
+
+
+def _check_base64(res: ResourceInfo, body: dict[str, Any]) -> None:
+    """Secret data and ConfigMap binaryData are []byte: bad base64 fails decoding (400)."""
+    if res.group or res.kind not in ("Secret", "ConfigMap"):
+        return
+    data = body.get("data" if res.kind == "Secret" else "binaryData")
+    if not isinstance(data, dict):
+        return
+    for v in data.values():
+        at = _b64_error(v)
+        if at is not None:
+            raise errors.bad_request(
+                f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: '
+                f"illegal base64 data at input byte {at}")
+
+
+def _tls_warnings(obj: dict[str, Any]) -> list[str]:
+    """The Secret strategy's warnings for a kubernetes.io/tls pair that tls.X509KeyPair
+    cannot load (only its no-PEM-data cases)."""
+    if obj.get("type") != "kubernetes.io/tls":
+        return []
+    data = obj.get("data") or {}
+    for key, what in (("tls.crt", "certificate"), ("tls.key", "key")):
+        try:
+            raw = base64.b64decode(str(data.get(key) or ""))
+        except ValueError:
+            return []
+        if b"-----BEGIN" not in raw:
+            return [f"tls: failed to find any PEM data in {what} input"]
+    return []
 
 
 def _check_quantities(res: ResourceInfo, body: dict[str, Any]) -> None:

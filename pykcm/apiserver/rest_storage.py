@@ -442,6 +442,36 @@ class RESTStorage:
             alloc.load(e.obj for e in rs.items.values())
         return alloc
 
+    def _update_service_type(self, info: ResourceInfo, name: str, new: dict[str, Any],
+                             old: dict[str, Any]) -> None:
+        """A type change: node ports come with NodePort/LoadBalancer, and the fields only
+        those types need go when they are left as they were (dropTypeDependentFields)."""
+        spec, ospec = new.get("spec"), old.get("spec") or {}
+        if not isinstance(spec, dict):
+            return
+        external = ("NodePort", "LoadBalancer")
+        ntype, otype = spec.get("type") or "ClusterIP", ospec.get("type") or "ClusterIP"
+        if otype in external and ntype not in external:
+            old_ports = {(p.get("port"), p.get("protocol", "TCP")): p.get("nodePort")
+                         for p in ospec.get("ports") or [] if isinstance(p, dict)}
+            for p in spec.get("ports") or []:
+                if isinstance(p, dict) and p.get("nodePort") and p["nodePort"] == old_ports.get(
+                        (p.get("port"), p.get("protocol", "TCP"))):
+                    del p["nodePort"]
+            for k in ("externalTrafficPolicy", "healthCheckNodePort"):
+                if k in spec and spec[k] == ospec.get(k) and not spec.get("externalIPs"):
+                    del spec[k]
+            self._service_allocator().release(old)
+            self._service_allocator().note(new)
+        elif ntype in external:
+            if not spec.get("externalTrafficPolicy"):
+                spec["externalTrafficPolicy"] = "Cluster"
+            causes = self._service_allocator().allocate_node_ports(new)
+            if causes:
+                raise errors.invalid(info.kind, info.group, name,
+                                     [c.to_status_cause() for c in causes])
+            self._service_allocator().note(new)
+
     def _nameless_service(self, obj: dict[str, Any]) -> None:
         """A Service without a name fails where kube-apiserver allocates its address (before
         validation): the IPAddress object it creates for it needs the Service's name."""
@@ -565,6 +595,7 @@ class RESTStorage:
         admission.admit(info, obj, old, subresource)
         new = strategy.prepare_for_update(info, obj, old, subresource, custom=crv is not None)
         if info.kind == "Service" and not info.group and new is obj:
+            self._update_service_type(info, name, new, old)
             # the IP family fields follow the addresses the update kept (REST, not decoding)
             strategy.apply_defaults(info, new, create=False, crv=crv)
         if new is not obj:

@@ -44,6 +44,8 @@ class ServiceAllocator:
         for p in spec.get("ports") or []:
             if isinstance(p, dict) and p.get("nodePort"):
                 self._ports.add(int(p["nodePort"]))
+        if spec.get("healthCheckNodePort"):
+            self._ports.add(int(spec["healthCheckNodePort"]))
 
     def release(self, svc: dict[str, Any]) -> None:
         spec = svc.get("spec") or {}
@@ -52,6 +54,8 @@ class ServiceAllocator:
         for p in spec.get("ports") or []:
             if isinstance(p, dict) and p.get("nodePort"):
                 self._ports.discard(int(p["nodePort"]))
+        if spec.get("healthCheckNodePort"):
+            self._ports.discard(int(spec["healthCheckNodePort"]))
 
     def allocate(self, svc: dict[str, Any]) -> list[Cause]:
         """Fill spec.clusterIP(s) and nodePorts of a new Service; causes on failure."""
@@ -71,8 +75,8 @@ class ServiceAllocator:
                 if addr is None or addr not in self.net:
                     causes.append(invalid(
                         "spec.clusterIPs", [ip],
-                        f"failed to allocate IP {ip}: the provided IP ({ip}) is not in the valid "
-                        f"range. The range of valid IPs is {self.net}"))
+                        f"failed to allocate IP {ip}: the provided network does not match the "
+                        "current range"))
                 elif ip in self._ips:
                     causes.append(invalid(
                         "spec.clusterIPs", [ip],
@@ -89,27 +93,40 @@ class ServiceAllocator:
                     spec["clusterIP"] = new_ip
                     spec["clusterIPs"] = [new_ip]
         if stype in ("NodePort", "LoadBalancer"):
-            for p in spec.get("ports") or []:
-                if not isinstance(p, dict):
-                    continue
-                want = p.get("nodePort")
-                if want:
-                    if want in self._ports:
-                        causes.append(invalid("spec.ports[].nodePort", want,
-                                              "provided port is already allocated"))
-                    elif not self.node_ports[0] <= want <= self.node_ports[1]:
-                        causes.append(invalid(
-                            "spec.ports[].nodePort", want,
-                            f"provided port is not in the valid range. The range of valid ports "
-                            f"is {self.node_ports[0]}-{self.node_ports[1]}"))
-                else:
-                    port = self._free_port()
-                    if port is None:
-                        causes.append(invalid("spec.ports[].nodePort", 0, "range is full"))
-                    else:
-                        p["nodePort"] = port
+            causes.extend(self.allocate_node_ports(svc))
         if not causes:
             self.note(svc)
+        return causes
+
+    def allocate_node_ports(self, svc: dict[str, Any]) -> list[Cause]:
+        """Node ports for the ports that have none (and the health check port of a
+        LoadBalancer with externalTrafficPolicy Local); causes for a bad requested one."""
+        spec = svc.setdefault("spec", {})
+        causes: list[Cause] = []
+        for i, p in enumerate(spec.get("ports") or []):
+            if not isinstance(p, dict):
+                continue
+            want = p.get("nodePort")
+            path = f"spec.ports[{i}].nodePort"
+            if want:
+                if want in self._ports:
+                    causes.append(invalid(path, want, "provided port is already allocated"))
+                elif not self.node_ports[0] <= want <= self.node_ports[1]:
+                    causes.append(invalid(
+                        path, want,
+                        f"provided port is not in the valid range. The range of valid ports "
+                        f"is {self.node_ports[0]}-{self.node_ports[1]}"))
+            else:
+                port = self._free_port()
+                if port is None:
+                    causes.append(invalid(path, 0, "range is full"))
+                else:
+                    p["nodePort"] = port
+        if (spec.get("type") == "LoadBalancer" and spec.get("externalTrafficPolicy") == "Local"
+                and not spec.get("healthCheckNodePort")):
+            port = self._free_port()
+            if port is not None:
+                spec["healthCheckNodePort"] = port
         return causes
 
     def peek_ip(self) -> str | None:

@@ -152,8 +152,10 @@ def prepare_for_update(
             pass
         return result
     if subresource == "finalize":
+        # namespaceFinalizeStrategy: spec.finalizers and the metadata come from the request
+        # (system fields kept), the status stays
         result = dict(old)
-        result["metadata"] = dict(old_meta)
+        result["metadata"] = _status_write_metadata(info, new, old_meta)
         spec = dict(old.get("spec") or {})
         spec["finalizers"] = list((new.get("spec") or {}).get("finalizers") or [])
         if not spec["finalizers"]:

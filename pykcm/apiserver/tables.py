@@ -1225,7 +1225,10 @@ def _node_row(obj: Obj, now: int) -> _Row:
         _s(meta.get("name")), ",".join(states), ",".join(sorted(roles)) or "<none>",
         _age(obj, now), _s(info.get("kubeletVersion")),
         address("InternalIP"), address("ExternalIP"),
-        _s(info.get("osImage")) or "<unknown>", _s(info.get("kernelVersion")) or "<unknown>",
+        _s(info.get("osImage")) or "<unknown>",
+        # the architecture goes after the kernel version (v1.36's printer)
+        (_s(info.get("kernelVersion")) or "<unknown>")
+        + (f" ({_s(info['architecture'])})" if info.get("architecture") else ""),
         _s(info.get("containerRuntimeVersion")) or "<unknown>",
     ])
 

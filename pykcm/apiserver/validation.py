@@ -1633,10 +1633,10 @@ def _service_body(obj: Obj) -> list[Cause]:
         port = _m(port)
         key = (_str(port.get("protocol")), _int(port.get("port")) or 0)
         if key in seen:
-            errs.append(duplicate(f"spec.ports[{i}]", GoValue(
-                f'core.ServicePort{{Name:"", Protocol:{go_quote(key[0])}, '
-                f'AppProtocol:(*string)(nil), Port:{key[1]}, '
-                'TargetPort:intstr.IntOrString{Type:0, IntVal:0, StrVal:""}, NodePort:0}')))
+            # the internal ServicePort the check builds, as JSON with Go's field names
+            errs.append(duplicate(f"spec.ports[{i}]", GoValue(json.dumps(
+                {"Name": "", "Protocol": key[0], "AppProtocol": None, "Port": key[1],
+                 "TargetPort": 0, "NodePort": 0}, separators=(",", ":")))))
         seen.add(key)
     itp = spec.get("internalTrafficPolicy")
     if itp is not None and itp not in ("Cluster", "Local"):
@@ -1644,6 +1644,9 @@ def _service_body(obj: Obj) -> list[Cause]:
     etp = spec.get("externalTrafficPolicy")
     if etp and etp not in ("Cluster", "Local"):
         errs.append(not_supported("spec.externalTrafficPolicy", _str(etp), ("Cluster", "Local")))
+    elif etp and not (svc_type in ("NodePort", "LoadBalancer") or _l(spec.get("externalIPs"))):
+        errs.append(invalid("spec.externalTrafficPolicy", _str(etp),
+                            "may only be set for externally-accessible services"))
     return errs
 
 
@@ -1755,6 +1758,10 @@ def _validate_secret(obj: Obj) -> list[Cause]:
     elif stype == "kubernetes.io/dockerconfigjson":
         if ".dockerconfigjson" not in data:
             errs.append(required("data[.dockerconfigjson]"))
+        else:
+            why = _json_content_error(data[".dockerconfigjson"])
+            if why:
+                errs.append(invalid("data[.dockerconfigjson]", "<secret contents redacted>", why))
     elif stype == "kubernetes.io/basic-auth":
         if "username" not in data and "password" not in data:
             errs.append(required("data[username]"))
@@ -1768,6 +1775,19 @@ def _validate_secret(obj: Obj) -> list[Cause]:
         if "tls.key" not in data:
             errs.append(required("data[tls.key]"))
     return errs
+
+
+def _json_content_error(b64: Any) -> str:
+    """Go's json.Unmarshal error for base64-encoded content ("" when it is JSON)."""
+    import base64 as _b64
+
+    from pykcm.apiserver import go_json
+
+    try:
+        raw = _b64.b64decode(_str(b64), validate=True)
+    except ValueError:
+        return ""
+    return go_json.syntax_error(raw) or ""
 
 
 def _update_secret(new: Obj, old: Obj) -> list[Cause]:
@@ -1806,12 +1826,14 @@ def _create_node(obj: Obj) -> list[Cause]:
         except ValueError:
             errs.append(invalid(f"spec.podCIDRs[{i}]", _str(cidr),
                                 "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"))
-    errs.extend(_validate_taints(_l(spec.get("taints")), "spec.taints"))
+    # upstream names the path metadata.taints (validateNodeTaints' quirk)
+    errs.extend(_validate_taints(_l(spec.get("taints")), "metadata.taints"))
     return errs
 
 
 def _validate_taints(taints: list[Any], path: str) -> list[Cause]:
     errs: list[Cause] = []
+    seen: set[tuple[str, str]] = set()
     for i, t in enumerate(taints):
         t = _m(t)
         ipath = f"{path}[{i}]"
@@ -1827,6 +1849,14 @@ def _validate_taints(taints: list[Any], path: str) -> list[Cause]:
             errs.append(required(f"{ipath}.effect"))
         elif effect not in _TAINT_EFFECTS:
             errs.append(not_supported(f"{ipath}.effect", effect, _TAINT_EFFECTS))
+        if (key, effect) in seen:
+            # the internal Taint, as JSON with Go's field names
+            errs.append(Cause("FieldValueDuplicate", ipath,
+                              "taints must be unique by key and effect pair",
+                              json.dumps({"Key": key, "Value": value, "Effect": effect,
+                                          "TimeAdded": t.get("timeAdded")},
+                                         separators=(",", ":"))))
+        seen.add((key, effect))
     return errs
 
 
@@ -1834,13 +1864,14 @@ def _update_node(new: Obj, old: Obj) -> list[Cause]:
     errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
     nspec, ospec = _m(new.get("spec")), _m(old.get("spec"))
     ocidrs, ncidrs = _l(ospec.get("podCIDRs")), _l(nspec.get("podCIDRs"))
-    if ocidrs and ocidrs != ncidrs:
+    if (ocidrs and ocidrs != ncidrs) or (
+            ospec.get("podCIDR") and ospec.get("podCIDR") != nspec.get("podCIDR")):
         errs.append(forbidden("spec.podCIDRs",
                               'node updates may not change podCIDR except from "" to valid'))
     if ospec.get("providerID") and ospec.get("providerID") != nspec.get("providerID"):
         errs.append(forbidden("spec.providerID",
                               'node updates may not change providerID except from "" to valid'))
-    errs.extend(_validate_taints(_l(nspec.get("taints")), "spec.taints"))
+    errs.extend(_validate_taints(_l(nspec.get("taints")), "metadata.taints"))
     return errs
 
 
@@ -2016,9 +2047,12 @@ def _endpoints_body(obj: Obj) -> list[Cause]:
         spath = f"subsets[{i}]"
         if not _l(subset.get("addresses")) and not _l(subset.get("notReadyAddresses")):
             errs.append(required(spath, "must specify `addresses` or `notReadyAddresses`"))
-        for j, addr in enumerate(_l(subset.get("addresses"))):
-            ip = _str(_m(addr).get("ip"))
-            errs.extend(invalid(f"{spath}.addresses[{j}].ip", ip, m) for m in is_valid_ip(ip))
+        for field_name in ("addresses", "notReadyAddresses"):
+            for j, addr in enumerate(_l(subset.get(field_name))):
+                ip = _str(_m(addr).get("ip"))
+                ipath = f"{spath}.{field_name}[{j}].ip"
+                errs.extend(invalid(ipath, ip, m) for m in is_valid_ip(ip))
+                errs.extend(invalid(ipath, ip, m) for m in _special_ip(ip))
         for j, port in enumerate(_l(subset.get("ports"))):
             port = _m(port)
             ppath = f"{spath}.ports[{j}]"
@@ -2030,6 +2064,23 @@ def _endpoints_body(obj: Obj) -> list[Cause]:
             elif proto not in _PROTOCOLS:
                 errs.append(not_supported(f"{ppath}.protocol", proto, _PROTOCOLS))
     return errs
+
+
+def _special_ip(ip: str) -> list[str]:
+    """validateNonSpecialIP: endpoint addresses may not be special-purpose ones."""
+    try:
+        addr = ipaddress.ip_address(ip)
+    except ValueError:
+        return ["must be a valid IP address"]
+    if addr.is_unspecified:
+        return ["may not be unspecified (0.0.0.0, ::)"]
+    if addr.is_loopback:
+        return ["may not be in the loopback range (127.0.0.0/8, ::1/128)"]
+    if addr.is_link_local:
+        return ["may not be in the link-local range (169.254.0.0/16, fe80::/10)"]
+    if addr in ipaddress.ip_network("224.0.0.0/24") or addr in ipaddress.ip_network("ff02::/16"):
+        return ["may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)"]
+    return []
 
 
 def _update_endpoints(new: Obj, old: Obj) -> list[Cause]:
@@ -2171,6 +2222,9 @@ def _status_pod(new: Obj, old: Obj) -> list[Cause]:
 def _status_service(new: Obj, old: Obj) -> list[Cause]:
     errs: list[Cause] = []
     ingress = _l(_m(_m(new.get("status")).get("loadBalancer")).get("ingress"))
+    if ingress and _m(new.get("spec")).get("type") != "LoadBalancer":
+        errs.append(forbidden("status.loadBalancer.ingress",
+                              "may only be used when `spec.type` is 'LoadBalancer'"))
     for i, ing in enumerate(ingress):
         ip = _str(_m(ing).get("ip"))
         if ip:

@@ -503,9 +503,9 @@ def test_service_create() -> None:
     assert _create("Service", service(ports=[{"port": 80}, {"port": 81}])) == [
         "spec.ports[0].name: Required value", "spec.ports[1].name: Required value"]
     dup = _create("Service", service(ports=[{"name": "a", "port": 80}, {"name": "b", "port": 80}]))
-    assert dup == [('spec.ports[1]: Duplicate value: core.ServicePort{Name:"", Protocol:"TCP", '
-                   'AppProtocol:(*string)(nil), Port:80, TargetPort:intstr.IntOrString{Type:0, '
-                   'IntVal:0, StrVal:""}, NodePort:0}')]
+    # the internal ServicePort as JSON with Go field names (v1.36 field errors)
+    assert dup == [('spec.ports[1]: Duplicate value: {"Name":"","Protocol":"TCP",'
+                   '"AppProtocol":null,"Port":80,"TargetPort":0,"NodePort":0}')]
     assert _create("Service", service(clusterIP="10.0.0.300")) == [
         ('spec.clusterIPs[0]: Invalid value: "10.0.0.300": must be a valid IP address, (e.g. '
         '10.9.8.7 or 2001:db8::ffff)')]
