@@ -478,7 +478,8 @@ _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)
 # "ResourceVersion in precondition: 12, ResourceVersion in object meta: 13", ...
 _RV_IN_MESSAGE = re.compile(
     r"(?i)(resource ?version|requested|current)([^0-9]{0,40}?)\d+(\s*\(\d+\))?")
-_DURATION = re.compile(r"^(?:\d+[smhdy])+$|^<unknown>$|^<invalid>$")
+_DURATION = re.compile(r"^(?:\d+[smhdy])+$")
+_NODE_PORT_CELL = re.compile(r"(\d+):(3[0-2]\d{3})/")
 _CLUSTER_IP = re.compile(r"^10\.(?:9[6-9]|10[0-9]|11[01])\.\d{1,3}\.\d{1,3}$")
 
 
@@ -572,6 +573,8 @@ def _mask_table_dates(t: dict[str, Any]) -> None:
                 cells[i] = "<age>"
             elif isinstance(cell, str) and _CLUSTER_IP.match(cell):
                 cells[i] = "<clusterIP>"
+            elif isinstance(cell, str) and _NODE_PORT_CELL.search(cell):
+                cells[i] = _NODE_PORT_CELL.sub(r"\1:<nodePort>/", cell)
 
 
 def normalize(results: list[StepResult]) -> list[dict[str, Any]]:
