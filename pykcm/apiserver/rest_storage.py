@@ -57,6 +57,7 @@ from pykcm.apiserver.storage import Entry, ResourceStore, Store, object_key, res
 
 GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+LEGACY_TOKEN_TRACKING = "kube-apiserver-legacy-service-account-token-tracking"
 UNDELETABLE_NAMESPACES = ("default", "kube-system", "kube-public")
 
 PATCH_TYPES = {
@@ -153,6 +154,15 @@ class RESTStorage:
                          "ports": [{"name": "https", "port": 443, "protocol": "TCP",
                                     "targetPort": 6443}]},
             })
+        cm_info = self.registry.get("", "v1", "configmaps")
+        if cm_info is not None and self.rs(cm_info).current(
+                "kube-system/" + LEGACY_TOKEN_TRACKING) is None:
+            # kube-apiserver's legacytokentracking controller: the day it began tracking
+            # legacy service-account tokens, read by kube-controller-manager's
+            # legacy-serviceaccount-token-cleaner (which logs an error without it).
+            await self.create(cm_info, "kube-system", {
+                "metadata": {"name": LEGACY_TOKEN_TRACKING},
+                "data": {"since": time.strftime("%Y-%m-%d", time.gmtime())}})
 
     # -- reads ----------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tests.conftest import Api, deployment, pod
@@ -273,6 +274,15 @@ def test_list_resource_version_semantics(api: Api) -> None:
     code, err = api.get(path, params={"resourceVersion": str(rv + 10**9)})
     assert code == 504 and err["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
     assert api.get("/api/v1/configmaps")[1]["items"] is not None
+
+
+def test_kube_apiserver_bootstrap_configmap(api: Api) -> None:
+    # kube-apiserver's legacytokentracking controller creates it at start; the real
+    # kube-controller-manager's legacy-serviceaccount-token-cleaner logs an error without it.
+    code, cm = api.get("/api/v1/namespaces/kube-system/configmaps/"
+                       "kube-apiserver-legacy-service-account-token-tracking")
+    assert code == 200, cm
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", cm["data"]["since"])
 
 
 def test_service_addresses_allocated_and_kept(api: Api) -> None:
