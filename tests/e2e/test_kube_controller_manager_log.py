@@ -2,14 +2,16 @@
 
 The real kube-controller-manager v1.36.2 is client-go's most demanding user
 (protobuf writes, metadata-only informers for the garbage collector, the
-v1.36 stale-cache checks). It runs pykcm's seven controllers on ``pykcm up
---no-controller-manager`` (conftest's ``cluster`` "kube-controller-manager")
-through one compact scenario: a rollout, a scale-down, Jobs that complete,
-fail, run Indexed and expire by TTL, a foreground and an orphaning cascade,
-and a namespace deleted in the middle of a rollout. Afterwards its log may hold no error or warning
+v1.36 stale-cache checks). It runs the controllers pykcm has
+(``pykcm_controller_names()``) on ``pykcm up --no-controller-manager``
+(conftest's ``cluster`` "kube-controller-manager") through one compact
+scenario: a rollout, a scale-down, Jobs that complete, fail, run Indexed and
+expire by TTL, a foreground and an orphaning cascade, and a namespace deleted
+in the middle of a rollout. Afterwards its log may hold no error or warning
 line other than those in :data:`ALLOWED`, each of which also shows with the
-real kube-apiserver or is caused by the test harness (docs/upstream.md), so a
-server change that upsets the real controllers fails here.
+real kube-apiserver, is caused by the test harness, or is a listed gap of the
+server (docs/upstream.md), so a server change that upsets the real
+controllers fails here.
 
 The whole log of the fixture's manager is checked: if the kubectl suites
 ran on the same manager first, their lines count too.
@@ -31,6 +33,17 @@ if TYPE_CHECKING:
     from pykcm.testing.upstream import KubeCluster
 
 pytestmark = [pytest.mark.e2e, pytest.mark.upstream]
+
+
+UNSERVED_KINDS = (
+    "PersistentVolumeClaim", "PersistentVolume", "ReplicationController", "ResourceQuota",
+    "EndpointSlice", "HorizontalPodAutoscaler", "PodDisruptionBudget",
+    "CertificateSigningRequest", "ClusterRole", "StorageClass", "CSINode", "CSIDriver",
+    "VolumeAttachment", "VolumeAttributesClass", "ServiceCIDR", "IPAddress",
+    "ValidatingAdmissionPolicy", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate",
+    "DeviceClass")
+"""Kinds kube-controller-manager's informers list that pykcm's server does not serve yet (the
+table in docs/upstream.md): drop one here and there when the server starts serving it."""
 
 
 class Allowed(NamedTuple):
@@ -59,6 +72,11 @@ ALLOWED: tuple[Allowed, ...] = (
             reason="a controller creating in a namespace being deleted (the CronJob "
                    "controller when a test's namespace goes); the real kube-apiserver "
                    "answers the same 403"),
+    Allowed(pattern=(r'"Failed to watch" err=".*the server could not find the requested '
+                     r'resource.*type="\*v\w+\.(' + "|".join(UNSERVED_KINDS) + r')"'),
+            reason="known gap: the informer of a resource pykcm does not serve yet "
+                   "(docs/upstream.md, Known gaps), for a controller pykcm registers and the "
+                   "manager therefore runs; gone once pykcm serves the resource"),
     Allowed(pattern=(r'"Failed to watch" err="(failed to list \*v1\.PartialObjectMetadata: )?'
                      r'the server could not find the requested resource".*'
                      r'type="\*v1\.PartialObjectMetadata"'),
@@ -84,6 +102,12 @@ SAMPLE_LOG = r"""??? E1201 20:33:08.826344   25734 options.go:205] The manifest 
 ??? E1201 20:33:09.410313   25734 replica_set.go:640] "Unhandled Error" err="sync \"x/web-1\" \
 failed with read version: 14 is not as new as written version: 24 for group resource \
 replicasets.apps" logger="UnhandledError"
+??? E1201 21:28:34.597544   12223 reflector.go:227] "Failed to watch" err="failed to list \
+*v1.EndpointSlice: the server could not find the requested resource (get \
+endpointslices.discovery.k8s.io)" logger="UnhandledError" \
+reflector="k8s.io/client-go@v1.36.2/tools/cache/reflector.go:343" type="*v1.EndpointSlice"
+??? E1201 21:28:34.597544   12223 reflector.go:227] "Failed to watch" err="failed to list \
+*v1.Pod: the server could not find the requested resource" type="*v1.Pod"
 ??? E1201 20:53:37.355020   26684 namespace_controller.go:164] "Deletion of namespace failed" \
 err="unexpected items still remain in namespace: r2 for gvr: apps/v1, Resource=replicasets" \
 logger="UnhandledError" namespace="r2"
@@ -91,8 +115,9 @@ logger="UnhandledError" namespace="r2"
 
 
 def test_allowlist_leaves_what_it_does_not_name() -> None:
-    [left] = unexpected_lines(SAMPLE_LOG)
-    assert "unexpected items still remain" in left
+    left = unexpected_lines(SAMPLE_LOG)
+    assert len(left) == 2
+    assert 'type="*v1.Pod"' in left[0] and "unexpected items still remain" in left[1]
 
 
 def _apply(k: Kubectl, ns: str, obj: dict[str, Any]) -> None:
