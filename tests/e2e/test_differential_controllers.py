@@ -102,6 +102,8 @@ def replica_set_view(rs: dict[str, Any]) -> dict[str, Any]:
             "replicas": spec.get("replicas"), "selector": spec.get("selector"),
             "template_labels": spec["template"]["metadata"].get("labels") or {},
             "template_annotations": spec["template"]["metadata"].get("annotations") or {},
+            "template_spec": spec["template"].get("spec"),
+            "minReadySeconds": spec.get("minReadySeconds"),
             "status": st, "conditions": conditions(rs)}
 
 
@@ -139,8 +141,11 @@ def pods_view(run: Run, selector: str) -> dict[str, Any]:
         refs = owner_refs(p)
         key = refs[0]["name"] if refs else "-"
         v = by_owner.setdefault(key, {"count": 0, "labels": set(), "ownerReferences": refs,
-                                      "names": set()})
+                                      "names": set(), "specs": []})
         v["count"] += 1
+        pod_spec = {k: x for k, x in p["spec"].items() if k != "nodeName"}
+        if pod_spec not in v["specs"]:
+            v["specs"].append(pod_spec)
         v["labels"].add(tuple(sorted((p["metadata"].get("labels") or {}).items())))
         v["names"].add(p["metadata"]["name"])
     out = {}
@@ -148,7 +153,8 @@ def pods_view(run: Run, selector: str) -> dict[str, Any]:
         names = sorted(v["names"])
         out[k] = {"count": v["count"], "labels": [dict(t) for t in sorted(v["labels"])],
                   "ownerReferences": v["ownerReferences"],
-                  "name_prefixes": sorted({n.rsplit("-", 1)[0] + "-" for n in names})}
+                  "name_prefixes": sorted({n.rsplit("-", 1)[0] + "-" for n in names}),
+                  "specs_but_node": v["specs"]}
     return out
 
 
@@ -595,9 +601,8 @@ def job_pods(run: Run, name: str) -> list[dict[str, Any]]:
         spec = p["spec"]
         out.append({"generateName": m.get("generateName"), "labels": labels,
                     "annotations": ann, "finalizers": m.get("finalizers") or [],
-                    "ownerReferences": owner_refs(p), "hostname": spec.get("hostname"),
-                    "subdomain": spec.get("subdomain"),
-                    "env": [c.get("env") or [] for c in spec["containers"]],
+                    "ownerReferences": owner_refs(p),
+                    "spec_but_node": {k: v for k, v in spec.items() if k != "nodeName"},
                     "phase": (p.get("status") or {}).get("phase")})
     out.sort(key=lambda v: (v["annotations"].get("batch.kubernetes.io/job-completion-index",
                                                  ""), v["phase"] or ""))
@@ -826,11 +831,12 @@ def cronjob_view(run: Run, name: str, scheduled: float) -> dict[str, Any]:
         st["lastSuccessfulTime"] = "<set>"
     jobs = []
     for j in run.list("jobs"):
+        register_uid(run, {**j, "kind": "Job"})
         m = j["metadata"]
         labels = {k: v for k, v in (m.get("labels") or {}).items()
                   if k not in ("controller-uid", "batch.kubernetes.io/controller-uid")}
         jobs.append({"name": m["name"], "labels": labels, "annotations": m.get("annotations"),
-                     "ownerReferences": owner_refs(j), **job_status(j)})
+                     "ownerReferences": owner_refs(j), "spec": j["spec"], **job_status(j)})
     return {"status": st, "jobs": jobs}
 
 
