@@ -51,7 +51,9 @@ WAIT = 90.0
 
 RESOURCES: dict[str, str] = {
     "pods": "/api/v1", "events": "/api/v1", "namespaces": "/api/v1",
-    "serviceaccounts": "/api/v1", "configmaps": "/api/v1",
+    "serviceaccounts": "/api/v1", "configmaps": "/api/v1", "resourcequotas": "/api/v1", "secrets": "/api/v1",
+    "services": "/api/v1", "endpoints": "/api/v1",
+    "endpointslices": "/apis/discovery.k8s.io/v1",
     "deployments": "/apis/apps/v1", "replicasets": "/apis/apps/v1",
     "jobs": "/apis/batch/v1", "cronjobs": "/apis/batch/v1",
 }

@@ -452,6 +452,33 @@ def history_limit(run: Run) -> dict[str, Any]:
         if e.type == "DELETED"]}
 
 
+def quota_exceeded(run: Run) -> dict[str, Any]:
+    """A ResourceQuota of two pods and a Deployment of three: the third pod is refused, so
+    the ReplicaSet (and the Deployment after it) reports ReplicaFailure FailedCreate and
+    the ReplicaSet controller a FailedCreate warning."""
+    run.create("resourcequotas", {"apiVersion": "v1", "kind": "ResourceQuota",
+                                  "metadata": {"name": "two-pods"}, "spec": {"hard": {"pods": "2"}}})
+    run.wait(lambda: (run.get("resourcequotas", "two-pods").get("status") or {}).get("hard"),
+             "the quota's status")
+    run.create("deployments", deployment("web", 3, ready_after=0.2))
+
+    def failing() -> Any:
+        d = run.get("deployments", "web")
+        rss = run.list("replicasets", "app=web")
+        st = d.get("status") or {}
+        return (any(c["type"] == "ReplicaFailure" for c in conditions(d))
+                and st.get("availableReplicas") == 2 and len(rss) == 1
+                and any(c["type"] == "ReplicaFailure" for c in conditions(rss[0])))
+
+    run.wait(failing, "ReplicaFailure on the ReplicaSet and the Deployment")
+    snap = deployment_snapshot(run, "web")
+    # retries (through the rate limiter) repeat the warning as often as time allows, and
+    # from the tenth on the correlator combines them
+    return {**snap, "events": sorted({
+        run.masker.mask(e.replace("(combined from similar events): ", ""))
+        for e in event_set(run, "ReplicaSet") if "FailedCreate" in e})}
+
+
 def long_name(run: Run) -> dict[str, Any]:
     """A Deployment named with 250 characters: its ReplicaSet's name is the Deployment's cut
     to fit 253 characters with ``-<hash>`` (upstream generateReplicaSetName); the pods'
@@ -1000,6 +1027,7 @@ SCENARIOS: dict[str, Scenario] = {
     "deployment-pause-resume": pause_resume,
     "deployment-proportional-scaling": proportional_scaling,
     "deployment-long-name": long_name,
+    "deployment-quota-exceeded": quota_exceeded,
     "deployment-progress-deadline": progress_deadline,
     "deployment-history-limit": history_limit,
     "replicaset-scale-down-ranking": replica_set_scale_down,
