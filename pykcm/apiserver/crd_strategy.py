@@ -29,6 +29,7 @@ non-conforming schemas, and ``deprecationWarning`` checks.
 
 from __future__ import annotations
 
+import json
 import time
 import urllib.parse
 from collections.abc import Mapping, Sequence
@@ -443,6 +444,8 @@ def _validate_spec(spec: Mapping[str, Any], path: str = "spec") -> list[Cause]:
             unique = False
         seen.add(name)
         _dns1035(f"{vp}.name", name, errs)
+        if _schema_of(v) is None:
+            errs.append(required(f"{vp}.schema.openAPIV3Schema"))
         if not schema_hoisted and _schema_of(v) is not None:
             errs.extend(validate_structural(_schema_of(v), f"{vp}.schema.openAPIV3Schema"))
         if not sub_hoisted:
@@ -454,7 +457,7 @@ def _validate_spec(spec: Mapping[str, Any], path: str = "spec") -> list[Cause]:
         if not sel_hoisted:
             errs.extend(_validate_selectable_fields(v.get("selectableFields"),
                                                     f"{vp}.selectableFields", _schema_of(v)))
-    rendered = go_json(versions) if versions else "null"
+    rendered = _internal_versions_json(versions) if versions else "null"
     if not unique:
         errs.append(Cause("FieldValueInvalid", f"{path}.versions",
                           "must contain unique version names", rendered))
@@ -481,11 +484,25 @@ def _validate_spec(spec: Mapping[str, Any], path: str = "spec") -> list[Cause]:
         errs.extend(_validate_selectable_fields(first.get("selectableFields"),
                                                 f"{path}.selectableFields", _schema_of(first)))
     errs.extend(_validate_conversion(spec.get("conversion"), f"{path}.conversion"))
-    for i, v in enumerate(versions):
-        if _schema_of(v) is None:
-            errs.append(required(f"{path}.versions[{i}].schema.openAPIV3Schema",
-                                 "schemas are required"))
     return errs
+
+
+def _internal_versions_json(versions: Sequence[Mapping[str, Any]]) -> str:
+    """The versions as a field error shows them: the internal type's JSON (Go field names;
+    nested values as given)."""
+    out = []
+    for v in versions:
+        schema = v.get("schema")
+        out.append({
+            "Name": v.get("name", ""), "Served": bool(v.get("served")),
+            "Storage": bool(v.get("storage")), "Deprecated": bool(v.get("deprecated")),
+            "DeprecationWarning": v.get("deprecationWarning"),
+            "Schema": ({"OpenAPIV3Schema": schema.get("openAPIV3Schema")}
+                       if isinstance(schema, Mapping) else None),
+            "Subresources": v.get("subresources"),
+            "AdditionalPrinterColumns": v.get("additionalPrinterColumns"),
+            "SelectableFields": v.get("selectableFields")})
+    return json.dumps(out, separators=(",", ":"))
 
 
 def _validate_stored_versions(stored: Sequence[str], spec: Mapping[str, Any],

@@ -41,6 +41,8 @@ class CustomResourceVersion:
     scale: dict[str, Any] | None
     selectable_fields: list[dict[str, Any]] = field(default_factory=list)
     printer_columns: list[dict[str, Any]] = field(default_factory=list)
+    # the Warning a request to a deprecated version gets (None: not deprecated)
+    deprecation_warning: str | None = None
 
     # -- write pipeline -------------------------------------------------------
 
@@ -87,10 +89,15 @@ class CustomResourceVersion:
         cols = self.printer_columns or [{"name": "Age", "type": "date",
                                          "jsonPath": ".metadata.creationTimestamp"}]
         defs = [{"name": "Name", "type": "string", "format": "name",
-                 "description": "Name must be unique within a namespace.", "priority": 0}]
+                 "description": tables.NAME_DESCRIPTION, "priority": 0}]
         for c in cols:
+            # a column without description: the JSONPath, or (the default Age) metadata's
+            desc = c.get("description") or (
+                tables.CREATION_TIMESTAMP_DESCRIPTION if not self.printer_columns
+                else f"Custom resource definition column (in JSONPath format): "
+                     f"{c.get('jsonPath', '')}")
             defs.append({"name": c.get("name", ""), "type": c.get("type", "string"),
-                         "format": c.get("format", ""), "description": c.get("description", ""),
+                         "format": c.get("format", ""), "description": desc,
                          "priority": int(c.get("priority", 0))})
         t = now if now is not None else time.time()
         rows = []
@@ -217,6 +224,9 @@ class CustomResources:
                 status_subresource="status" in subs, scale=subs.get("scale"),
                 selectable_fields=list(v.get("selectableFields") or []),
                 printer_columns=list(v.get("additionalPrinterColumns") or []),
+                deprecation_warning=(
+                    (v.get("deprecationWarning") or f"{group}/{v['name']} {kind} is deprecated")
+                    if v.get("deprecated") else None),
             )
             key = (group, v["name"], plural)
             self._versions[key] = crv

@@ -350,6 +350,9 @@ class APIHandlers:
         if ((verb in ("update", "patch") and not info.name)
                 or (verb == "deletecollection" and res.kind == "Namespace" and not res.group)):
             raise errors.method_not_allowed()
+        crv = self.rest.custom.get(res)
+        if crv is not None and crv.deprecation_warning:
+            request[_WARNINGS].append(crv.deprecation_warning)
         if res.group == "events.k8s.io":
             return await self._events_view(request, info, res)
         ns = info.namespace if res.namespaced else ""

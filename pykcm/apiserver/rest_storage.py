@@ -193,9 +193,7 @@ class RESTStorage:
                 allowed = crv_sel.selectable()
                 for f in sorted(fsel.fields()):
                     if f not in allowed:
-                        raise errors.bad_request(
-                            f'"{f}" is not a known field selector: only '
-                            + ", ".join(f'"{a}"' for a in sorted(allowed)))
+                        raise errors.bad_request(f"field label not supported: {f}")
             elif info.group in ("", "apps", "batch", "coordination.k8s.io"):
                 msg = _selectable.check_field_selector(info.kind, fsel)
                 if msg:
@@ -229,7 +227,10 @@ class RESTStorage:
     def list(self, info: ResourceInfo, namespace: str, opts: ListOptions) -> bytes:
         """The list response body, assembled from the stored bytes."""
         meta, raws = self.list_raw(info, namespace, opts)
-        return list_body(info, meta, raws, custom=self.custom.get(info) is not None)
+        custom = self.custom.get(info) is not None
+        if custom:
+            meta.setdefault("continue", "")  # an unstructured list writes it even when empty
+        return list_body(info, meta, raws, custom=custom)
 
     def list_raw(self, info: ResourceInfo, namespace: str,
                  opts: ListOptions) -> tuple[dict[str, Any], builtins.list[bytes]]:
@@ -327,7 +328,8 @@ class RESTStorage:
                      dry_run: bool = False, validate: CreateValidator | None = None) -> Entry:
         """`validate` replaces the kind's validation (a view with its own rules: events.k8s.io
         Events)."""
-        meta = _check_body_meta(info, obj, namespace, self.registry)
+        meta = _check_body_meta(info, obj, namespace, self.registry,
+                                custom=self.custom.get(info) is not None)
         generate = not meta.get("name") and bool(meta.get("generateName"))
         if not meta.get("name") and not generate:
             if info.kind == "Service" and not info.group:
@@ -351,7 +353,12 @@ class RESTStorage:
             raise errors.invalid(info.kind, info.group, meta.get("name", ""), causes)
         is_crd = info.group == CRD_GROUP and info.kind == "CustomResourceDefinition"
         if is_crd:
-            obj["status"] = self._crd_status(obj, None)
+            # What the create stores: no names accepted, no conditions yet (the
+            # apiextensions controllers' second write below accepts and establishes).
+            storage = [v.get("name") for v in (obj.get("spec") or {}).get("versions") or []
+                       if isinstance(v, dict) and v.get("storage")]
+            obj["status"] = {"conditions": None, "acceptedNames": {"plural": "", "kind": ""},
+                             "storedVersions": storage[:1]}
         rs = self.rs(info)
         for attempt in range(8):
             name = meta["name"]
@@ -376,7 +383,12 @@ class RESTStorage:
             return Entry(obj, orjson.dumps(obj), 0)
         entry = await self.store.write(rs, key, obj, None)
         if is_crd:
-            self._crd_changed(entry.obj)
+            # the controllers' write, at once: names accepted, established, served
+            accepted = entry.copy()
+            accepted["status"] = self._crd_status(accepted, None)
+            accepted["metadata"]["resourceVersion"] = str(entry.rv)
+            done = await self.store.write(rs, key, accepted, entry)
+            self._crd_changed(done.obj)
         return entry
 
     # -- CustomResourceDefinitions ----------------------------------------------
@@ -507,7 +519,8 @@ class RESTStorage:
                      subresource: str = "", dry_run: bool = False,
                      validate: UpdateValidator | None = None,
                      create_validate: CreateValidator | None = None) -> tuple[int, Entry]:
-        meta = _check_body_meta(info, obj, namespace, self.registry)
+        meta = _check_body_meta(info, obj, namespace, self.registry,
+                                custom=self.custom.get(info) is not None)
         body_name = meta.get("name")
         if body_name and body_name != name:
             raise errors.bad_request(
@@ -629,8 +642,6 @@ class RESTStorage:
         if causes:
             raise errors.invalid(info.kind, info.group, name, causes)
         is_crd = info.group == CRD_GROUP and info.kind == "CustomResourceDefinition"
-        if is_crd and subresource != "status":
-            new["status"] = self._crd_status(new, old)
         new_meta["resourceVersion"] = str(current.rv)
         if strategy.strip_for_compare(new) == strategy.strip_for_compare(old):
             return current  # no-op: same revision, no event
@@ -643,6 +654,16 @@ class RESTStorage:
             return Entry(new, orjson.dumps(new), current.rv)
         entry = await self.store.write(rs, key, new, current)
         if is_crd:
+            if subresource != "status":
+                # the apiextensions controllers' answer to the new spec, as a second write
+                # (the update's own answer shows the status as it was)
+                status = self._crd_status(entry.obj, old)
+                if status != entry.obj.get("status"):
+                    accepted = entry.copy()
+                    accepted["status"] = status
+                    accepted["metadata"]["resourceVersion"] = str(entry.rv)
+                    self._crd_changed((await self.store.write(rs, key, accepted, entry)).obj)
+                    return entry
             self._crd_changed(entry.obj)
         return entry
 
@@ -656,7 +677,9 @@ class RESTStorage:
             return False
         if info.kind == "Namespace":
             return not (new.get("spec") or {}).get("finalizers")
-        return bool(old_meta.get("deletionGracePeriodSeconds") == 0)
+        # ShouldDeleteDuringUpdate: no grace period, or one of 0
+        grace = old_meta.get("deletionGracePeriodSeconds")
+        return grace is None or grace == 0
 
     # -- delete ---------------------------------------------------------------------
 
@@ -718,7 +741,6 @@ class RESTStorage:
                 finalizers.append(CLEANUP_FINALIZER)
             new_meta["finalizers"] = finalizers
             new_meta["deletionTimestamp"] = strategy.rfc3339(now)
-            new_meta["deletionGracePeriodSeconds"] = 0
             conds = [c for c in (new.get("status") or {}).get("conditions") or []
                      if c.get("type") != "Terminating"]
             conds.append({"type": "Terminating", "status": "True",
@@ -864,15 +886,45 @@ def type_meta_error(info: ResourceInfo, api_version: str, kind: str,
                                      f'"{api_version}" in scheme "pkg/runtime/scheme.go:111"')
 
 
+def _check_custom_type_meta(info: ResourceInfo, obj: dict[str, Any]) -> None:
+    """An unstructured body (a custom resource): its kind is required, a wrong apiVersion is
+    a 400, a wrong kind fails validation."""
+    kind, api_version = obj.get("kind"), obj.get("apiVersion")
+    if not kind:
+        raw = orjson.dumps(obj)
+        raise errors.bad_request(
+            f"the object provided is unrecognized (must be of type {info.kind}): Object 'Kind' "
+            f"is missing in '{raw.decode()}' ({_summary(raw)})")
+    if api_version and api_version != info.api_version:
+        raise errors.bad_request(
+            f"the API version in the data ({api_version}) does not match the expected API "
+            f"version ({info.api_version})")
+    if kind != info.kind:
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        raise errors.invalid(str(kind), info.group, name, [{
+            "reason": "FieldValueInvalid", "field": "kind",
+            "message": f'Invalid value: "{kind}": must be {info.kind}'}])
+
+
+def _summary(data: bytes, max_length: int = 30) -> str:
+    if data[:1] == b"{":
+        text = data[:max_length].decode(errors="replace")
+        return text + " ..." if len(data) > max_length else text
+    return data[:max_length].hex() + " ..." if len(data) > max_length else data.hex()
+
+
 def _check_body_meta(info: ResourceInfo, obj: dict[str, Any], namespace: str,
-                     registry: ResourceRegistry | None = None) -> dict[str, Any]:
+                     registry: ResourceRegistry | None = None,
+                     custom: bool = False) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise errors.bad_request("the body of the request must be a JSON object")
     api_version = obj.get("apiVersion")
     kind = obj.get("kind")
-    if (api_version and api_version != info.api_version) or (kind and kind != info.kind):
+    if custom:
+        _check_custom_type_meta(info, obj)
+    elif (api_version and api_version != info.api_version) or (kind and kind != info.kind):
         raise type_meta_error(info, str(api_version or info.api_version),
-                               str(kind or info.kind), registry)
+                              str(kind or info.kind), registry)
     _canonical_order(obj, info)
     meta = obj.get("metadata")
     if meta is None:
@@ -969,7 +1021,8 @@ def patch_type(content_type: str, smp_schema_ref: str | None) -> str:
                           details={})
     if ptype == "apply" or (ptype == "strategic" and smp_schema_ref is None):
         accepted = ("application/json-patch+json, application/merge-patch+json"
-                    + (", application/strategic-merge-patch+json" if smp_schema_ref else ""))
+                    + (", application/strategic-merge-patch+json" if smp_schema_ref
+                       else ", application/apply-patch+yaml"))
         raise errors.unsupported_media_type(
             "the body of the request was in an unknown format - accepted media types "
             f"include: {accepted}"

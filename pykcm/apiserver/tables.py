@@ -430,6 +430,8 @@ _D_LABEL_SELECTORS_URL: Final = (
 )
 
 _NAME_COL: Final = _col("Name", "string", _D_NAME, fmt="name")
+NAME_DESCRIPTION: Final = _D_NAME
+CREATION_TIMESTAMP_DESCRIPTION: Final = _D_AGE
 _AGE_COL: Final = _col("Age", "string", _D_AGE)
 
 _POD_COLUMNS: Final = (

@@ -52,6 +52,10 @@ def test_crd_established_and_served(api: Api) -> None:
     g = _group(api)
     code, c = api.post(CRDS, crd(g, subresources={"status": {}}))
     assert code == 201, c
+    # The create's answer is the CRD before the controllers' write, as upstream's
+    assert c["status"]["conditions"] is None
+    assert c["status"]["acceptedNames"] == {"plural": "", "kind": ""}
+    code, c = api.get(f"{CRDS}/{c['metadata']['name']}")
     conds = {x["type"]: x for x in c["status"]["conditions"]}
     assert conds["NamesAccepted"]["status"] == "True"
     assert conds["Established"]["status"] == "True"
@@ -141,7 +145,8 @@ def test_deleting_crd_deletes_resources_and_discovery(api: Api) -> None:
     ns = api.ns()
     path = f"/apis/{g}/v1/namespaces/{ns}/widgets"
     for i in range(3):
-        code, _ = api.post(path, {"metadata": {"name": f"w{i}"}, "spec": {"color": "red"}})
+        code, _ = api.post(path, {"apiVersion": f"{g}/v1", "kind": "Widget",
+                                  "metadata": {"name": f"w{i}"}, "spec": {"color": "red"}})
         assert code == 201
     code, c = api.delete(f"{CRDS}/widgets.{g}")
     assert code == 200, c
