@@ -965,9 +965,11 @@ def decode_body(raw: bytes, content_type: str, kind: str = "", protobuf: bool = 
     try:
         doc = orjson.loads(raw)
     except orjson.JSONDecodeError:
+        why = f"couldn't get version/kind; json parse error: {go_json.syntax_error(raw)}"
+        if kind == "DeleteOptions":  # decoded by the parameter codec: the bare error
+            raise errors.bad_request(why) from None
         raise errors.bad_request(
-            f"the object provided is unrecognized (must be of type {kind}): couldn't get "
-            f"version/kind; json parse error: {go_json.syntax_error(raw)} "
+            f"the object provided is unrecognized (must be of type {kind}): {why} "
             f"({summarize_body(raw)})") from None
     _check_decoded(doc, raw, kind)
     return doc

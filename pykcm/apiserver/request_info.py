@@ -86,9 +86,9 @@ def resolve(method: str, path: str, query_watch: bool) -> RequestInfo:
     if info.resource == "namespaces":
         # A namespace's own namespace is empty, as upstream reports it.
         info.namespace = ""
-    if legacy_watch or (verb == "get" and query_watch and not info.name) or (
-        verb == "get" and query_watch and info.name
-    ):
+    # ?watch=1 makes a watch of a collection only; on a named object it is a GET
+    # (RequestInfoFactory); /watch/ paths watch either.
+    if legacy_watch or (verb == "get" and query_watch and not info.name):
         verb = "watch"
     elif verb == "get" and not info.name:
         verb = "list"

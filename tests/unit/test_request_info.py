@@ -14,7 +14,8 @@ from pykcm.apiserver.request_info import resolve
         ("GET", "/api/v1/pods", False, ("list", "", "v1", "", "pods", "", "")),
         ("GET", "/api/v1/pods", True, ("watch", "", "v1", "", "pods", "", "")),
         ("GET", "/api/v1/namespaces/ns/pods/p", False, ("get", "", "v1", "ns", "pods", "p", "")),
-        ("GET", "/api/v1/namespaces/ns/pods/p", True, ("watch", "", "v1", "ns", "pods", "p", "")),
+        # ?watch=1 on a named object is a plain GET, as in kube-apiserver
+        ("GET", "/api/v1/namespaces/ns/pods/p", True, ("get", "", "v1", "ns", "pods", "p", "")),
         ("PUT", "/api/v1/namespaces/ns/pods/p/status", False,
          ("update", "", "v1", "ns", "pods", "p", "status")),
         ("POST", "/api/v1/namespaces/ns/pods/p/binding", False,
