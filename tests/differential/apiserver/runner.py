@@ -352,6 +352,8 @@ def _watch(s: requests.Session, url: str, query: dict[str, Any], headers: dict[s
                         break
             except requests.exceptions.ConnectionError:  # read timeout: fewer events came
                 pass
+            if buf.strip() and len(events) < want:  # a last line without its newline
+                events.append(_parse(buf.decode()))
             return StepResult(200, ctype, _warnings(r), events[:want] if want else events)
     except requests.RequestException as e:
         return StepResult(0, "", [], events, error=type(e).__name__)
