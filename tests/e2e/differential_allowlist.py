@@ -12,4 +12,11 @@ from __future__ import annotations
 
 from tests.e2e.differential import Allowed
 
-ALLOWLIST: list[Allowed] = []
+ALLOWLIST: list[Allowed] = [
+    Allowed("*", "*managedFields*.manager",
+            "The field manager is the writer's name, taken by the API server from the first "
+            "word of its User-Agent: kube-controller-manager's is 'kube-controller-manager/"
+            "v1.36.2 ...', pykcm's 'pykcm/<version> ...' (pykcm.client.default_user_agent). "
+            "Which fields each controller owns, and through which operation and subresource, "
+            "is compared and the same."),
+]

@@ -33,6 +33,7 @@ the CronJob before the controller's own status write reached its cache).
 from __future__ import annotations
 
 import itertools
+import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -83,6 +84,15 @@ def owner_refs(obj: dict[str, Any]) -> list[dict[str, Any]]:
 def register_uid(run: Run, obj: dict[str, Any]) -> None:
     m = obj["metadata"]
     run.masker.literal(m["uid"], f"{{uid:{obj.get('kind') or '?'}/{m['name']}}}")
+
+
+def managed_fields(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """Who wrote which fields, how (managedFields without times), in a stable order."""
+    out = [{"manager": m.get("manager"), "operation": m.get("operation"),
+            "subresource": m.get("subresource", ""), "fields": m.get("fieldsV1")}
+           for m in obj["metadata"].get("managedFields") or []]
+    return sorted(out, key=lambda m: (m["subresource"], m["operation"],
+                                      json.dumps(m["fields"], sort_keys=True)))
 
 
 def deployment_view(d: dict[str, Any]) -> dict[str, Any]:
@@ -232,6 +242,7 @@ def settled_replica_sets(run: Run, app: str) -> None:
         return all((rs.get("status") or {}).get("observedGeneration") ==
                    rs["metadata"]["generation"]
                    and (rs.get("status") or {}).get("replicas", 0) == rs["spec"]["replicas"]
+                   and not (rs.get("status") or {}).get("terminatingReplicas")
                    for rs in rss)
     run.wait(check, f"the ReplicaSets of {app} settled")
 
@@ -289,6 +300,13 @@ def rollout_scenario(strategy: dict[str, Any] | None, fixed: int, replicas: int 
         settled_replica_sets(run, "web")
         rec.wait_for(lambda r: len(r.store["replicasets"]) == 2, "both ReplicaSets watched")
         final = deployment_snapshot(run, "web", rec)
+        rss = replica_sets_by_creation(run, "web", rec)
+        pod = run.list("pods", "app=web")[0]
+        final["managedFields"] = {"deployment": managed_fields(run.get("deployments", "web")),
+                                  "replicasets": [managed_fields(rs) for rs in rss],
+                                  # the pod's status is the simulator's
+                                  "a_pod": [m for m in managed_fields(pod)
+                                            if m["subresource"] == ""]}
         history = size_history(rec, [rs["name"] for rs in final["replicasets"]])
         # the creation's event, then one per state after the first
         events = deployment_events(run, "web")
@@ -397,6 +415,13 @@ def proportional_scaling(run: Run) -> dict[str, Any]:
         return check
 
     run.wait(sizes_are(stuck), f"the rollout stuck at {stuck}")
+
+    def stuck_observed() -> bool:
+        st = run.get("deployments", "web").get("status") or {}
+        return (st.get("observedGeneration"), st.get("replicas"), st.get("updatedReplicas"),
+                st.get("availableReplicas")) == (2, 7, 3, 4)
+
+    run.wait(stuck_observed, "the stuck rollout's status")
     stuck_view = deployment_snapshot(run, "web")
     run.patch("deployments", "web", {"spec": {"replicas": 9}})
     # 11 allowed (9 + maxSurge 2), 4 to add: 4 * 11/7 = 6.3 -> 6, 3 * 11/7 = 4.7 -> 5
@@ -654,9 +679,17 @@ def job_finished(run: Run, name: str, ctype: str = "Complete") -> dict[str, Any]
 def job_view(run: Run, name: str) -> dict[str, Any]:
     j = run.get("jobs", name)
     register_uid(run, {**j, "kind": "Job"})
+    pods_managed: list[Any] = []
+    for p in run.list("pods", f"batch.kubernetes.io/job-name={name}"):
+        # the pods' status is the simulator's
+        mf = [m for m in managed_fields(p) if m["subresource"] != "status"]
+        if mf not in pods_managed:
+            pods_managed.append(mf)
+    pods_managed.sort(key=lambda mf: json.dumps([m["fields"] for m in mf], sort_keys=True))
     # pods are created and deleted in batches, concurrently: their events in any order
     return {**job_status(j), "pods": job_pods(run, name),
-            "events": sorted(event_set(run, "Job", name=name))}
+            "events": sorted(event_set(run, "Job", name=name)),
+            "managedFields": {"job": managed_fields(j), "pods": pods_managed}}
 
 
 def job_condition_history(rec: Recorder, name: str) -> list[str]:
