@@ -19,6 +19,17 @@ from pykcm.manager.registry import ControllerDescriptor, ControllerRegistry, Run
 __all__ = ["register_builtin_controllers"]
 
 
+async def _daemonset(ctx: ControllerContext, name: str) -> RunnableController | None:
+    from pykcm.controllers.daemon import DaemonSetsController
+
+    f = ctx.informer_factory
+    return DaemonSetsController(
+        ds_informer=f.apps_v1.daemonsets, history_informer=f.apps_v1.controllerrevisions,
+        pod_informer=f.core_v1.pods, node_informer=f.core_v1.nodes,
+        client=ctx.client_builder.client("daemon-set-controller"),
+        recorder=ctx.event_recorder("daemon-set-controller", "daemonset-controller"))
+
+
 async def _namespace(ctx: ControllerContext, name: str) -> RunnableController | None:
     from pykcm.controllers.namespace import NamespaceController
 
@@ -96,6 +107,8 @@ def register_builtin_controllers(registry: ControllerRegistry) -> None:
                              concurrency="concurrent_namespace_syncs"),
         ControllerDescriptor("garbage-collector-controller", _garbage_collector,
                              aliases=("garbagecollector",), concurrency="concurrent_gc_syncs"),
+        ControllerDescriptor("daemonset-controller", _daemonset, aliases=("daemonset",),
+                             concurrency="concurrent_daemonset_syncs"),
         ControllerDescriptor("replicaset-controller", _replicaset, aliases=("replicaset",),
                              concurrency="concurrent_replicaset_syncs"),
         ControllerDescriptor("job-controller", _job, aliases=("job",),

@@ -18,7 +18,8 @@ Flags pykcm has, with upstream's names and defaults: ``--kubeconfig``,
 ``--leader-elect*`` family (true, 15s, 10s, 2s, ``leases``,
 ``kube-controller-manager`` in ``kube-system``), ``--bind-address``
 (0.0.0.0), ``--secure-port`` (10257; 0 turns HTTPS serving off),
-``--concurrent-*-syncs`` of the built-in controllers, ``--enable-garbage-collector``,
+``--concurrent-*-syncs`` of the built-in controllers (``--concurrent_rc_syncs`` too, as
+upstream spells it), ``--terminated-pod-gc-threshold`` (12500), ``--enable-garbage-collector``,
 ``--namespace-sync-period``, ``--controller-shutdown-timeout`` (10s) and
 ``-v/--v``. Durations are Go durations (``15s``, ``1m30s``, ``12h``);
 booleans take ``--flag``, ``--flag=true`` or ``--flag=false`` as pflag does.
@@ -163,6 +164,10 @@ class ControllerManagerOptions:
     concurrent_namespace_syncs: int = 10
     namespace_sync_period: float = 300.0
     concurrent_ttl_after_finished_syncs: int = 5
+    concurrent_daemonset_syncs: int = 2
+    concurrent_statefulset_syncs: int = 5
+    concurrent_rc_syncs: int = 5
+    terminated_pod_gc_threshold: int = 12500
     # process
     controller_shutdown_timeout: float = 10.0
     v: int = 0
@@ -219,6 +224,10 @@ class ControllerManagerOptions:
         for f in fields(self):
             if f.name.startswith("concurrent_") and getattr(self, f.name) < 0:
                 errs.append(f"--{f.name.replace('_', '-')} must be >= 0")
+        for flag, value in (("concurrent-daemonset-syncs", self.concurrent_daemonset_syncs),
+                            ("concurrent-statefulset-syncs", self.concurrent_statefulset_syncs)):
+            if value < 1:
+                errs.append(f"{flag} must be greater than 0, but got {value}")
         if self.min_resync_period < 0:
             errs.append("--min-resync-period must be >= 0")
         if self.controller_shutdown_timeout < 0:
@@ -277,6 +286,13 @@ class ControllerManagerOptions:
             },
             "TTLAfterFinishedController": {
                 "ConcurrentTTLSyncs": self.concurrent_ttl_after_finished_syncs},
+            "DaemonSetController": {
+                "ConcurrentDaemonSetSyncs": self.concurrent_daemonset_syncs},
+            "StatefulSetController": {
+                "ConcurrentStatefulSetSyncs": self.concurrent_statefulset_syncs},
+            "ReplicationController": {"ConcurrentRCSyncs": self.concurrent_rc_syncs},
+            "PodGCController": {
+                "TerminatedPodGCThreshold": self.terminated_pod_gc_threshold},
         }
 
 
@@ -426,6 +442,18 @@ def add_flags(p: argparse.ArgumentParser, known: Sequence[str] = (),
             "the number of namespace objects that are allowed to sync concurrently")
     dur(c, "--namespace-sync-period", o.namespace_sync_period,
         "the period for syncing namespace life-cycle updates")
+    integer(c, "--concurrent-daemonset-syncs", o.concurrent_daemonset_syncs,
+            "the number of daemonset objects that are allowed to sync concurrently")
+    integer(c, "--concurrent-statefulset-syncs", o.concurrent_statefulset_syncs,
+            "the number of statefulset objects that are allowed to sync concurrently")
+    c.add_argument("--concurrent-rc-syncs", "--concurrent_rc_syncs", dest="concurrent_rc_syncs",
+                   type=_flag_type("--concurrent-rc-syncs", _int, "int"),
+                   default=o.concurrent_rc_syncs, metavar="N",
+                   help="the number of replication controllers that are allowed to sync "
+                   f"concurrently (default {o.concurrent_rc_syncs})")
+    integer(c, "--terminated-pod-gc-threshold", o.terminated_pod_gc_threshold,
+            "number of terminated pods that can exist before the terminated pod garbage "
+            "collector starts deleting terminated pods; <= 0 disables it")
     integer(c, "--concurrent-ttl-after-finished-syncs", o.concurrent_ttl_after_finished_syncs,
             "the number of ttl-after-finished-controller workers that are allowed to sync "
             "concurrently")

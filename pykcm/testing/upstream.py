@@ -396,7 +396,7 @@ def complement_controllers(pykcm_names: Iterable[str] | None = None) -> str:
     return ",".join(["*", *(f"-{n}" for n in sorted([*names, *FORK_ONLY_CONTROLLERS]))])
 
 
-WORKLOAD_CONTROLLERS = ("cronjob-controller", "deployment-controller",
+WORKLOAD_CONTROLLERS = ("cronjob-controller", "daemonset-controller", "deployment-controller",
                         "garbage-collector-controller", "job-controller", "namespace-controller",
                         "replicaset-controller", "ttl-after-finished-controller")
 """The controllers that act on what a test creates (workloads, deletion): a real API server

@@ -80,6 +80,7 @@ def main() -> None:
     ap.add_argument("--summary", action="store_true",
                     help="unexplained differences grouped by path, with counts")
     ap.add_argument("--workers", type=int, default=6)
+    ap.add_argument("--slowest", type=int, default=0, help="print the N slowest case runs")
     a = ap.parse_args()
     groups = load_corpus()
     cases = [c for cs in groups.values() for c in cs
@@ -133,6 +134,11 @@ def main() -> None:
             print(f"--- allow #{e.index}: {e.reason}")
             for line in by.get(e.index, [])[:20]:
                 print("   ", line)
+    if a.slowest:
+        from tests.differential.apiserver.runner import TIMINGS
+
+        for (cid, server), secs in sorted(TIMINGS.items(), key=lambda kv: -kv[1])[:a.slowest]:
+            print(f"{secs:6.2f} s  {server:6s} {cid}")
     steps = sum(len(c.steps) for c in cases)
     found = sum(o.n_found for o in outcomes)
     print(f"{len(cases)} cases, {steps} steps in {took:.1f} s; differences found {found}, "

@@ -465,7 +465,9 @@ def watch(res: Res) -> dict[str, Any]:
                  "body": {"metadata": {"labels": {"x": "1"}}}},
                 {"req": f"DELETE {res.obj}", "status": None, "query": {
                     "gracePeriodSeconds": "0"}},
-                {"req": f"GET {res.coll}", "watch": 3, "timeout": 3,
+                # MODIFIED, DELETED (a pod is marked before it goes: one MODIFIED more)
+                {"req": f"GET {res.coll}", "watch": 3 if res.family == "pods" else 2,
+                 "timeout": 3,
                  "query": res.list_query(resourceVersion="{c.metadata.resourceVersion}")}]}
 
 

@@ -29,8 +29,9 @@ compared; differences that are known and accepted are in allowlist.yaml, each
 with its reason. The real control plane must be quiet (its support
 controller manager stopped): a controller writing beside a case would race it.
 
-After a case, the objects it created are deleted again (finalizers cleared),
-so that the session servers other tests share are left as they were.
+After a case, the objects it created that a controller could act on (pods,
+workloads, services, nodes, namespaces, CRDs) are deleted again (finalizers
+cleared), so that the session servers other tests share are left usable.
 """
 
 from __future__ import annotations
@@ -408,8 +409,18 @@ def _setup_namespace(target: Target, ns: str) -> None:
         raise RuntimeError(f"{target.name}: creating {ns}/default: {r.status_code} {r.text}")
 
 
+# What a case leaves behind is deleted when some controller of another test could act on it
+# (the session servers are shared); inert objects (config maps, secrets, leases, events, ...)
+# stay, which saves a request each.
+_CLEANED = frozenset({"pods", "deployments", "replicasets", "statefulsets", "daemonsets",
+                      "jobs", "cronjobs", "services", "nodes", "namespaces",
+                      "customresourcedefinitions"})
+
+
 def _created_path(step: Step, path: str, res: StepResult) -> str | None:
     if step.method != "POST" or res.code != 201 or not isinstance(res.body, dict):
+        return None
+    if path.split("?")[0].rstrip("/").rsplit("/", 1)[-1] not in _CLEANED:
         return None
     name = (res.body.get("metadata") or {}).get("name")
     if not name or "/binding" in path or path.rstrip("/").endswith("/eviction"):
@@ -446,6 +457,19 @@ def _generate_names(body: Any) -> list[str]:
 
 
 def run_case(case: Case, target: Target, run: str) -> list[StepResult]:
+    t0 = time.monotonic()
+    try:
+        return _run_case(case, target, run)
+    finally:
+        with _timing_lock:
+            TIMINGS[(case.id, target.name)] = time.monotonic() - t0
+
+
+TIMINGS: dict[tuple[str, str], float] = {}  # (case id, server) -> seconds, for the CLI
+_timing_lock = threading.Lock()
+
+
+def _run_case(case: Case, target: Target, run: str) -> list[StepResult]:
     ns, name = case_ids(case, run)
     v = Vars(ns, name, run)
     if case.uses_namespace():
