@@ -16,6 +16,7 @@ from pykcm.client._discovery import NoResourceMatchError
 from pykcm.client.config import (
     Config,
     ConfigError,
+    TokenSource,
     WarningHandler,
     default_user_agent,
     kube_config_from_dict,
@@ -109,6 +110,7 @@ __all__ = [
     "ServiceUnavailable",
     "Timeout",
     "TokenBucketRateLimiter",
+    "TokenSource",
     "TooManyRequests",
     "Unauthorized",
     "UnsupportedMediaType",

@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from pykcm.client.config import Config, ConfigError
+from pykcm.client.config import Config, ConfigError, TokenSource
 from pykcm.client.exec_credential import ExecCredential, ExecCredentialProvider, cluster_info
 
 log = logging.getLogger("pykcm.client")
@@ -70,6 +70,7 @@ class Authenticator:
         self._static: str | None = None
         self.token_source: FileTokenSource | None = None
         self.exec: ExecCredentialProvider | None = None
+        self.dynamic: TokenSource | None = config.token_source
         if config.exec_provider is not None:
             self.exec = ExecCredentialProvider(config.exec_provider, cluster=cluster_info(
                 config.host, ca_data=config.read_ca_data() if config.exec_provider
@@ -86,10 +87,13 @@ class Authenticator:
 
     @property
     def refreshable(self) -> bool:
-        return self.exec is not None or self.token_source is not None
+        return self.exec is not None or self.token_source is not None or self.dynamic is not None
 
     async def credential(self) -> tuple[str | None, Credential]:
         """(Authorization header value or None, the credential it came from)."""
+        if self.dynamic is not None:
+            tok = await self.dynamic.token()
+            return "Bearer " + tok, tok
         if self.exec is not None:
             cred = await self.exec.get()
             if cred.token:
@@ -108,6 +112,12 @@ class Authenticator:
 
     async def refresh(self, used: Credential) -> bool:
         """After a 401 with `used`: renew; True when the credential is now different."""
+        if self.dynamic is not None and isinstance(used, str):
+            self.dynamic.reset()
+            try:
+                return await self.dynamic.token() != used
+            except Exception:  # noqa: BLE001 - the 401 stands
+                return False
         if self.exec is not None and isinstance(used, ExecCredential):
             fresh = await self.exec.refresh(used)
             return fresh.serial != used.serial

@@ -31,7 +31,7 @@ import platform
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -47,6 +47,7 @@ __all__ = [
     "SERVICE_ACCOUNT_DIR",
     "Config",
     "ConfigError",
+    "TokenSource",
     "WarningHandler",
     "default_user_agent",
     "kube_config_from_dict",
@@ -68,6 +69,16 @@ WarningHandler = Callable[[str], None]
 
 def no_warnings(message: str) -> None:
     """A :data:`WarningHandler` that drops every warning (client-go's ``rest.NoWarnings``)."""
+
+
+class TokenSource(Protocol):
+    """A bearer token that changes over time (client-go's ``oauth2.TokenSource`` behind a
+    ``ResettableTokenSourceWrapTransport``): ``token()`` the current one, fetched or
+    refreshed as its source sees fit; ``reset()`` after a 401, so the next call fetches."""
+
+    async def token(self) -> str: ...
+
+    def reset(self) -> None: ...
 
 
 class ConfigError(Exception):
@@ -110,6 +121,8 @@ class Config:
     client_key_data: bytes | None = None
     client_key_file: str | None = None
     exec_provider: ExecConfig | None = None
+    # A token from code (a TokenRequest, ...): wins over every other credential.
+    token_source: TokenSource | None = None
     # Impersonation (kubectl --as, --as-group, --as-uid).
     impersonate_user: str | None = None
     impersonate_uid: str | None = None

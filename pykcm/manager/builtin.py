@@ -9,14 +9,169 @@ that builds it from the :class:`~pykcm.manager.context.ControllerContext`:
 informers from the one shared factory, a client of its own (user agent and
 QPS bucket per controller, named as upstream's client builder names them),
 an event recorder. Controller packages are imported only when enabled.
+
+The service-account-token controller is special, as upstream's: it uses the
+manager's own credentials (the others may use tokens it or TokenRequest
+mints, ``--use-service-account-credentials``), starts first and ignores
+``--controllers``; without ``--service-account-private-key-file`` it is not
+started. The root CA (token Secrets' ``ca.crt``, ``kube-root-ca.crt``) is
+``--root-ca-file``'s, else the CA the manager's kubeconfig trusts.
+
+Deviation: the EndpointSlice and mirroring controllers are skipped (logged)
+when the API server does not serve discovery.k8s.io/v1 EndpointSlices
+(pykcm's embedded server, for now); upstream would start them and fail to list.
 """
 
 from __future__ import annotations
+
+import logging
+
+from cryptography import x509
 
 from pykcm.manager.context import ControllerContext
 from pykcm.manager.registry import ControllerDescriptor, ControllerRegistry, RunnableController
 
 __all__ = ["register_builtin_controllers"]
+
+log = logging.getLogger("pykcm.manager")
+
+
+def _read_file(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _read_ca(path: str) -> bytes:
+    """upstream readCA: the file's bytes, which must hold PEM certificates."""
+    data = _read_file(path)
+    try:
+        if not x509.load_pem_x509_certificates(data):
+            raise ValueError("data does not contain any valid RSA or ECDSA certificates")
+    except ValueError as exc:
+        raise ValueError(f"error parsing root-ca-file at {path}: {exc}") from None
+    return data
+
+
+def _root_ca(ctx: ControllerContext, client_name: str) -> bytes:
+    if ctx.options.root_ca_file:
+        return _read_ca(ctx.options.root_ca_file)
+    return ctx.client_builder.config(client_name).read_ca_data() or b""
+
+
+async def _service_account_token(ctx: ControllerContext, name: str
+                                 ) -> RunnableController | None:
+    o = ctx.options
+    if not o.service_account_private_key_file:
+        log.info("Controller is disabled because there is no private key",
+                 extra={"controller": name})
+        return None
+    from pykcm.api.serviceaccount import LEGACY_ISSUER, JWTTokenGenerator, load_private_key
+    from pykcm.controllers.serviceaccount import TokensController
+
+    try:
+        key = load_private_key(_read_file(o.service_account_private_key_file))
+    except (OSError, ValueError, TypeError) as exc:
+        raise ValueError(f"error reading key for service account token controller: {exc}"
+                         ) from None
+    f_ = ctx.informer_factory
+    return TokensController(
+        client=ctx.client_builder.root_client("tokens-controller"),
+        sa_informer=f_.core_v1.serviceaccounts, secret_informer=f_.core_v1.secrets,
+        token_generator=JWTTokenGenerator(LEGACY_ISSUER, key),
+        root_ca=_root_ca(ctx, "tokens-controller"))
+
+
+async def _serviceaccount(ctx: ControllerContext, name: str) -> RunnableController | None:
+    from pykcm.controllers.serviceaccount import ServiceAccountsController
+
+    return ServiceAccountsController(
+        client=ctx.client_builder.client("service-account-controller"),
+        sa_informer=ctx.informer_factory.core_v1.serviceaccounts,
+        ns_informer=ctx.informer_factory.core_v1.namespaces)
+
+
+async def _root_ca_cert_publisher(ctx: ControllerContext, name: str
+                                  ) -> RunnableController | None:
+    from pykcm.controllers.rootcacertpublisher import Publisher
+
+    return Publisher(client=ctx.client_builder.client("root-ca-cert-publisher"),
+                     cm_informer=ctx.informer_factory.core_v1.configmaps,
+                     ns_informer=ctx.informer_factory.core_v1.namespaces,
+                     root_ca=_root_ca(ctx, "root-ca-cert-publisher"))
+
+
+async def _legacy_token_cleaner(ctx: ControllerContext, name: str
+                                ) -> RunnableController | None:
+    from pykcm.controllers.serviceaccount import LegacySATokenCleaner
+
+    f = ctx.informer_factory
+    return LegacySATokenCleaner(
+        client=ctx.client_builder.client("legacy-service-account-token-cleaner"),
+        sa_informer=f.core_v1.serviceaccounts, secret_informer=f.core_v1.secrets,
+        pod_informer=f.core_v1.pods,
+        clean_up_period=ctx.options.legacy_service_account_token_clean_up_period)
+
+
+async def _endpoints(ctx: ControllerContext, name: str) -> RunnableController | None:
+    from pykcm.controllers.endpoint import EndpointController
+
+    f = ctx.informer_factory
+    return EndpointController(
+        client=ctx.client_builder.client("endpoint-controller"),
+        pod_informer=f.core_v1.pods, service_informer=f.core_v1.services,
+        endpoints_informer=f.core_v1.endpoints,
+        recorder=ctx.event_recorder("endpoint-controller"),
+        batch_period=ctx.options.endpoint_updates_batch_period)
+
+
+async def _serves_endpoint_slices(ctx: ControllerContext, client_name: str, name: str) -> bool:
+    from pykcm.client import NoResourceMatchError
+
+    try:
+        await ctx.client_builder.client(client_name).resolve("discovery.k8s.io/v1/endpointslices")
+    except NoResourceMatchError:
+        log.warning("Skipping controller: the API server does not serve "
+                    "discovery.k8s.io/v1 endpointslices", extra={"controller": name})
+        return False
+    return True
+
+
+async def _endpointslice(ctx: ControllerContext, name: str) -> RunnableController | None:
+    if not await _serves_endpoint_slices(ctx, "endpointslice-controller", name):
+        return None
+    from pykcm.api.endpoints import ENDPOINT_SLICES
+    from pykcm.controllers.endpointslice import EVENT_SOURCE, EndpointSliceController
+
+    f = ctx.informer_factory
+    return EndpointSliceController(
+        client=ctx.client_builder.client("endpointslice-controller"),
+        pod_informer=f.core_v1.pods, service_informer=f.core_v1.services,
+        node_informer=f.core_v1.nodes, endpointslice_informer=f.informer_for(ENDPOINT_SLICES),
+        max_endpoints_per_slice=ctx.options.max_endpoints_per_slice,
+        batch_period=ctx.options.endpointslice_updates_batch_period,
+        recorder=ctx.event_recorder("endpointslice-controller", EVENT_SOURCE))
+
+
+async def _endpointslice_mirroring(ctx: ControllerContext, name: str
+                                   ) -> RunnableController | None:
+    if not await _serves_endpoint_slices(ctx, "endpointslicemirroring-controller", name):
+        return None
+    from pykcm.api.endpoints import ENDPOINT_SLICES
+    from pykcm.controllers.endpointslicemirroring import (
+        EVENT_SOURCE,
+        EndpointSliceMirroringController,
+    )
+
+    f = ctx.informer_factory
+    o = ctx.options
+    return EndpointSliceMirroringController(
+        client=ctx.client_builder.client("endpointslicemirroring-controller"),
+        endpoints_informer=f.core_v1.endpoints,
+        endpointslice_informer=f.informer_for(ENDPOINT_SLICES),
+        service_informer=f.core_v1.services,
+        max_endpoints_per_subset=o.mirroring_max_endpoints_per_subset,
+        batch_period=o.mirroring_endpointslice_updates_batch_period,
+        recorder=ctx.event_recorder("endpointslicemirroring-controller", EVENT_SOURCE))
 
 
 async def _daemonset(ctx: ControllerContext, name: str) -> RunnableController | None:
@@ -103,8 +258,22 @@ async def _ttl_after_finished(ctx: ControllerContext, name: str) -> RunnableCont
 def register_builtin_controllers(registry: ControllerRegistry) -> None:
     """Register every built-in controller in ``registry``, in upstream's order."""
     for d in (
+        ControllerDescriptor("serviceaccount-token-controller", _service_account_token,
+                             aliases=("serviceaccount-token",),
+                             concurrency="concurrent_serviceaccount_token_syncs",
+                             requires_special_handling=True),
+        ControllerDescriptor("endpoints-controller", _endpoints, aliases=("endpoint",),
+                             concurrency="concurrent_endpoint_syncs"),
+        ControllerDescriptor("endpointslice-controller", _endpointslice,
+                             aliases=("endpointslice",),
+                             concurrency="concurrent_service_endpoint_syncs"),
+        ControllerDescriptor("endpointslice-mirroring-controller", _endpointslice_mirroring,
+                             aliases=("endpointslicemirroring",),
+                             concurrency="mirroring_concurrent_service_endpoint_syncs"),
         ControllerDescriptor("namespace-controller", _namespace, aliases=("namespace",),
                              concurrency="concurrent_namespace_syncs"),
+        ControllerDescriptor("serviceaccount-controller", _serviceaccount,
+                             aliases=("serviceaccount",), concurrency=1),
         ControllerDescriptor("garbage-collector-controller", _garbage_collector,
                              aliases=("garbagecollector",), concurrency="concurrent_gc_syncs"),
         ControllerDescriptor("daemonset-controller", _daemonset, aliases=("daemonset",),
@@ -120,5 +289,10 @@ def register_builtin_controllers(registry: ControllerRegistry) -> None:
         ControllerDescriptor("ttl-after-finished-controller", _ttl_after_finished,
                              aliases=("ttl-after-finished",),
                              concurrency="concurrent_ttl_after_finished_syncs"),
+        ControllerDescriptor("root-ca-certificate-publisher-controller", _root_ca_cert_publisher,
+                             aliases=("root-ca-cert-publisher",), concurrency=1),
+        ControllerDescriptor("legacy-serviceaccount-token-cleaner-controller",
+                             _legacy_token_cleaner,
+                             aliases=("legacy-service-account-token-cleaner",), concurrency=1),
     ):
         registry.register(d)

@@ -23,6 +23,11 @@ Data flow::
                       ... at exit: close_event_broadcasters(), factory.shutdown(),
                                    client_builder.close()
 
+With ``--use-service-account-credentials`` a controller's client is instead
+the ServiceAccount ``kube-system/<name>`` (a TokenRequest token; see
+:mod:`pykcm.manager.service_account_credentials`); ``root_client`` (the
+shared informers, the service-account-token controller) keeps the manager's.
+
 Each controller's client has its own rate limiter (``--kube-api-qps`` /
 ``--kube-api-burst``), as upstream gives each controller its own rest.Config,
 so a busy controller cannot starve the others of API calls; its user agent
@@ -42,10 +47,12 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pykcm.api.serviceaccount import make_username
 from pykcm.client import Client, Config, default_user_agent, no_warnings
 from pykcm.controller.event_recorder import EventBroadcaster, EventRecorder
 from pykcm.informers import SharedInformerFactory
 from pykcm.manager.options import ControllerManagerOptions
+from pykcm.manager.service_account_credentials import ServiceAccountTokenSource
 
 __all__ = ["USER_AGENT_COMPONENT", "ClientBuilder", "ControllerContext"]
 
@@ -55,9 +62,15 @@ USER_AGENT_COMPONENT = "controller-manager"
 """The component in the user agent: ``pykcm/<version> (<os>/<arch>) controller-manager/<name>``."""
 
 
+SERVICE_ACCOUNT_NAMESPACE = "kube-system"
+"""Where the controllers' ServiceAccounts live (``--use-service-account-credentials``)."""
+
+
 class ClientBuilder:
     """One :class:`~pykcm.client.Client` per name, each with its own user agent and
-    token bucket (client-go ``SimpleControllerClientBuilder``).
+    token bucket (client-go ``SimpleControllerClientBuilder``; with
+    ``use_service_account_credentials``, ``DynamicControllerClientBuilder`` for
+    :meth:`client`).
 
     :meth:`new_client` builds an uncached one with its own request timeout
     (the leader-election client uses the renew deadline, as upstream).
@@ -65,18 +78,23 @@ class ClientBuilder:
     the cached (controllers') clients; the uncached ones are never fenced.
     """
 
-    def __init__(self, config: Config, *, qps: float, burst: int) -> None:
+    def __init__(self, config: Config, *, qps: float, burst: int,
+                 use_service_account_credentials: bool = False) -> None:
         self._config = config
         self._qps = qps
         self._burst = burst
         self._clients: dict[str, Client] = {}
+        self._root_clients: dict[str, Client] = {}
+        self.use_service_account_credentials = use_service_account_credentials
+        self._token_sources: dict[str, ServiceAccountTokenSource] = {}
+        self._core: Client | None = None
         self.write_fence: Callable[[], str | None] | None = None
 
     def user_agent(self, name: str) -> str:
         """``<base user agent>/<name>``, as client-go's ``rest.AddUserAgent``."""
         return f"{default_user_agent(USER_AGENT_COMPONENT)}/{name}"
 
-    def config(self, name: str, *, timeout: float | None = None) -> Config:
+    def root_config(self, name: str, *, timeout: float | None = None) -> Config:
         """A copy of the manager's Config for ``name`` (user agent, qps, burst)."""
         cfg = dataclasses.replace(self._config, qps=self._qps, burst=self._burst,
                                   user_agent=self.user_agent(name),
@@ -85,19 +103,67 @@ class ClientBuilder:
             cfg.timeout = timeout
         return cfg
 
+    def config(self, name: str, *, timeout: float | None = None) -> Config:
+        """The Config of controller client ``name``: :meth:`root_config`, or with service
+        account credentials the manager's without its credentials, authenticating as
+        ``kube-system/<name>``."""
+        if not self.use_service_account_credentials:
+            return self.root_config(name, timeout=timeout)
+        source = self._token_sources.get(name)
+        if source is None:
+            source = self._token_sources[name] = ServiceAccountTokenSource(
+                self._core_client(), SERVICE_ACCOUNT_NAMESPACE, name)
+        cfg = dataclasses.replace(
+            self._config, qps=self._qps, burst=self._burst,
+            user_agent=self.user_agent(make_username(SERVICE_ACCOUNT_NAMESPACE, name)),
+            warning_handler=no_warnings, token=None, token_file=None, username=None,
+            password=None, client_cert_data=None, client_cert_file=None, client_key_data=None,
+            client_key_file=None, exec_provider=None, impersonate_user=None,
+            impersonate_uid=None, impersonate_groups=(), impersonate_extra={},
+            token_source=source)
+        if timeout is not None:
+            cfg.timeout = timeout
+        return cfg
+
+    def _core_client(self) -> Client:
+        """The manager's own client for provisioning accounts and requesting tokens."""
+        if self._core is None or self._core.closed:
+            self._core = Client(dataclasses.replace(
+                self._config, qps=self._qps, burst=self._burst,
+                user_agent=default_user_agent(USER_AGENT_COMPONENT), warning_handler=no_warnings))
+        return self._core
+
+    async def ensure_service_accounts(self) -> None:
+        """Create the ServiceAccounts of the controller clients built so far (with service
+        account credentials; else nothing)."""
+        for source in list(self._token_sources.values()):
+            await source.ensure_service_account()
+
     def client(self, name: str) -> Client:
-        """The client of ``name``, created on first use and cached."""
+        """The client of controller ``name``, created on first use and cached."""
         c = self._clients.get(name)
         if c is None or c.closed:
             c = self._clients[name] = Client(self.config(name), write_fence=self._fence)
+        return c
+
+    def root_client(self, name: str) -> Client:
+        """A client of ``name`` with the manager's own credentials, whatever
+        ``--use-service-account-credentials`` says (upstream's rootClientBuilder)."""
+        if not self.use_service_account_credentials:
+            return self.client(name)
+        c = self._root_clients.get(name)
+        if c is None or c.closed:
+            c = self._root_clients[name] = Client(self.root_config(name),
+                                                  write_fence=self._fence)
         return c
 
     def _fence(self) -> str | None:
         return self.write_fence() if self.write_fence is not None else None
 
     def new_client(self, name: str, *, timeout: float | None = None) -> Client:
-        """A client for ``name`` not cached (closed by the caller), e.g. leader election's."""
-        return Client(self.config(name, timeout=timeout))
+        """A client for ``name`` not cached (closed by the caller), with the manager's own
+        credentials: leader election's."""
+        return Client(self.root_config(name, timeout=timeout))
 
     @property
     def names(self) -> list[str]:
@@ -105,7 +171,9 @@ class ClientBuilder:
 
     async def close(self) -> None:
         """Close every cached client."""
-        clients, self._clients = list(self._clients.values()), {}
+        clients = [*self._clients.values(), *self._root_clients.values(),
+                   *([self._core] if self._core is not None else [])]
+        self._clients, self._root_clients, self._core = {}, {}, None
         for c in clients:
             try:
                 await c.close()

@@ -41,8 +41,8 @@ the renew deadline).
 
 Deviations from upstream: the lease is released on a clean shutdown
 (upstream's kube-controller-manager leaves it to expire); controllers are
-started without --controller-start-interval jitter; no service-account
-token controller, cloud loops or metadata informers.
+started without --controller-start-interval jitter; no cloud loops or
+metadata informers.
 """
 
 from __future__ import annotations
@@ -174,7 +174,8 @@ class ControllerManager:
         self.server = ManagerServer(self.health, o.configz, bind_address=o.bind_address,
                                     secure_port=o.secure_port, port=o.port)
         await self.server.start()
-        builder = ClientBuilder(config, qps=o.kube_api_qps, burst=o.kube_api_burst)
+        builder = ClientBuilder(config, qps=o.kube_api_qps, burst=o.kube_api_burst,
+                                use_service_account_credentials=o.use_service_account_credentials)
         try:
             if not o.leader_elect:
                 return await self._run_unelected(builder, enabled)
@@ -291,7 +292,7 @@ class ControllerManager:
         ctx = ControllerContext(
             client_builder=builder,
             informer_factory=SharedInformerFactory(
-                builder.client("shared-informers"), _resync(o),
+                builder.root_client("shared-informers"), _resync(o),
                 transform=strip_managed_fields),
             options=o)
         self.context = ctx
@@ -347,6 +348,9 @@ class ControllerManager:
             self.controllers[name] = running
             self.health.add(name, _controller_check(running))
             built.append(running)
+        # upstream's builder creates each controller's ServiceAccount as it hands out
+        # the client (--use-service-account-credentials)
+        await ctx.client_builder.ensure_service_accounts()
         # Informers start once every controller has registered its handlers.
         ctx.informer_factory.start()
         ctx.informers_started.set()

@@ -20,7 +20,12 @@ Flags pykcm has, with upstream's names and defaults: ``--kubeconfig``,
 (0.0.0.0), ``--secure-port`` (10257; 0 turns HTTPS serving off),
 ``--concurrent-*-syncs`` of the built-in controllers (``--concurrent_rc_syncs`` too, as
 upstream spells it), ``--terminated-pod-gc-threshold`` (12500), ``--enable-garbage-collector``,
-``--namespace-sync-period``, ``--controller-shutdown-timeout`` (10s) and
+``--namespace-sync-period``, the endpoint controllers' ``--endpoint-updates-batch-period``,
+``--endpointslice-updates-batch-period``, ``--max-endpoints-per-slice`` (100),
+``--mirroring-*`` (max 1000 addresses per subset), the service account ones
+(``--service-account-private-key-file``, ``--root-ca-file``,
+``--legacy-service-account-token-clean-up-period`` (8760h),
+``--use-service-account-credentials``), ``--controller-shutdown-timeout`` (10s) and
 ``-v/--v``. Durations are Go durations (``15s``, ``1m30s``, ``12h``);
 booleans take ``--flag``, ``--flag=true`` or ``--flag=false`` as pflag does.
 
@@ -168,6 +173,21 @@ class ControllerManagerOptions:
     concurrent_statefulset_syncs: int = 5
     concurrent_rc_syncs: int = 5
     terminated_pod_gc_threshold: int = 12500
+    # endpoints, EndpointSlices, mirroring
+    concurrent_endpoint_syncs: int = 5
+    endpoint_updates_batch_period: float = 0.0
+    concurrent_service_endpoint_syncs: int = 5
+    max_endpoints_per_slice: int = 100
+    endpointslice_updates_batch_period: float = 0.0
+    mirroring_concurrent_service_endpoint_syncs: int = 5
+    mirroring_max_endpoints_per_subset: int = 1000
+    mirroring_endpointslice_updates_batch_period: float = 0.0
+    # service accounts
+    service_account_private_key_file: str = ""
+    root_ca_file: str = ""
+    concurrent_serviceaccount_token_syncs: int = 5
+    legacy_service_account_token_clean_up_period: float = 365 * 24 * 3600.0
+    use_service_account_credentials: bool = False
     # process
     controller_shutdown_timeout: float = 10.0
     v: int = 0
@@ -224,6 +244,21 @@ class ControllerManagerOptions:
         for f in fields(self):
             if f.name.startswith("concurrent_") and getattr(self, f.name) < 0:
                 errs.append(f"--{f.name.replace('_', '-')} must be >= 0")
+        for flag, value in (
+                ("concurrent-service-endpoint-syncs", self.concurrent_service_endpoint_syncs),
+                ("mirroring-concurrent-service-endpoint-syncs",
+                 self.mirroring_concurrent_service_endpoint_syncs)):
+            if value < 1:
+                errs.append(f"{flag} must not be less than 1, but got {value}")
+            elif value > 50:
+                errs.append(f"{flag} must not be more than 50, but got {value}")
+        for flag, value in (("max-endpoints-per-slice", self.max_endpoints_per_slice),
+                            ("mirroring-max-endpoints-per-subset",
+                             self.mirroring_max_endpoints_per_subset)):
+            if value < 1:
+                errs.append(f"{flag} must not be less than 1, but got {value}")
+            elif value > 1000:
+                errs.append(f"{flag} must not be more than 1000, but got {value}")
         for flag, value in (("concurrent-daemonset-syncs", self.concurrent_daemonset_syncs),
                             ("concurrent-statefulset-syncs", self.concurrent_statefulset_syncs)):
             if value < 1:
@@ -293,6 +328,27 @@ class ControllerManagerOptions:
             "ReplicationController": {"ConcurrentRCSyncs": self.concurrent_rc_syncs},
             "PodGCController": {
                 "TerminatedPodGCThreshold": self.terminated_pod_gc_threshold},
+            "EndpointController": {
+                "ConcurrentEndpointSyncs": self.concurrent_endpoint_syncs,
+                "EndpointUpdatesBatchPeriod": d(self.endpoint_updates_batch_period)},
+            "EndpointSliceController": {
+                "ConcurrentServiceEndpointSyncs": self.concurrent_service_endpoint_syncs,
+                "MaxEndpointsPerSlice": self.max_endpoints_per_slice,
+                "EndpointUpdatesBatchPeriod": d(self.endpointslice_updates_batch_period)},
+            "EndpointSliceMirroringController": {
+                "MirroringConcurrentServiceEndpointSyncs":
+                    self.mirroring_concurrent_service_endpoint_syncs,
+                "MirroringMaxEndpointsPerSubset": self.mirroring_max_endpoints_per_subset,
+                "MirroringEndpointUpdatesBatchPeriod":
+                    d(self.mirroring_endpointslice_updates_batch_period)},
+            "SAController": {
+                "ServiceAccountKeyFile": self.service_account_private_key_file,
+                "ConcurrentSATokenSyncs": self.concurrent_serviceaccount_token_syncs,
+                "RootCAFile": self.root_ca_file},
+            "LegacySATokenCleaner": {
+                "CleanUpPeriod": d(self.legacy_service_account_token_clean_up_period)},
+            "KubeCloudShared": {
+                "UseServiceAccountCredentials": self.use_service_account_credentials},
         }
 
 
@@ -457,6 +513,47 @@ def add_flags(p: argparse.ArgumentParser, known: Sequence[str] = (),
     integer(c, "--concurrent-ttl-after-finished-syncs", o.concurrent_ttl_after_finished_syncs,
             "the number of ttl-after-finished-controller workers that are allowed to sync "
             "concurrently")
+    integer(c, "--concurrent-endpoint-syncs", o.concurrent_endpoint_syncs,
+            "the number of endpoint syncing operations that will be done concurrently")
+    dur(c, "--endpoint-updates-batch-period", o.endpoint_updates_batch_period,
+        "the length of endpoint updates batching period: processing of pod changes is "
+        "delayed by this duration to join them with potential upcoming updates")
+    integer(c, "--concurrent-service-endpoint-syncs", o.concurrent_service_endpoint_syncs,
+            "the number of service endpoint syncing operations that will be done "
+            "concurrently by the endpointslice-controller (1 to 50)")
+    integer(c, "--max-endpoints-per-slice", o.max_endpoints_per_slice,
+            "the maximum number of endpoints that will be added to an EndpointSlice "
+            "(1 to 1000)")
+    dur(c, "--endpointslice-updates-batch-period", o.endpointslice_updates_batch_period,
+        "the length of endpoint slice updates batching period")
+    integer(c, "--mirroring-concurrent-service-endpoint-syncs",
+            o.mirroring_concurrent_service_endpoint_syncs,
+            "the number of service endpoint syncing operations that will be done "
+            "concurrently by the endpointslice-mirroring-controller (1 to 50)")
+    integer(c, "--mirroring-max-endpoints-per-subset", o.mirroring_max_endpoints_per_subset,
+            "the maximum number of endpoints that will be added to an EndpointSlice by the "
+            "endpointslice-mirroring-controller (1 to 1000)")
+    dur(c, "--mirroring-endpointslice-updates-batch-period",
+        o.mirroring_endpointslice_updates_batch_period,
+        "the length of EndpointSlice updates batching period for the "
+        "endpointslice-mirroring-controller")
+    c.add_argument("--service-account-private-key-file", default=o.service_account_private_key_file,
+                   metavar="FILE", help="enables legacy secret-based tokens when set: a "
+                   "PEM-encoded private RSA or ECDSA key used to sign service account tokens")
+    c.add_argument("--root-ca-file", default=o.root_ca_file, metavar="FILE",
+                   help="if set, this root certificate authority will be included in service "
+                   "account's token secret and the kube-root-ca.crt ConfigMaps (default: the "
+                   "CA of the kubeconfig)")
+    integer(c, "--concurrent-serviceaccount-token-syncs", o.concurrent_serviceaccount_token_syncs,
+            "the number of service account token objects that are allowed to sync "
+            "concurrently")
+    dur(c, "--legacy-service-account-token-clean-up-period",
+        o.legacy_service_account_token_clean_up_period,
+        "the period of time since the last usage of an legacy service account token before "
+        "it can be deleted")
+    boolean(c, "--use-service-account-credentials", o.use_service_account_credentials,
+            "if true, use individual service account credentials for each controller "
+            "(a TokenRequest token of the kube-system ServiceAccount named as its client)")
 
     p.add_argument("-v", "--v", dest="v", type=_flag_type("--v", _int, "int"), default=0,
                    metavar="LEVEL", help="number for the log level verbosity (0: info, "

@@ -23,7 +23,11 @@ Data flow::
 ``--controllers`` semantics (upstream's): for each controller, the first
 entry that is its name (or an alias of it) enables it and the first ``-name``
 disables it, whichever comes first; otherwise ``*`` anywhere in the list
-enables it unless it is disabled by default; with neither, it is off.
+enables it unless it is disabled by default; with neither, it is off. A
+descriptor ``requires_special_handling`` (upstream: only the
+serviceaccount-token-controller, which mints the tokens the others may need)
+is started first and whatever ``--controllers`` says; its init function
+decides (no ``--service-account-private-key-file``: not started).
 """
 
 from __future__ import annotations
@@ -83,6 +87,7 @@ class ControllerDescriptor:
     aliases: tuple[str, ...] = ()
     disabled_by_default: bool = False
     concurrency: str | int | None = None
+    requires_special_handling: bool = False
 
 
 class ControllerRegistry:
@@ -168,9 +173,12 @@ class ControllerRegistry:
         return not self._descriptors[name].disabled_by_default
 
     def resolve_enabled(self, controllers_flag: list[str]) -> list[str]:
-        """The canonical names ``--controllers`` enables, in registration order."""
+        """The canonical names to start: the special ones first, then those
+        ``--controllers`` enables, in registration order."""
         flag = self.canonical(controllers_flag)
-        return [n for n in self._descriptors if self.is_enabled(n, flag)]
+        special = [n for n, d in self._descriptors.items() if d.requires_special_handling]
+        return [*special, *(n for n, d in self._descriptors.items()
+                            if not d.requires_special_handling and self.is_enabled(n, flag))]
 
 
 def builtin_registry() -> ControllerRegistry:

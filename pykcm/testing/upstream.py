@@ -397,20 +397,29 @@ def complement_controllers(pykcm_names: Iterable[str] | None = None) -> str:
 
 
 WORKLOAD_CONTROLLERS = ("cronjob-controller", "daemonset-controller", "deployment-controller",
+                        "endpoints-controller", "endpointslice-controller",
+                        "endpointslice-mirroring-controller",
                         "garbage-collector-controller", "job-controller", "namespace-controller",
                         "replicaset-controller", "ttl-after-finished-controller")
-"""The controllers that act on what a test creates (workloads, deletion): a real API server
-shared by tests that run their own controllers in-process gets every other controller
-from the real kube-controller-manager (service accounts, node lifecycle, ...)."""
+"""The controllers that act on what a test creates (workloads, Services, deletion): a real
+API server shared by tests that run their own controllers in-process gets every other
+controller from the real kube-controller-manager (service accounts, root CA, node
+lifecycle, ...)."""
+
+TOKEN_CONTROLLER = "serviceaccount-token-controller"
+"""kube-controller-manager starts it whatever ``--controllers`` says, whenever it has
+``--service-account-private-key-file``: leaving it out means not passing the key."""
 
 
 def support_controller_manager(cp: ControlPlane, leave_out: Iterable[str] | None = None
                                ) -> KubeControllerManager:
     """The real kube-controller-manager running every controller but ``leave_out``
     (default: every controller pykcm has, for a cluster where pykcm's manager runs them)."""
+    names = pykcm_controller_names() if leave_out is None else list(leave_out)
     return KubeControllerManager.for_control_plane(
-        cp, controllers=complement_controllers(leave_out), name="support-controller-manager",
-        kube_api_qps=100, kube_api_burst=200)
+        cp, controllers=complement_controllers(names), name="support-controller-manager",
+        kube_api_qps=100, kube_api_burst=200,
+        service_account_key=TOKEN_CONTROLLER not in names)
 
 
 class KubeControllerManager:
@@ -458,13 +467,16 @@ class KubeControllerManager:
 
     @classmethod
     def for_control_plane(cls, cp: ControlPlane, *, controllers: str | Sequence[str],
-                          name: str = "kube-controller-manager", **kw: Any
+                          name: str = "kube-controller-manager",
+                          service_account_key: bool = True, **kw: Any
                           ) -> KubeControllerManager:
-        """With the control plane's own PKI (SA key, root CA, CSR signer), like the kit's."""
+        """With the control plane's own PKI (SA key, root CA, CSR signer), like the kit's;
+        ``service_account_key=False``: without the key (no token controller)."""
         pki = cp.pki
         return cls(cp.kit, cp.kubeconfig_path, cp.dir, controllers=controllers, name=name,
                    root_ca_file=str(pki / "ca.crt"),
-                   service_account_key_file=str(pki / "sa.key"),
+                   service_account_key_file=str(pki / "sa.key") if service_account_key
+                   else None,
                    cluster_signing=(str(pki / "ca.crt"), str(pki / "ca.key")), **kw)
 
     @property
@@ -625,7 +637,8 @@ class KubeCluster:
     def __init__(self, kit: KubeKit, work_dir: str | Path, *, apiserver: str = "kube",
                  manager: str = "pykcm", nodes: int = 3, controllers: str = "*",
                  kube_api_qps: float = 20.0, kube_api_burst: int = 30, max_pods: int = 110,
-                 control_plane: ControlPlane | None = None, support: bool = True) -> None:
+                 control_plane: ControlPlane | None = None, support: bool = True,
+                 manager_flags: Sequence[str] = ()) -> None:
         if apiserver not in ("pykcm", "kube"):
             raise ValueError(f"apiserver must be 'pykcm' or 'kube', not {apiserver!r}")
         if manager not in ("pykcm", "kube"):
@@ -637,6 +650,7 @@ class KubeCluster:
         self.nodes = nodes
         self.controllers = controllers
         self.qps, self.burst, self.max_pods = kube_api_qps, kube_api_burst, max_pods
+        self.manager_flags = list(manager_flags)  # more flags for pykcm's manager
         self._own_cp = control_plane is None
         self._want_support = support
         self.cp: ControlPlane | None = None
@@ -707,10 +721,14 @@ class KubeCluster:
         if controllers is not None:
             self.controllers = controllers
         if self.manager_kind == "pykcm":
+            # the control plane's PKI, as the real manager gets it (token Secrets, root CA)
+            pki = [f"--root-ca-file={self.cp.pki / 'ca.crt'}",
+                   f"--service-account-private-key-file={self.cp.pki / 'sa.key'}"] \
+                if self.cp is not None else []
             self.manager = PykcmProcess.controller_manager(
                 self.kubeconfig_path, self.work_dir / "logs" / "controller-manager.log",
                 controllers=self.controllers, kube_api_qps=self.qps,
-                kube_api_burst=self.burst).start(timeout)
+                kube_api_burst=self.burst, extra=[*pki, *self.manager_flags]).start(timeout)
             return
         names = pykcm_controller_names() if self.controllers == "*" else self.controllers
         if self.cp is not None:
