@@ -65,10 +65,12 @@ from pykcm.cache.store import Indexer
 
 __all__ = [
     "POD_CONTROLLER_INDEX",
+    "POD_NODE_NAME_INDEX",
     "POD_DELETION_COST_ANNOTATION",
     "ActivePodsWithRanks",
     "active_pods_sort_key",
     "add_pod_controller_indexer",
+    "add_pod_node_name_indexer",
     "compare_max_container_restarts",
     "filter_active_pods",
     "filter_claimed_pods",
@@ -90,6 +92,10 @@ Pod = Mapping[str, Any]
 
 POD_CONTROLLER_INDEX: Final = "podController"
 """Name of the pod index by controller (upstream controller.PodControllerIndex)."""
+
+POD_NODE_NAME_INDEX: Final = "spec.nodeName"
+"""Name of the pod index by ``spec.nodeName`` (upstream controller.PodNodeNameKeyIndex;
+unbound pods are not in it)."""
 
 POD_DELETION_COST_ANNOTATION: Final = "controller.kubernetes.io/pod-deletion-cost"
 """The annotation that makes a pod cheaper (lower) or dearer to delete."""
@@ -127,6 +133,20 @@ def add_pod_controller_indexer(target: SharedIndexInformer | Indexer) -> None:
     if POD_CONTROLLER_INDEX in indexer.get_indexers():
         return
     target.add_indexers({POD_CONTROLLER_INDEX: _pod_controller_index_func})
+
+
+def _pod_node_name_index_func(pod: Any) -> list[str]:
+    node = (pod.get("spec") or {}).get("nodeName")
+    return [str(node)] if node else []
+
+
+def add_pod_node_name_indexer(target: SharedIndexInformer | Indexer) -> None:
+    """Add :data:`POD_NODE_NAME_INDEX` to a pod informer (or Indexer) unless it has it
+    (upstream AddPodNodeNameIndexer)."""
+    indexer = target.get_indexer() if isinstance(target, SharedIndexInformer) else target
+    if POD_NODE_NAME_INDEX in indexer.get_indexers():
+        return
+    target.add_indexers({POD_NODE_NAME_INDEX: _pod_node_name_index_func})
 
 
 def filter_pods_by_owner(indexer: Indexer, owner: Mapping[str, Any], owner_kind: str,
