@@ -55,6 +55,9 @@ RESOURCES: dict[str, str] = {
     "services": "/api/v1", "endpoints": "/api/v1",
     "endpointslices": "/apis/discovery.k8s.io/v1",
     "deployments": "/apis/apps/v1", "replicasets": "/apis/apps/v1",
+    "daemonsets": "/apis/apps/v1", "statefulsets": "/apis/apps/v1",
+    "controllerrevisions": "/apis/apps/v1", "persistentvolumeclaims": "/api/v1",
+    "replicationcontrollers": "/api/v1",
     "jobs": "/apis/batch/v1", "cronjobs": "/apis/batch/v1",
 }
 HASH_RE = re.compile(r"^[bcdfghjklmnpqrstvwxz2456789]{1,10}$")
@@ -397,6 +400,7 @@ class Run:
     manager: str
     masker: Masker = field(default_factory=Masker)
     recorders: list[Recorder] = field(default_factory=list)
+    _events_key: Any = None
 
     def path(self, resource: str, name: str | None = None, sub: str | None = None) -> str:
         return Api.path(resource, self.ns, name, sub)
@@ -446,11 +450,28 @@ class Run:
         raise AssertionError(f"{self.manager}: timed out waiting for {what} in {self.ns} "
                              f"(last: {last!r})")
 
+    def settled_events(self, quiet: float = 1.0) -> list[dict[str, Any]]:
+        """The namespace's events once two listings ``quiet`` seconds apart agree (a
+        controller records events asynchronously, behind its own writes; under load
+        well after them). A later call compares with the last listing first."""
+        def key(evs: list[dict[str, Any]]) -> list[tuple[str, Any, Any]]:
+            return sorted((e["metadata"]["name"], e.get("count"), e.get("message"))
+                          for e in evs)
+
+        deadline = time.monotonic() + WAIT
+        while True:
+            evs = self.list("events")
+            k = key(evs)
+            if k == self._events_key or time.monotonic() > deadline:
+                return evs
+            self._events_key = k
+            time.sleep(quiet)
+
     def events(self, *, kinds: tuple[str, ...] = ()) -> list[dict[str, Any]]:
         """The namespace's core/v1 events as (kind, name, type, reason, message), with the
         reporting component, in creation order; not yet masked. Only the controllers'
         events: the simulated scheduler's and kubelets' are left out."""
-        evs = self.list("events")
+        evs = self.settled_events()
         evs.sort(key=lambda e: (e.get("firstTimestamp") or e.get("eventTime") or "",
                                 int(e["metadata"]["resourceVersion"])))
         out = []
