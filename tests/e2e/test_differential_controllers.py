@@ -554,19 +554,29 @@ def pod_condition(p: dict[str, Any], ctype: str) -> str | None:
 
 
 def replica_set_scale_down(run: Run) -> dict[str, Any]:
-    """A ReplicaSet adopts five pods in distinguishable states, then scales down to two: the
-    unscheduled, the not-ready and the cheap (pod-deletion-cost) pods go first, as
-    upstream's ranking (ActivePodsWithRanks) puts them first."""
+    """A ReplicaSet adopts five pods in distinguishable states, then scales down to one: the
+    unscheduled, the not-ready, the cheap (pod-deletion-cost -10) and the newer of two ready
+    pods go, in the order of upstream's ranking (ActivePodsWithRanks: unassigned, not ready,
+    deletion cost, pods doubled up on a node, then ready for less time, on a log2 scale).
+    The pods are placed (``nodeName``) so that the two ready ones are alone on their nodes,
+    and the older one is ready several seconds before the newer one exists."""
     app = "rank"
+    node = "pykcm-node-{}".format
     pods = {
         "p-unscheduled": bare_pod("p-unscheduled", app,
                                   nodeSelector={"diff.pykcm.io/nowhere": "true"}),
-        "p-not-ready": bare_pod("p-not-ready", app, {NEVER_READY: "true"}),
+        "p-not-ready": bare_pod("p-not-ready", app, {NEVER_READY: "true"}, nodeName=node(0)),
         "p-cheap": bare_pod("p-cheap", app,
-                            {"controller.kubernetes.io/pod-deletion-cost": "-10"}),
-        "p-ready-a": bare_pod("p-ready-a", app),
-        "p-ready-b": bare_pod("p-ready-b", app),
+                            {"controller.kubernetes.io/pod-deletion-cost": "-10"},
+                            nodeName=node(0)),
+        "p-ready-old": bare_pod("p-ready-old", app, nodeName=node(1)),
+        "p-ready-new": bare_pod("p-ready-new", app, nodeName=node(2)),
     }
+    run.create("pods", pods.pop("p-ready-old"))
+    run.wait(lambda: pod_condition(run.get("pods", "p-ready-old"), "Ready") == "True",
+             "p-ready-old ready")
+    # ready 6 s or more before the newer one: a different log2 bucket of time ready (ns)
+    time.sleep(6)
     for p in pods.values():
         run.create("pods", p)
 
@@ -576,7 +586,7 @@ def replica_set_scale_down(run: Run) -> dict[str, Any]:
                 and pod_condition(got["p-unscheduled"], "PodScheduled") == "False"
                 and (got["p-not-ready"].get("status") or {}).get("phase") == "Running"
                 and all(pod_condition(got[n], "Ready") == "True"
-                        for n in ("p-cheap", "p-ready-a", "p-ready-b")))
+                        for n in ("p-cheap", "p-ready-old", "p-ready-new")))
 
     run.wait(states_reached, "the five pods in their states")
     rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": app},
@@ -598,20 +608,27 @@ def replica_set_scale_down(run: Run) -> dict[str, Any]:
                          for p in sorted(run.list("pods", f"app={app}"),
                                          key=lambda p: p["metadata"]["name"])},
                 "status": replica_set_view(run.get("replicasets", app))["status"]}
-    run.patch("replicasets", app, {"spec": {"replicas": 2}})
+    # one at a time: the order of the deletions is the ranking
+    remaining = sorted(pods) + ["p-ready-old"]
+    deleted = []
+    for n in (4, 3, 2, 1):
+        run.patch("replicasets", app, {"spec": {"replicas": n}})
 
-    def scaled() -> Any:
-        ps = [p for p in run.list("pods", f"app={app}") if not p["metadata"].get(
-            "deletionTimestamp")]
-        st = run.get("replicasets", app).get("status") or {}
-        return sorted(p["metadata"]["name"] for p in ps) if (
-            len(ps) == 2 and st.get("replicas") == 2 and st.get("observedGeneration") == 2
-            and st.get("readyReplicas") == 2) else None
+        def scaled(n: int = n) -> Any:
+            ps = [p for p in run.list("pods", f"app={app}") if not p["metadata"].get(
+                "deletionTimestamp")]
+            rs = run.get("replicasets", app)
+            st = rs.get("status") or {}
+            return sorted(p["metadata"]["name"] for p in ps) if (
+                len(ps) == n and st.get("replicas") == n
+                and st.get("observedGeneration") == rs["metadata"]["generation"]) else None
 
-    remaining = run.wait(scaled, "the ReplicaSet scaled down to 2")
+        now = run.wait(scaled, f"the ReplicaSet scaled down to {n}")
+        deleted.append(sorted(set(remaining) - set(now)))
+        remaining = now
     rs_events = sorted(f"{e['type']} {e['reason']}: {e['message']}"
                        for e in events_of(run, "ReplicaSet"))
-    return {"adoption": adoption, "remaining": remaining,
+    return {"adoption": adoption, "deleted_in_order": deleted, "remaining": remaining,
             "replicaset": replica_set_view(run.get("replicasets", app)), "events": rs_events}
 
 
