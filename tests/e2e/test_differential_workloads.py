@@ -1,0 +1,258 @@
+"""Differential tests of the DaemonSet and StatefulSet controllers: the real
+kube-controller-manager v1.36 against pykcm's, on the session's real kube-apiserver with
+``pykcm sim`` nodes (tests/e2e/differential.py).
+
+What is compared: the ControllerRevisions (names: the hashes are upstream's, so they are
+not masked; revision numbers, labels, data), the owners' status and annotations, the pods
+per node or per ordinal (labels, spec, owner), events, and how an update replaces pods:
+the sequence of (old, new) pod counts through a rolling update, which the algorithm fixes
+for pods that become ready after a fraction of a second.
+
+Where upstream walks a Go map (the nodes of a DaemonSet rolling update), the order in
+which nodes are taken is random there: only counts are compared, never which node went
+first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pykcm.testing.upstream import KubeCluster
+from tests.e2e.differential import Differential, Recorder, Run, Scenario
+from tests.e2e.differential_allowlist import ALLOWLIST
+from tests.e2e.test_differential_controllers import event_set, managed_fields, register_uid
+
+pytestmark = [pytest.mark.e2e, pytest.mark.upstream]
+
+READY_AFTER = "sim.pykcm.io/ready-after-seconds"
+DS_HASH = "controller-revision-hash"
+
+
+@pytest.fixture(scope="module")
+def differential(kube_cluster: KubeCluster) -> Iterator[Differential]:
+    d = Differential(kube_cluster)
+    yield d
+    d.restore()
+
+
+def owner_refs(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    return [dict(r) for r in obj["metadata"].get("ownerReferences") or []]
+
+
+def status_of(obj: dict[str, Any]) -> dict[str, Any]:
+    return dict(obj.get("status") or {})
+
+
+def revisions_view(run: Run, owner_kind: str) -> list[dict[str, Any]]:
+    """The namespace's ControllerRevisions by revision number."""
+    out = []
+    for r in sorted(run.list("controllerrevisions"), key=lambda r: r["revision"]):
+        m = r["metadata"]
+        out.append({"name": m["name"], "revision": r["revision"], "labels": m.get("labels"),
+                    "annotations": m.get("annotations") or {},
+                    "ownerReferences": owner_refs(r), "data": r.get("data")})
+    return out
+
+
+# -- DaemonSets --------------------------------------------------------------------------------
+
+def daemon_set(name: str, *, image: str = "nginx:1.27", strategy: dict[str, Any] | None = None,
+               **spec: Any) -> dict[str, Any]:
+    pod_spec: dict[str, Any] = {"containers": [{"name": "app", "image": image}],
+                                "terminationGracePeriodSeconds": 0, **spec}
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": name, "annotations": {"team": "diff"}},
+            "spec": {"selector": {"matchLabels": {"app": name}},
+                     "updateStrategy": strategy or {"type": "RollingUpdate",
+                                                    "rollingUpdate": {"maxUnavailable": 1}},
+                     "template": {"metadata": {"labels": {"app": name},
+                                               "annotations": {READY_AFTER: "0.3"}},
+                                  "spec": pod_spec}}}
+
+
+def set_ds_image(run: Run, name: str, image: str) -> None:
+    run.patch("daemonsets", name, {"spec": {"template": {"spec": {"containers": [
+        {"name": "app", "image": image}]}}}}, kind="strategic")
+
+
+def node_names(run: Run) -> list[str]:
+    return sorted(n["metadata"]["name"] for n in run.api.ok("GET", "/api/v1/nodes")["items"])
+
+
+def ds_settled(run: Run, name: str, nodes: int) -> dict[str, Any]:
+    """The DaemonSet once its controller observed the last change and every node it
+    should run on has one updated, available pod and nothing else."""
+    def check() -> Any:
+        ds = run.get("daemonsets", name)
+        st = status_of(ds)
+        pods = [p for p in run.list("pods", f"app={name}")]
+        done = (st.get("observedGeneration") == ds["metadata"]["generation"]
+                and st.get("desiredNumberScheduled") == nodes
+                and st.get("updatedNumberScheduled") == nodes
+                and st.get("numberAvailable") == nodes
+                and st.get("currentNumberScheduled") == nodes
+                and len(pods) == nodes
+                and not any(p["metadata"].get("deletionTimestamp") for p in pods))
+        return ds if done else None
+    found: dict[str, Any] = run.wait(check, f"DaemonSet {name} settled on {nodes} nodes")
+    return found
+
+
+def ds_pods_view(run: Run, name: str) -> dict[str, Any]:
+    """The DaemonSet's pods by the node they are for."""
+    out: dict[str, Any] = {}
+    for p in run.list("pods", f"app={name}"):
+        if p["metadata"].get("deletionTimestamp"):
+            continue
+        spec = {k: v for k, v in p["spec"].items() if k != "nodeName"}
+        node = spec["affinity"]["nodeAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0][
+            "matchFields"][0]["values"][0]
+        assert node not in out, f"two pods for {node}"
+        out[node] = {"bound_to": p["spec"].get("nodeName"),
+                     "labels": p["metadata"].get("labels"),
+                     "annotations": p["metadata"].get("annotations"),
+                     "generateName": p["metadata"].get("generateName"),
+                     "ownerReferences": owner_refs(p), "spec": spec}
+    return out
+
+
+def ds_snapshot(run: Run, name: str) -> dict[str, Any]:
+    ds = run.get("daemonsets", name)
+    register_uid(run, {**ds, "kind": "DaemonSet"})
+    return {"annotations": ds["metadata"].get("annotations"),
+            "generation": ds["metadata"]["generation"], "status": status_of(ds),
+            "revisions": revisions_view(run, "DaemonSet"), "pods": ds_pods_view(run, name)}
+
+
+def count_history(rec: Recorder, classify: Any) -> list[tuple[int, ...]]:
+    """After each pod event (resourceVersion order), the counts of live pods (not being
+    deleted) per class ``classify(pod)`` gives (an index), consecutive repeats collapsed."""
+    store: dict[str, dict[str, Any]] = {}
+    out: list[tuple[int, ...]] = []
+    for e in rec.ordered("pods"):
+        if e.type == "DELETED":
+            store.pop(e.name, None)
+        else:
+            store[e.name] = e.obj
+        counts = [0, 0]
+        for p in store.values():
+            if not p["metadata"].get("deletionTimestamp"):
+                counts[classify(p)] += 1
+        row = tuple(counts)
+        if not out or out[-1] != row:
+            out.append(row)
+    return out
+
+
+def ds_update_scenario(strategy: dict[str, Any]) -> Scenario:
+    """Create on every node, change the image, roll out: the (old, new) pod counts through
+    the update, the revisions, the final state, the events."""
+    def scenario(run: Run) -> dict[str, Any]:
+        nodes = len(node_names(run))
+        run.create("daemonsets", daemon_set("agent", strategy=strategy))
+        ds_settled(run, "agent", nodes)
+        created = ds_snapshot(run, "agent")
+        old_hash = created["revisions"][0]["labels"][DS_HASH]
+        rec = run.watch("pods")
+        set_ds_image(run, "agent", "nginx:1.28")
+        ds_settled(run, "agent", nodes)
+        rec.wait_for(lambda r: all(p["metadata"]["labels"][DS_HASH] != old_hash
+                                   for p in r.store["pods"].values()), "the old pods gone")
+        final = ds_snapshot(run, "agent")
+        history = count_history(rec, lambda p: int(p["metadata"]["labels"][DS_HASH] !=
+                                                    old_hash))
+        a_pod = run.list("pods", "app=agent")[0]
+        return {"created": created, "final": final, "old_new_counts": history,
+                "events": sorted(event_set(run, "DaemonSet")),
+                "managedFields": {"daemonset": managed_fields(run.get("daemonsets", "agent")),
+                                  "a_pod": [m for m in managed_fields(a_pod)
+                                            if m["subresource"] == ""]}}
+    return scenario
+
+
+def ds_rollback(run: Run) -> dict[str, Any]:
+    """Roll out a second template, then back as ``kubectl rollout undo`` does (the first
+    revision's patch applied to the DaemonSet): the first revision becomes number 3."""
+    nodes = len(node_names(run))
+    run.create("daemonsets", daemon_set("agent"))
+    ds_settled(run, "agent", nodes)
+    set_ds_image(run, "agent", "nginx:1.28")
+    ds_settled(run, "agent", nodes)
+    first = next(r for r in run.list("controllerrevisions") if r["revision"] == 1)
+    run.patch("daemonsets", "agent", first["data"], kind="strategic")
+    ds_settled(run, "agent", nodes)
+
+    def renumbered() -> bool:
+        return sorted(r["revision"] for r in run.list("controllerrevisions")) == [2, 3]
+    run.wait(renumbered, "the revisions renumbered")
+    return {"final": ds_snapshot(run, "agent"), "events": sorted(event_set(run, "DaemonSet"))}
+
+
+def ds_on_delete(run: Run) -> dict[str, Any]:
+    """OnDelete: a new template replaces nothing until a pod is deleted by hand."""
+    nodes = node_names(run)
+    run.create("daemonsets", daemon_set("agent", strategy={"type": "OnDelete"}))
+    ds_settled(run, "agent", len(nodes))
+    set_ds_image(run, "agent", "nginx:1.28")
+
+    def observed() -> Any:
+        ds = run.get("daemonsets", "agent")
+        st = status_of(ds)
+        return ds if st.get("observedGeneration") == 2 and len(
+            run.list("controllerrevisions")) == 2 else None
+    run.wait(observed, "the new template observed")
+    before = ds_snapshot(run, "agent")
+    victim = next(p for p in run.list("pods", "app=agent")
+                  if p["spec"].get("nodeName") == nodes[0])
+    run.delete("pods", victim["metadata"]["name"])
+
+    def replaced() -> Any:
+        st = status_of(run.get("daemonsets", "agent"))
+        pods = run.list("pods", "app=agent")
+        return (st.get("updatedNumberScheduled") == 1 and st.get("numberAvailable") ==
+                len(nodes) and len(pods) == len(nodes))
+    run.wait(replaced, "the deleted pod replaced from the new template")
+    return {"before": before, "after": ds_snapshot(run, "agent"),
+            "events": sorted(event_set(run, "DaemonSet"))}
+
+
+def ds_node_selector(run: Run) -> dict[str, Any]:
+    """A DaemonSet for one node, moved to another by its nodeSelector: the new node's pod
+    is created, the old one's deleted, in one sync."""
+    nodes = node_names(run)
+    ds = daemon_set("agent", nodeSelector={"kubernetes.io/hostname": nodes[0]})
+    run.create("daemonsets", ds)
+    ds_settled(run, "agent", 1)
+    created = ds_snapshot(run, "agent")
+    run.patch("daemonsets", "agent", {"spec": {"template": {"spec": {"nodeSelector": {
+        "kubernetes.io/hostname": nodes[1]}}}}}, kind="strategic")
+    ds_settled(run, "agent", 1)
+
+    def only_second() -> bool:
+        return list(ds_pods_view(run, "agent")) == [nodes[1]]
+    run.wait(only_second, "the pod moved")
+    events = [f"{e['reason']}: {e['message']}" for e in
+              (dict(x) for x in run.events(kinds=("DaemonSet",)))]
+    return {"created": created, "moved": ds_snapshot(run, "agent"), "events": events}
+
+
+SCENARIOS: dict[str, Scenario] = {
+    # maxUnavailable 1: one old pod deleted at a time, its node then gets the new one
+    "daemonset-rolling-update": ds_update_scenario(
+        {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}),
+    # maxSurge 1: a new pod next to an old one, the old one goes once the new is ready
+    "daemonset-surge": ds_update_scenario(
+        {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}}),
+    "daemonset-rollback": ds_rollback,
+    "daemonset-on-delete": ds_on_delete,
+    "daemonset-node-selector": ds_node_selector,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_differential(differential: Differential, name: str) -> None:
+    differential.run(name, SCENARIOS[name], ALLOWLIST, prefix="wl")
