@@ -28,8 +28,8 @@ Data flow (Endpoints)::
 
 from __future__ import annotations
 
+import functools
 import ipaddress
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -141,21 +141,20 @@ def find_port(pod: Mapping[str, Any], service_port: Mapping[str, Any]) -> int:
     raise PortNotFound(f"no suitable port for manifest: {_meta(pod).get('uid', '')}")
 
 
-_DIGITS: Final = re.compile(r"[0-9]+")
-
-
+@functools.lru_cache(maxsize=65536)
 def parse_ip_sloppy(text: str) -> tuple[str, bool] | None:
     """``(net.IP.String(), is IPv6)`` of Go's ``ParseIPSloppy``; None if it is no IP.
 
     Sloppy: IPv4 parts with leading zeros are decimal (``010.1.1.1`` is ``10.1.1.1``).
-    An IPv4-mapped IPv6 address is IPv4, as Go holds it.
+    An IPv4-mapped IPv6 address is IPv4, as Go holds it. Cached: pod IPs come back at
+    every sync.
     """
     s = text.strip() if isinstance(text, str) else ""
     if not s:
         return None
     if ":" not in s:
         parts = s.split(".")
-        if len(parts) != 4 or not all(_DIGITS.fullmatch(p) for p in parts):
+        if len(parts) != 4 or not all(p.isascii() and p.isdigit() for p in parts):
             return None
         nums = [int(p, 10) for p in parts]
         if any(n > 255 for n in nums):
@@ -381,14 +380,17 @@ def sort_subsets(subsets: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for key in ("addresses", "notReadyAddresses"):
             if ss.get(key):
                 ss[key].sort(key=_addr_key)
-        if ss.get("ports"):
+        if len(ss.get("ports") or ()) > 1:
             ss["ports"].sort(key=lambda p: go_less_hash_key("v1.EndpointPort", p))
-    subsets.sort(key=lambda s: go_less_hash_key("v1.EndpointSubset", s))
+    if len(subsets) > 1:  # (a hash of every address: not for nothing)
+        subsets.sort(key=lambda s: go_less_hash_key("v1.EndpointSubset", s))
     return subsets
 
 
 def sort_slice_ports(ports: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """discovery/v1 ports in upstream's order (``NewPortMapKey`` sorts them by the hex of
     their Go hash)."""
-    return sorted((dict(p) for p in ports),
-                  key=lambda p: go_less_hash_key("discovery.EndpointPort", p).hex())
+    out = [dict(p) for p in ports]
+    if len(out) > 1:
+        out.sort(key=lambda p: go_less_hash_key("discovery.EndpointPort", p).hex())
+    return out

@@ -35,6 +35,7 @@ Data flow::
         deleted (or reused for a new key of the same address type)
 
 Events (Warning, on the Endpoints): InvalidIPAddress, TooManyAddressesToMirror.
+Left out: upstream's ``endpoint_slice_mirroring_controller_*`` metrics.
 """
 
 from __future__ import annotations
