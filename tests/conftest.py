@@ -65,7 +65,8 @@ reaches into the embedded server: compacts its history, rotates its tokens): pyk
 NAMESPACE_CONFIGMAPS = ("kube-root-ca.crt",)
 """ConfigMaps a real cluster puts in every namespace (the root-ca-cert-publisher's): on the
 real kube-apiserver they are there before a test's own; tests leave them out with
-:func:`own`. pykcm's controllers have no such publisher."""
+:func:`own`. (pykcm's publisher runs in ``pykcm controller-manager``, not beside the
+session's embedded server.)"""
 
 
 async def create_namespace(client: Client, backend: Backend, prefix: str = "t",
@@ -77,7 +78,7 @@ async def create_namespace(client: Client, backend: Backend, prefix: str = "t",
     the support manager) creates a moment after the namespace: wait for it, as Kubernetes'
     e2e framework does before a test uses its namespace; and for the
     :data:`NAMESPACE_CONFIGMAPS`, so that they do not turn up in the middle of a test's
-    watch. pykcm's server has no such admission, and nothing there creates either.
+    watch. pykcm's server has no such admission, and no controller runs beside it.
     """
     name = f"{prefix}-{uuid.uuid4().hex[:10]}"
     await client.create("namespaces", {"metadata": {"name": name}})

@@ -22,8 +22,8 @@ Deliberate choices:
 
 - A real cluster's controller manager runs ~38 controllers; pykcm has fewer.
   On the real API server pykcm's manager runs its own and the real
-  kube-controller-manager runs *the rest* (node lifecycle, service accounts,
-  endpoints, ...: :func:`complement_controllers`), as a mixed deployment
+  kube-controller-manager runs *the rest* (node lifecycle, pod GC, resource
+  quotas, ...: :func:`complement_controllers`), as a mixed deployment
   would. Without them the real API server's admission (the not-ready taint on
   new Nodes, the ``default`` ServiceAccount a pod needs) leaves pods Pending
   or refused, and that would test the missing controllers, not pykcm's.
