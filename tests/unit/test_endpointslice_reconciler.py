@@ -302,3 +302,16 @@ async def test_mirroring_splits_families_and_caps_subsets() -> None:
     client.calls.clear()
     await ctl.reconcile(endpoints, [copy.deepcopy(s) for s in client.objects.values()])
     assert client.calls == []  # mirrored already: nothing to write
+
+
+def test_terminating_and_published_not_ready_conditions() -> None:
+    from pykcm.controllers.endpointslice.reconciler import pod_to_endpoint
+
+    p = pod("a", "10.0.0.1")
+    p["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    node = Nodes(n1="z1").get("n1")
+    assert pod_to_endpoint(p, node, svc(), "IPv4")["conditions"] == {
+        "ready": False, "serving": True, "terminating": True}
+    assert pod_to_endpoint(p, node, svc(publishNotReadyAddresses=True), "IPv4")[
+        "conditions"] == {"ready": True, "serving": True, "terminating": True}
+    assert pod_to_endpoint(p, node, svc(), "IPv6")["addresses"] == []
