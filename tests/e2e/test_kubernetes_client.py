@@ -510,13 +510,14 @@ def test_lease_update_without_resource_version_error_wording(
             _request_timeout=TIMEOUT)
     err = _status(ei.value)
     assert err["code"] == 422
+    # v1.36 renders the uint64 0 as JSON (field.Error), not %#v's 0x0
     assert err["message"] == ('leases.coordination.k8s.io "leader" is invalid: '
-                              'metadata.resourceVersion: Invalid value: 0x0: '
+                              'metadata.resourceVersion: Invalid value: 0: '
                               'must be specified for an update')
     assert err["details"]["kind"] == "leases"
     assert err["details"]["group"] == "coordination.k8s.io"
     assert err["details"]["name"] == "leader"
     assert err["details"]["causes"] == [{
         "reason": "FieldValueInvalid",
-        "message": "Invalid value: 0x0: must be specified for an update",
+        "message": "Invalid value: 0: must be specified for an update",
         "field": "metadata.resourceVersion"}]
