@@ -42,6 +42,7 @@ from typing import Any, Final
 from pykcm.api.deep_hash import safe_encode_string
 from pykcm.api.labels import LabelSelector
 from pykcm.api.owner_refs import get_controller_of, new_controller_ref
+from pykcm.cache.shared_informer import SharedIndexInformer
 from pykcm.cache.store import Indexer
 from pykcm.client import Client
 from pykcm.client.errors import is_already_exists, is_conflict, is_invalid, is_not_found
@@ -271,11 +272,13 @@ def _controller_revision_index(cr: Any) -> list[str]:
                                                      get_controller_of(cr))]
 
 
-def add_controller_revision_controller_indexer(indexer: Any) -> None:
-    """Add the controller index to a ControllerRevision informer (once, whoever asks first)."""
+def add_controller_revision_controller_indexer(target: SharedIndexInformer | Indexer) -> None:
+    """Add the controller index to a ControllerRevision informer or Indexer (once, whoever
+    asks first)."""
+    indexer = target.get_indexer() if isinstance(target, SharedIndexInformer) else target
     if CONTROLLER_REVISION_CONTROLLER_INDEX in indexer.get_indexers():
         return
-    indexer.add_indexers({CONTROLLER_REVISION_CONTROLLER_INDEX: _controller_revision_index})
+    target.add_indexers({CONTROLLER_REVISION_CONTROLLER_INDEX: _controller_revision_index})
 
 
 # -- the claim ------------------------------------------------------------------------------
@@ -416,3 +419,35 @@ class History:
         meta = revision.get("metadata") or {}
         await self.client.delete("controllerrevisions", str(meta.get("name")),
                                  str(meta.get("namespace") or ""))
+
+    async def adopt_controller_revision(self, parent: Mapping[str, Any], api_version: str,
+                                        kind: str, revision: Mapping[str, Any]
+                                        ) -> Mapping[str, Any]:
+        """Make ``parent`` the controller of an orphan revision (a strategic merge patch
+        carrying the revision's UID); raises if another controller owns it."""
+        owner = get_controller_of(revision)
+        if owner is not None:
+            raise RuntimeError(f"attempt to adopt revision owned by {dict(owner)}")
+        meta = revision.get("metadata") or {}
+        patch = owner_ref_controller_patch(parent, api_version, kind, str(meta.get("uid", "")))
+        return await self.client.patch("controllerrevisions", str(meta.get("name")), patch,
+                                       "strategic", str((parent.get("metadata") or {})
+                                                        .get("namespace") or ""))
+
+    async def release_controller_revision(self, parent: Mapping[str, Any],
+                                          revision: Mapping[str, Any]
+                                          ) -> Mapping[str, Any] | None:
+        """Remove ``parent``'s reference from the revision; None if it is gone or no longer
+        ``parent``'s."""
+        meta = revision.get("metadata") or {}
+        patch = delete_owner_ref_strategic_merge_patch(
+            str(meta.get("uid", "")), [str((parent.get("metadata") or {}).get("uid"))])
+        try:
+            return await self.client.patch("controllerrevisions", str(meta.get("name")), patch,
+                                           "strategic", str(meta.get("namespace") or ""))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if is_not_found(exc) or is_invalid(exc):
+                return None
+            raise

@@ -17,9 +17,11 @@ mints, ``--use-service-account-credentials``), starts first and ignores
 started. The root CA (token Secrets' ``ca.crt``, ``kube-root-ca.crt``) is
 ``--root-ca-file``'s, else the CA the manager's kubeconfig trusts.
 
-Deviation: the EndpointSlice and mirroring controllers are skipped (logged)
+Deviations: the EndpointSlice and mirroring controllers are skipped (logged)
 when the API server does not serve discovery.k8s.io/v1 EndpointSlices
 (pykcm's embedded server, for now); upstream would start them and fail to list.
+The StatefulSet controller runs without its PersistentVolumeClaim informer there
+(logged): sets without volumeClaimTemplates work, claims cannot be created.
 """
 
 from __future__ import annotations
@@ -185,6 +187,25 @@ async def _daemonset(ctx: ControllerContext, name: str) -> RunnableController | 
         recorder=ctx.event_recorder("daemon-set-controller", "daemonset-controller"))
 
 
+async def _statefulset(ctx: ControllerContext, name: str) -> RunnableController | None:
+    from pykcm.client import NoResourceMatchError
+    from pykcm.controllers.statefulset import PERSISTENT_VOLUME_CLAIMS, StatefulSetController
+
+    f = ctx.informer_factory
+    client = ctx.client_builder.client("statefulset-controller")
+    pvc_informer = None
+    try:
+        await client.resolve("persistentvolumeclaims")
+        pvc_informer = f.informer_for(PERSISTENT_VOLUME_CLAIMS)
+    except NoResourceMatchError:
+        log.warning("The API server does not serve persistentvolumeclaims: StatefulSets with "
+                    "volumeClaimTemplates cannot get their claims", extra={"controller": name})
+    return StatefulSetController(
+        pod_informer=f.core_v1.pods, set_informer=f.apps_v1.statefulsets,
+        pvc_informer=pvc_informer, revision_informer=f.apps_v1.controllerrevisions,
+        client=client, recorder=ctx.event_recorder("statefulset-controller"))
+
+
 async def _namespace(ctx: ControllerContext, name: str) -> RunnableController | None:
     from pykcm.controllers.namespace import NamespaceController
 
@@ -284,6 +305,8 @@ def register_builtin_controllers(registry: ControllerRegistry) -> None:
                              concurrency="concurrent_job_syncs"),
         ControllerDescriptor("deployment-controller", _deployment, aliases=("deployment",),
                              concurrency="concurrent_deployment_syncs"),
+        ControllerDescriptor("statefulset-controller", _statefulset, aliases=("statefulset",),
+                             concurrency="concurrent_statefulset_syncs"),
         ControllerDescriptor("cronjob-controller", _cronjob, aliases=("cronjob",),
                              concurrency="concurrent_cron_job_syncs"),
         ControllerDescriptor("ttl-after-finished-controller", _ttl_after_finished,
