@@ -16,13 +16,16 @@ Used by test_differential_controllers.py. The pieces, in the order data flows::
 A scenario returns only what the algorithm fixes for its inputs (sizes the
 Deployment controller must step through, conditions, events, names,
 annotations), never timestamps or interleavings that depend on the machine's
-speed. Names a controller generates are masked through :class:`Masker`: a
-pod-template-hash (pykcm's differs from upstream's by design, see
-pykcm/controllers/deployment/hashing.py) becomes ``{hash1}``, ``{hash2}``, ...
-in the order the ReplicaSets were created, a pod's random suffix ``{rand}``,
-a CronJob Job's scheduled-minute suffix ``{minute}`` (checked separately
-against its scheduled-timestamp annotation); the formats are checked before
-they are masked (:func:`check_hash_format`).
+speed. Names the API server or the clock make up are masked through
+:class:`Masker`: a pod's random suffix becomes ``{rand}``, a CronJob Job's
+scheduled-minute suffix ``{minute}`` (checked separately against its
+scheduled-timestamp annotation), UIDs ``{uid:Kind/name}``, the namespace
+``{namespace}``. Pod-template-hashes are registered (their format checked,
+:func:`check_hash_format`, and their creation order kept) but compared as
+they are: pykcm computes upstream's (pykcm.api.deep_hash), so a ReplicaSet
+has the same name under either manager. ``Masker(mask_hashes=True)`` numbers
+them ``{hash1}``, ``{hash2}``, ... for a comparison that should not depend on
+them.
 """
 
 from __future__ import annotations
@@ -279,21 +282,23 @@ class Recorder:
 class Masker:
     """Replaces generated parts of names by placeholders in every string of an observation.
 
-    ``hash(h)`` numbers pod-template-hashes in the order they are registered
-    (the scenario registers them in ReplicaSet creation order); ``literal``
+    ``hash(h)`` registers pod-template-hashes in the order the scenario gives them
+    (ReplicaSet creation order), and with ``mask_hashes`` numbers them; ``literal``
     maps any other generated string. Pod names (``<owner>-<5 random>``) get
-    ``{rand}`` through :meth:`pod_name`.
+    ``{rand}``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, mask_hashes: bool = False) -> None:
         self.map: dict[str, str] = {}
         self.hashes: list[str] = []
+        self.mask_hashes = mask_hashes
 
     def hash(self, h: str) -> str:
-        if h not in self.map:
+        if h not in self.hashes:
             self.hashes.append(h)
-            self.map[h] = f"{{hash{len(self.hashes)}}}"
-        return self.map[h]
+            if self.mask_hashes:
+                self.map[h] = f"{{hash{len(self.hashes)}}}"
+        return self.map.get(h, h)
 
     def literal(self, text: str, placeholder: str) -> None:
         self.map[text] = placeholder

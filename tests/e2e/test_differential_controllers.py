@@ -27,7 +27,10 @@ refused with 409); a Job's Warning event was dropped after 25 Normal ones
 type); a 250-character Deployment never rolled out (deployment-long-name:
 the ReplicaSet name is cut to fit); a Job deleted by the CronJob history
 limit was reported as MissingJob (cronjob-starting-deadline: a sync read
-the CronJob before the controller's own status write reached its cache).
+the CronJob before the controller's own status write reached its cache);
+ReplicaSet names differed (pykcm hashed the template's JSON; it now uses
+upstream's ComputeHash, pykcm.api.deep_hash, and the hashes are compared
+unmasked).
 """
 
 from __future__ import annotations

@@ -26,8 +26,14 @@ def test_allowlist_entries_match_scenario_and_path_patterns() -> None:
     assert "status.failed" in text and "kube-controller-manager: 0" in text
 
 
-def test_masker_numbers_hashes_and_hides_random_suffixes() -> None:
+def test_masker_keeps_hashes_unless_asked() -> None:
     m = Masker()
+    assert m.hash("5d8c7b9f6") == "5d8c7b9f6" and m.hashes == ["5d8c7b9f6"]
+    assert m.mask("web-5d8c7b9f6-x7zq4") == "web-5d8c7b9f6-{rand}"
+
+
+def test_masker_numbers_hashes_and_hides_random_suffixes() -> None:
+    m = Masker(mask_hashes=True)
     assert m.hash("5d8c7b9f6") == "{hash1}" and m.hash("bcd") == "{hash2}"
     assert m.hash("5d8c7b9f6") == "{hash1}"
     m.literal("ns-1a2b3c", "{namespace}")
