@@ -14,8 +14,8 @@ Objects are wire-form dicts and are mutated in place. Go serializes some
 struct fields even when empty (``resources: {}``, template ``metadata: {}``,
 ``status: {}``) and always in struct order; the defaulted structures are
 re-keyed into that order so responses read like a real server's.
-Priority, service-account token volumes and default tolerations are
-admission-plugin work and are not done here.
+Priority and default tolerations are admission-plugin work (admission.py);
+service-account token volumes are not done.
 
 This runs on every write, so the hot paths test exact ``dict``/``list``
 types (what a JSON decoder produces) and remember the results of pure
