@@ -240,6 +240,201 @@ def ds_node_selector(run: Run) -> dict[str, Any]:
     return {"created": created, "moved": ds_snapshot(run, "agent"), "events": events}
 
 
+# -- StatefulSets ------------------------------------------------------------------------------
+
+def stateful_set(name: str, replicas: int, *, image: str = "nginx:1.27", claims: bool = False,
+                 **spec: Any) -> dict[str, Any]:
+    s: dict[str, Any] = {
+        "replicas": replicas, "serviceName": name, "selector": {"matchLabels": {"app": name}},
+        "template": {"metadata": {"labels": {"app": name},
+                                  "annotations": {READY_AFTER: "0.3"}},
+                     "spec": {"containers": [{"name": "app", "image": image}],
+                              "terminationGracePeriodSeconds": 0}}, **spec}
+    if claims:
+        s["volumeClaimTemplates"] = [{"metadata": {"name": "data", "labels": {"tier": "db"}},
+                                      "spec": {"accessModes": ["ReadWriteOnce"],
+                                               "resources": {"requests": {"storage": "1Gi"}}}}]
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": name, "annotations": {"team": "diff"}}, "spec": s}
+
+
+def set_sts_image(run: Run, name: str, image: str) -> None:
+    run.patch("statefulsets", name, {"spec": {"template": {"spec": {"containers": [
+        {"name": "app", "image": image}]}}}}, kind="strategic")
+
+
+def sts_settled(run: Run, name: str, replicas: int, *, updated: int | None = None
+                ) -> dict[str, Any]:
+    """The set once it observed its last change, every replica is ready and available,
+    ``updated`` of them (all by default) at the update revision, and nothing else runs."""
+    want_updated = replicas if updated is None else updated
+
+    def check() -> Any:
+        s = run.get("statefulsets", name)
+        st = status_of(s)
+        pods = run.list("pods", f"app={name}")
+        done = (st.get("observedGeneration") == s["metadata"]["generation"]
+                and st.get("replicas") == replicas and st.get("readyReplicas") == replicas
+                and st.get("availableReplicas") == replicas
+                and st.get("updatedReplicas", 0) == want_updated and len(pods) == replicas
+                and not any(p["metadata"].get("deletionTimestamp") for p in pods))
+        return s if done else None
+    found: dict[str, Any] = run.wait(check, f"StatefulSet {name} settled at {replicas}")
+    return found
+
+
+def sts_pods_view(run: Run, name: str) -> dict[str, Any]:
+    out = {}
+    for p in run.list("pods", f"app={name}"):
+        if p["metadata"].get("deletionTimestamp"):
+            continue
+        out[p["metadata"]["name"]] = {
+            "labels": p["metadata"].get("labels"), "annotations": p["metadata"].get("annotations"),
+            "generateName": p["metadata"].get("generateName"), "ownerReferences": owner_refs(p),
+            "spec": {k: v for k, v in p["spec"].items() if k != "nodeName"}}
+    return out
+
+
+def claims_view(run: Run) -> dict[str, Any]:
+    out = {}
+    for c in run.list("persistentvolumeclaims"):
+        spec = {k: v for k, v in c["spec"].items() if k != "volumeName"}
+        out[c["metadata"]["name"]] = {"labels": c["metadata"].get("labels"),
+                                      "ownerReferences": owner_refs(c), "spec": spec,
+                                      "deleting": bool(c["metadata"].get("deletionTimestamp"))}
+    return out
+
+
+def sts_snapshot(run: Run, name: str) -> dict[str, Any]:
+    s = run.get("statefulsets", name)
+    register_uid(run, {**s, "kind": "StatefulSet"})
+    for p in run.list("pods", f"app={name}"):
+        register_uid(run, {**p, "kind": "Pod"})
+    return {"annotations": s["metadata"].get("annotations"),
+            "generation": s["metadata"]["generation"], "status": status_of(s),
+            "revisions": revisions_view(run, "StatefulSet"), "pods": sts_pods_view(run, name)}
+
+
+def event_counts(run: Run, kind: str) -> list[str]:
+    """The events of objects of ``kind`` with their counts, sorted: which were recorded and
+    how often (the order of identical events merged by the correlator depends on timing:
+    the order of the writes is compared through the pods' watch instead)."""
+    return sorted(f"{e['object']} {e['type']} {e['reason']}: {e['message']} "
+                  f"[{e['source']}] x{e['count']}" for e in run.events(kinds=(kind,)))
+
+
+def pod_event_order(rec: Recorder, initial: int = 0) -> list[str]:
+    """ADDED and DELETED pod events in resourceVersion order (creations and removals); the
+    first ``initial`` (the pods listed when the watch started, or created at once in
+    Parallel mode) sorted by name."""
+    evs = [f"{e.type} {e.name}" for e in rec.ordered("pods") if e.type in ("ADDED", "DELETED")]
+    return sorted(evs[:initial]) + evs[initial:]
+
+
+def sts_ordered(run: Run) -> dict[str, Any]:
+    """OrderedReady with a claim template: pods and claims 0, 1, 2 in order, each pod after
+    its predecessor is ready; scale to 1 removes 2 then 1 (claims retained)."""
+    rec = run.watch("pods")
+    run.create("statefulsets", stateful_set("web", 3, claims=True))
+    sts_settled(run, "web", 3)
+    created = {**sts_snapshot(run, "web"), "claims": claims_view(run)}
+    run.patch("statefulsets", "web", {"spec": {"replicas": 1}})
+    sts_settled(run, "web", 1)
+    return {"created": created, "scaled": sts_snapshot(run, "web"),
+            "claims_after": claims_view(run), "pod_events": pod_event_order(rec),
+            "events": event_counts(run, "StatefulSet"),
+            "managedFields": managed_fields(run.get("statefulsets", "web"))}
+
+
+def sts_partitioned_update(run: Run) -> dict[str, Any]:
+    """Partition 1 on 3: web-2 then web-1 replaced, web-0 kept; partition 0: web-0 too."""
+    run.create("statefulsets", stateful_set("web", 3, updateStrategy={
+        "type": "RollingUpdate", "rollingUpdate": {"partition": 1}}))
+    sts_settled(run, "web", 3)
+    rec = run.watch("pods")
+    set_sts_image(run, "web", "nginx:1.28")
+    sts_settled(run, "web", 3, updated=2)
+    partial = sts_snapshot(run, "web")
+    run.patch("statefulsets", "web", {"spec": {"updateStrategy": {"rollingUpdate": {
+        "partition": 0}}}}, kind="strategic")
+
+    def complete() -> bool:
+        st = status_of(run.get("statefulsets", "web"))
+        return bool(st.get("currentRevision") == st.get("updateRevision")
+                    and st.get("currentReplicas") == 3)
+    run.wait(complete, "the update complete")
+    sts_settled(run, "web", 3)
+    return {"partial": partial, "final": sts_snapshot(run, "web"),
+            "pod_events": pod_event_order(rec, initial=3),
+            "events": event_counts(run, "StatefulSet")}
+
+
+def sts_parallel(run: Run) -> dict[str, Any]:
+    """Parallel: all pods at once, then an update one pod at a time from the top."""
+    run.create("statefulsets", stateful_set("web", 3, podManagementPolicy="Parallel"))
+    sts_settled(run, "web", 3)
+    created = sts_snapshot(run, "web")
+    rec = run.watch("pods")
+    set_sts_image(run, "web", "nginx:1.28")
+    sts_settled(run, "web", 3)
+
+    def complete() -> bool:
+        st = status_of(run.get("statefulsets", "web"))
+        return bool(st.get("currentRevision") == st.get("updateRevision"))
+    run.wait(complete, "the update complete")
+    return {"created": created, "final": sts_snapshot(run, "web"),
+            "pod_events": pod_event_order(rec, initial=3),
+            "events": event_counts(run, "StatefulSet")}
+
+
+def sts_rollback(run: Run) -> dict[str, Any]:
+    """A second template, then back as ``kubectl rollout undo`` does: revision 1 is
+    renumbered 3 and becomes current again."""
+    run.create("statefulsets", stateful_set("web", 2))
+    sts_settled(run, "web", 2)
+    set_sts_image(run, "web", "nginx:1.28")
+    sts_settled(run, "web", 2)
+    first = next(r for r in run.list("controllerrevisions") if r["revision"] == 1)
+    run.patch("statefulsets", "web", first["data"], kind="strategic")
+    sts_settled(run, "web", 2)
+
+    def renumbered() -> bool:
+        st = status_of(run.get("statefulsets", "web"))
+        return (sorted(r["revision"] for r in run.list("controllerrevisions")) == [2, 3]
+                and st.get("currentRevision") == st.get("updateRevision"))
+    run.wait(renumbered, "revision 1 renumbered 3 and current")
+    return {"final": sts_snapshot(run, "web"), "events": event_counts(run, "StatefulSet")}
+
+
+def sts_on_delete_retention(run: Run) -> dict[str, Any]:
+    """OnDelete with claims deleted on scale-down: the new template waits for a manual
+    delete; scaling down gives the condemned pod's claim to the pod (then the garbage
+    collector removes both)."""
+    run.create("statefulsets", stateful_set(
+        "web", 2, claims=True, updateStrategy={"type": "OnDelete"},
+        persistentVolumeClaimRetentionPolicy={"whenScaled": "Delete",
+                                              "whenDeleted": "Delete"}))
+    sts_settled(run, "web", 2)
+    created_claims = claims_view(run)
+    set_sts_image(run, "web", "nginx:1.28")
+
+    def observed() -> bool:
+        return status_of(run.get("statefulsets", "web")).get("observedGeneration") == 2
+    run.wait(observed, "generation 2 observed")
+    before = sts_snapshot(run, "web")
+    run.delete("pods", "web-0")
+    sts_settled(run, "web", 2, updated=1)
+    run.patch("statefulsets", "web", {"spec": {"replicas": 1}})
+    sts_settled(run, "web", 1, updated=1)
+
+    def claim_gone() -> bool:
+        return sorted(claims_view(run)) == ["data-web-0"]
+    run.wait(claim_gone, "data-web-1 deleted with its pod")
+    return {"created_claims": created_claims, "before_delete": before,
+            "final": sts_snapshot(run, "web"), "claims": claims_view(run),
+            "events": event_counts(run, "StatefulSet")}
+
+
 SCENARIOS: dict[str, Scenario] = {
     # maxUnavailable 1: one old pod deleted at a time, its node then gets the new one
     "daemonset-rolling-update": ds_update_scenario(
@@ -250,6 +445,11 @@ SCENARIOS: dict[str, Scenario] = {
     "daemonset-rollback": ds_rollback,
     "daemonset-on-delete": ds_on_delete,
     "daemonset-node-selector": ds_node_selector,
+    "statefulset-ordered-claims-scale-down": sts_ordered,
+    "statefulset-partitioned-update": sts_partitioned_update,
+    "statefulset-parallel": sts_parallel,
+    "statefulset-rollback": sts_rollback,
+    "statefulset-on-delete-retention": sts_on_delete_retention,
 }
 
 
