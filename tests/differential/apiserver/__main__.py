@@ -39,7 +39,7 @@ def _servers(env: str | None) -> Iterator[tuple[Target, Target]]:
                Target("pykcm", e["pykcm"]["url"], e["pykcm"]["token"], e["pykcm"]["ca"]))
         return
     from pykcm.testing.server_thread import ServerThread
-    from pykcm.testing.upstream import find_kit, support_controller_manager
+    from pykcm.testing.upstream import find_kit
 
     kit = find_kit()
     if kit is None:
@@ -47,7 +47,8 @@ def _servers(env: str | None) -> Iterator[tuple[Target, Target]]:
     with tempfile.TemporaryDirectory() as d:
         cp = kit.control_plane(Path(d) / "kube").start()
         try:
-            with support_controller_manager(cp), ServerThread() as st:
+            # no support controller manager: the real server stays quiet (see runner.py)
+            with ServerThread() as st:
                 ca = Path(d) / "pykcm-ca.crt"
                 ca.write_bytes(st.ca_pem or b"")
                 yield (Target("kube", cp.url, cp.token, cp.ca_file),
