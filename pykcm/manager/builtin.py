@@ -21,7 +21,9 @@ Deviations: the EndpointSlice and mirroring controllers are skipped (logged)
 when the API server does not serve discovery.k8s.io/v1 EndpointSlices
 (pykcm's embedded server, for now); upstream would start them and fail to list.
 The StatefulSet controller runs without its PersistentVolumeClaim informer there
-(logged): sets without volumeClaimTemplates work, claims cannot be created.
+(logged): sets without volumeClaimTemplates work, claims cannot be created. The
+ReplicationController controller is skipped (logged) where v1 replicationcontrollers
+are not served.
 """
 
 from __future__ import annotations
@@ -206,6 +208,40 @@ async def _statefulset(ctx: ControllerContext, name: str) -> RunnableController 
         client=client, recorder=ctx.event_recorder("statefulset-controller"))
 
 
+async def _replicationcontroller(ctx: ControllerContext, name: str
+                                 ) -> RunnableController | None:
+    from pykcm.client import NoResourceMatchError
+    from pykcm.controllers.replication import REPLICATION_CONTROLLERS, ReplicationManager
+
+    client = ctx.client_builder.client("replication-controller")
+    try:
+        await client.resolve("replicationcontrollers")
+    except NoResourceMatchError:
+        log.warning("Skipping controller: the API server does not serve v1 "
+                    "replicationcontrollers", extra={"controller": name})
+        return None
+    f = ctx.informer_factory
+    return ReplicationManager(
+        pod_informer=f.core_v1.pods, rc_informer=f.informer_for(REPLICATION_CONTROLLERS),
+        client=client, recorder=ctx.event_recorder("replication-controller"))
+
+
+async def _podgc(ctx: ControllerContext, name: str) -> RunnableController | None:
+    from pykcm.controllers.podgc import PodGCController
+
+    f = ctx.informer_factory
+    return PodGCController(client=ctx.client_builder.client("pod-garbage-collector"),
+                           pod_informer=f.core_v1.pods, node_informer=f.core_v1.nodes,
+                           terminated_pod_threshold=ctx.options.terminated_pod_gc_threshold)
+
+
+async def _ttl(ctx: ControllerContext, name: str) -> RunnableController | None:
+    from pykcm.controllers.ttl import TTLController
+
+    return TTLController(node_informer=ctx.informer_factory.core_v1.nodes,
+                         client=ctx.client_builder.client("ttl-controller"))
+
+
 async def _namespace(ctx: ControllerContext, name: str) -> RunnableController | None:
     from pykcm.controllers.namespace import NamespaceController
 
@@ -291,6 +327,10 @@ def register_builtin_controllers(registry: ControllerRegistry) -> None:
         ControllerDescriptor("endpointslice-mirroring-controller", _endpointslice_mirroring,
                              aliases=("endpointslicemirroring",),
                              concurrency="mirroring_concurrent_service_endpoint_syncs"),
+        ControllerDescriptor("replicationcontroller-controller", _replicationcontroller,
+                             aliases=("replicationcontroller",), concurrency="concurrent_rc_syncs"),
+        ControllerDescriptor("pod-garbage-collector-controller", _podgc, aliases=("podgc",),
+                             concurrency=1),
         ControllerDescriptor("namespace-controller", _namespace, aliases=("namespace",),
                              concurrency="concurrent_namespace_syncs"),
         ControllerDescriptor("serviceaccount-controller", _serviceaccount,
@@ -309,6 +349,7 @@ def register_builtin_controllers(registry: ControllerRegistry) -> None:
                              concurrency="concurrent_statefulset_syncs"),
         ControllerDescriptor("cronjob-controller", _cronjob, aliases=("cronjob",),
                              concurrency="concurrent_cron_job_syncs"),
+        ControllerDescriptor("ttl-controller", _ttl, aliases=("ttl",), concurrency=5),
         ControllerDescriptor("ttl-after-finished-controller", _ttl_after_finished,
                              aliases=("ttl-after-finished",),
                              concurrency="concurrent_ttl_after_finished_syncs"),

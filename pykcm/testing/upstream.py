@@ -400,8 +400,9 @@ WORKLOAD_CONTROLLERS = ("cronjob-controller", "daemonset-controller", "deploymen
                         "endpoints-controller", "endpointslice-controller",
                         "endpointslice-mirroring-controller",
                         "garbage-collector-controller", "job-controller", "namespace-controller",
-                        "replicaset-controller", "statefulset-controller",
-                        "ttl-after-finished-controller")
+                        "pod-garbage-collector-controller", "replicaset-controller",
+                        "replicationcontroller-controller", "statefulset-controller",
+                        "ttl-after-finished-controller", "ttl-controller")
 """The controllers that act on what a test creates (workloads, Services, deletion): a real
 API server shared by tests that run their own controllers in-process gets every other
 controller from the real kube-controller-manager (service accounts, root CA, node

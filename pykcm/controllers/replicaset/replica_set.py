@@ -57,7 +57,7 @@ from pykcm.api.owner_refs import get_controller_of, new_controller_ref
 from pykcm.api.pod_util import is_pod_ready
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.cache.keys import DeletedFinalStateUnknown, meta_namespace_key
-from pykcm.client import Client
+from pykcm.client import Client, ResourceRef
 from pykcm.client.errors import has_status_cause, is_not_found
 from pykcm.controller.active_pods import (
     add_pod_controller_indexer,
@@ -172,13 +172,17 @@ class ReplicaSetController(ControllerHost):
     """
 
     default_workers = CONCURRENT_RS_SYNCS
+    controller_kind: str = RS_KIND
+    """The kind of the controllers this one manages (ReplicationManager: ReplicationController)."""
+    controller_api_version: str = RS_API_VERSION
+    resource: ResourceRef = "replicasets"
 
     def __init__(self, *, pod_informer: GenericInformer, rs_informer: GenericInformer,
                  client: Client, recorder: EventRecorder, burst_replicas: int = BURST_REPLICAS,
                  pod_control: PodControl | None = None,
                  enable_status_terminating_replicas: bool = True,
-                 clock: Callable[[], float] = time.time) -> None:
-        self.name = CONTROLLER_NAME
+                 clock: Callable[[], float] = time.time, name: str = CONTROLLER_NAME) -> None:
+        self.name = name
         self.client = client
         self.recorder = recorder
         self.burst_replicas = burst_replicas
@@ -187,7 +191,7 @@ class ReplicaSetController(ControllerHost):
         self.enable_status_terminating_replicas = enable_status_terminating_replicas
         self.clock = clock
         self.expectations = UIDTrackingControllerExpectations()
-        self.controller = Controller(CONTROLLER_NAME, self.sync_replica_set)
+        self.controller = Controller(name, self.sync_replica_set)
         self.queue = self.controller.queue
 
         rs_inf = rs_informer.informer
@@ -215,10 +219,14 @@ class ReplicaSetController(ControllerHost):
 
     # -- lookups in the caches --------------------------------------------------------------
 
+    def selector_of(self, rs: Mapping[str, Any]) -> LabelSelector:
+        """The pod selector of ``rs`` (a metav1.LabelSelector; raises SelectorParseError)."""
+        return selector_from_label_selector((rs.get("spec") or {}).get("selector"))
+
     def resolve_controller_ref(self, namespace: str,
                                ref: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """The cached ReplicaSet ``ref`` names, if it is one and its UID matches."""
-        if ref.get("kind") != RS_KIND:
+        if ref.get("kind") != self.controller_kind:
             return None
         rs = self.rs_indexer.get_by_key(f"{namespace}/{ref.get('name', '')}")
         if rs is None or _meta(rs).get("uid") != ref.get("uid"):
@@ -238,7 +246,7 @@ class ReplicaSetController(ControllerHost):
         out: list[Mapping[str, Any]] = []
         for rs in self.rs_lister.by_namespace(str(meta.get("namespace") or "")).list():
             try:
-                sel = selector_from_label_selector((rs.get("spec") or {}).get("selector"))
+                sel = self.selector_of(rs)
             except SelectorParseError:
                 continue
             if sel.empty or not sel.matches(labels):
@@ -268,7 +276,7 @@ class ReplicaSetController(ControllerHost):
         seen: set[str] = set()
         for other in self.get_replica_sets_with_same_controller(rs):
             try:
-                sel = selector_from_label_selector((other.get("spec") or {}).get("selector"))
+                sel = self.selector_of(other)
             except SelectorParseError:
                 continue  # an invalid selector matches no pods
             ns = str(_meta(other).get("namespace") or "")
@@ -425,7 +433,8 @@ class ReplicaSetController(ControllerHost):
             log.debug("Too few replicas for ReplicaSet %s, need %d, creating %d", rs_key,
                       spec_replicas(rs), diff)
             template: Mapping[str, Any] = (rs.get("spec") or {}).get("template") or {}
-            controller_ref = new_controller_ref(rs, RS_API_VERSION, RS_KIND)
+            controller_ref = new_controller_ref(rs, self.controller_api_version,
+                                                self.controller_kind)
 
             async def create() -> None:
                 try:
@@ -487,15 +496,16 @@ class ReplicaSetController(ControllerHost):
 
         async def get_fresh() -> Mapping[str, Any]:
             # An uncached read: the cache may not show a deletion yet.
-            fresh = await self.client.get("replicasets", name, namespace)
+            fresh = await self.client.get(self.resource, name, namespace)
             fresh_uid = _meta(fresh).get("uid")
             if fresh_uid != uid:
                 raise RuntimeError(f"original ReplicaSet {namespace}/{name} is gone: got uid "
                                    f"{fresh_uid}, wanted {uid}")
             return fresh
 
-        manager = PodControllerRefManager(self.pod_control, rs, selector, RS_API_VERSION,
-                                          RS_KIND, recheck_deletion_timestamp(get_fresh))
+        manager = PodControllerRefManager(self.pod_control, rs, selector,
+                                          self.controller_api_version, self.controller_kind,
+                                          recheck_deletion_timestamp(get_fresh))
         return await manager.claim_pods(pods)
 
     async def sync_replica_set(self, key: str) -> Result | None:
@@ -516,7 +526,7 @@ class ReplicaSetController(ControllerHost):
             return None
         rs_needs_sync = self.expectations.satisfied_expectations(key)
         try:
-            selector = selector_from_label_selector((rs.get("spec") or {}).get("selector"))
+            selector = self.selector_of(rs)
         except SelectorParseError as exc:
             # Not retried: only a new spec can fix it, and that enqueues again.
             log.error("error converting pod selector to selector for rs %s/%s: %s",
@@ -525,7 +535,7 @@ class ReplicaSetController(ControllerHost):
 
         # Its own pods and the orphans (which it may adopt), from the index:
         # also the pods that no longer match but still carry its reference.
-        all_rs_pods = filter_pods_by_owner(self.pod_indexer, rs, RS_KIND, True)
+        all_rs_pods = filter_pods_by_owner(self.pod_indexer, rs, self.controller_kind, True)
         active_pods = list(await self.claim_pods(rs, selector, filter_active_pods(all_rs_pods)))
         terminating_pods: list[Any] = []
         if self.enable_status_terminating_replicas:
@@ -542,7 +552,8 @@ class ReplicaSetController(ControllerHost):
         new_status = calculate_status(
             rs, active_pods, terminating_pods, manage_err,
             enable_status_terminating_replicas=self.enable_status_terminating_replicas, now=now)
-        updated = await update_replica_set_status(self.client, rs, new_status)
+        updated = await update_replica_set_status(self.client, rs, new_status,
+                                                  resource=self.resource)
         if manage_err is not None:
             raise manage_err
 

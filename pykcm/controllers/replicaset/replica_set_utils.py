@@ -33,7 +33,7 @@ from typing import Any, Final
 from pykcm.api.labels import selector_from_set
 from pykcm.api.pod_util import is_pod_available, is_pod_ready
 from pykcm.api.timestamps import format_time
-from pykcm.client import Client
+from pykcm.client import Client, ResourceRef
 
 __all__ = [
     "REPLICA_SET_REPLICA_FAILURE",
@@ -184,7 +184,8 @@ def _status_unchanged(rs: Mapping[str, Any], new_status: Mapping[str, Any]) -> b
 
 
 async def update_replica_set_status(client: Client, rs: Mapping[str, Any],
-                                    new_status: Mapping[str, Any]) -> Mapping[str, Any]:
+                                    new_status: Mapping[str, Any], *,
+                                    resource: ResourceRef = "replicasets") -> Mapping[str, Any]:
     """Write ``new_status`` through the status subresource unless nothing changed.
 
     Returns the ReplicaSet as written (``rs`` itself when no write was
@@ -216,7 +217,7 @@ async def update_replica_set_status(client: Client, rs: Mapping[str, Any],
                       status["observedGeneration"])
         body = {**current, "status": status}
         try:
-            return await client.update_status("replicasets", body, namespace)
+            return await client.update_status(resource, body, namespace)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - any failure is retried once, then raised
@@ -226,4 +227,4 @@ async def update_replica_set_status(client: Client, rs: Mapping[str, Any],
         attempt += 1
         # If this GET fails the cached counts cannot be trusted either; its
         # error says more than the failed update.
-        current = await client.get("replicasets", name, namespace)
+        current = await client.get(resource, name, namespace)
