@@ -12,6 +12,8 @@ from typing import Any
 
 import orjson
 
+from pykcm.api.validation import go_quote
+
 
 class StatusError(Exception):
     """A failure that becomes a metav1.Status response."""
@@ -73,7 +75,7 @@ def not_found(resource: str, group: str, name: str) -> StatusError:
     return StatusError(
         404,
         "NotFound",
-        f'{_qualified(resource, group)} "{name}" not found',
+        f"{_qualified(resource, group)} {go_quote(name)} not found",
         details=_details(name, group, resource),
     )
 
@@ -82,7 +84,7 @@ def already_exists(resource: str, group: str, name: str) -> StatusError:
     return StatusError(
         409,
         "AlreadyExists",
-        f'{_qualified(resource, group)} "{name}" already exists',
+        f"{_qualified(resource, group)} {go_quote(name)} already exists",
         details=_details(name, group, resource),
     )
 
@@ -91,7 +93,7 @@ def conflict(resource: str, group: str, name: str, why: str) -> StatusError:
     return StatusError(
         409,
         "Conflict",
-        f'Operation cannot be fulfilled on {_qualified(resource, group)} "{name}": {why}',
+        f"Operation cannot be fulfilled on {_qualified(resource, group)} {go_quote(name)}: {why}",
         details=_details(name, group, resource),
     )
 

@@ -14,6 +14,7 @@ import base64
 import logging
 import random
 import time
+import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +32,7 @@ from pykcm.api.protobuf import (
 )
 from pykcm.api.resources import ResourceInfo, ResourceRegistry
 from pykcm.api.timestamps import format_time
+from pykcm.api.validation import go_quote
 from pykcm.apiserver import defaults, errors, event_view, go_json, strategy, tables
 from pykcm.apiserver.custom_resources import json_path, set_json_path
 from pykcm.apiserver.discovery import Discovery
@@ -42,7 +44,12 @@ from pykcm.apiserver.openapi import (
     strict_error,
     warning_header,
 )
-from pykcm.apiserver.request_info import RequestInfo, resolve
+from pykcm.apiserver.request_info import (
+    RequestInfo,
+    invalid_storage_key,
+    path_segment_name_errors,
+    resolve,
+)
 from pykcm.apiserver.rest_storage import (
     DeleteOptions,
     ListOptions,
@@ -60,6 +67,12 @@ log = logging.getLogger(__name__)
 MAX_BODY = 3 * 1024 * 1024  # kube-apiserver's request body limit
 BOOKMARK_INTERVAL = 60.0
 JSON = "application/json"
+
+
+def request_path(request: web.Request) -> str:
+    """The URL path decoded as Go's net/url decodes it (every escape, %2F included)."""
+    raw = request.raw_path.partition("?")[0]
+    return urllib.parse.unquote(raw, errors="replace") if "%" in raw else raw
 
 
 def json_response(body: bytes, status: int = 200,
@@ -239,6 +252,8 @@ def delete_options(q: Any, body: dict[str, Any] | None) -> DeleteOptions:
     return opts
 
 
+_VERBS = frozenset({"get", "list", "watch", "create", "update", "patch", "delete",
+                    "deletecollection"})
 _OPTIONS_KIND = {"create": "CreateOptions", "update": "UpdateOptions", "patch": "PatchOptions",
                  "delete": "DeleteOptions", "deletecollection": "DeleteOptions"}
 
@@ -269,7 +284,7 @@ class APIHandlers:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         try:
             q = request.query
-            path = request.path
+            path = request_path(request)
             if path == "/openapi/v3" or path.startswith("/openapi/v3/"):
                 return self._openapi(request)
             info = resolve(request.method, path, bool(_bool(q.get("watch"))))
@@ -315,17 +330,48 @@ class APIHandlers:
         return _FieldValidation(self.openapi, res, sub, directive)
 
     def _resource_info(self, info: RequestInfo) -> ResourceInfo:
-        res = self.registry.get(info.group, info.version, info.resource)
+        no_route = StatusError(404, "NotFound", "the server could not find the requested resource",
+                               details={})
+        res = None if info.no_route else self.registry.get(info.group, info.version,
+                                                           info.resource)
         if res is None:
-            if info.group not in self.registry.group_versions():
+            if info.group not in self.registry.group_versions() or (
+                    info.api_prefix == "apis" and not info.group):
                 raise errors.PageNotFound()
             # a served group: its API handler answers, with a Status
-            raise StatusError(404, "NotFound", "the server could not find the requested resource",
-                              details={})
+            raise no_route
         if info.subresource and info.subresource not in res.subresources:
-            raise StatusError(404, "NotFound", "the server could not find the requested resource",
-                              details={})
+            raise no_route
+        # The routes kube-apiserver installs per scope: a namespaced resource has only
+        # list and watch outside a namespace, a cluster-scoped one nothing inside one.
+        if res.namespaced and not info.namespaced_path:
+            if info.name:
+                raise no_route
+            if info.verb not in ("list", "watch"):
+                raise errors.method_not_allowed()
+        elif not res.namespaced and info.namespaced_path:
+            raise no_route
         return res
+
+    def _check_key(self, res: ResourceInfo, info: RequestInfo) -> None:
+        """The storage key checks of the registry (NamespaceKeyFunc, PrepareKey)."""
+        prefix = "/" + (f"{res.group}/{res.plural}" if self.rest.custom.get(res) is not None
+                        else res.plural)
+        ns = info.namespace if res.namespaced else ""
+        if info.verb in ("list", "watch", "deletecollection") and not info.name:
+            key = prefix + ("/" + ns if ns else "")
+        else:
+            if res.namespaced and not ns:
+                raise errors.bad_request("Namespace parameter required.")
+            if not info.name:
+                raise errors.bad_request("Name parameter required.")
+            why = path_segment_name_errors(info.name)
+            if why:
+                raise errors.bad_request(
+                    f"Name parameter invalid: {go_quote(info.name)}: {';'.join(why)}")
+            key = prefix + ("/" + ns if ns else "") + "/" + info.name
+        if invalid_storage_key(key):
+            raise errors.bare_internal(f"invalid key: {go_quote(key)}")
 
     async def _drop_nulls(self, request: web.Request, res: ResourceInfo,
                           body: dict[str, Any]) -> None:
@@ -347,9 +393,13 @@ class APIHandlers:
     async def _resource(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
         res = self._resource_info(info)
         verb = info.verb
+        if verb not in _VERBS:
+            raise errors.method_not_allowed()  # a method no route has (OPTIONS, PROPFIND)
         if ((verb in ("update", "patch") and not info.name)
                 or (verb == "deletecollection" and res.kind == "Namespace" and not res.group)):
             raise errors.method_not_allowed()
+        if verb != "create":
+            self._check_key(res, info)
         crv = self.rest.custom.get(res)
         if crv is not None and crv.deprecation_warning:
             request[_WARNINGS].append(crv.deprecation_warning)

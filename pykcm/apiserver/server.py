@@ -21,9 +21,13 @@ import os
 import shutil
 import ssl
 import tempfile
+from http import HTTPStatus
 from typing import Any, Self
 
 from aiohttp import web
+from aiohttp.http_exceptions import BadHttpMethod
+from aiohttp.web_protocol import RequestHandler
+from aiohttp.web_request import BaseRequest
 
 from pykcm.api.resources import ResourceRegistry, builtin_registry
 from pykcm.apiserver import errors
@@ -43,6 +47,41 @@ from pykcm.apiserver.rest_storage import RESTStorage
 from pykcm.apiserver.storage import SqliteLog, Store
 
 log = logging.getLogger(__name__)
+
+
+class _StatusRequestHandler(RequestHandler):
+    """aiohttp's connection handler, whose own answers (to a request it cannot parse: a
+    method its parser does not know, a malformed request line or header) are metav1.Status
+    bodies as all of kube-apiserver's are, logged at debug level (a client's mistake is no
+    server error)."""
+
+    __slots__ = ()
+
+    def handle_error(self, request: BaseRequest, status: int = 500,
+                     exc: BaseException | None = None,
+                     message: str | None = None) -> web.StreamResponse:
+        log.debug("bad request from %s: %s", request.remote, exc or message)
+        if request.writer.output_size > 0:
+            raise ConnectionError("response already sent, cannot send the error")
+        if isinstance(exc, BadHttpMethod):
+            # kube-apiserver has no route for a method it does not know
+            err = errors.method_not_allowed()
+        elif status >= 500:
+            err = errors.StatusError(status, "InternalError", "Internal error occurred")
+        else:
+            text = (message or "").strip().splitlines()
+            err = errors.StatusError(status, "BadRequest" if status == 400 else "",
+                                     text[0] if text else HTTPStatus(status).phrase)
+        resp = status_response(err)
+        resp.force_close()
+        return resp
+
+
+class _StatusServer(web.Server):
+    """The aiohttp server whose connections are `_StatusRequestHandler`s."""
+
+    def __call__(self) -> RequestHandler:
+        return _StatusRequestHandler(self, loop=self._loop, **self._kwargs)
 
 
 class DataDirLocked(RuntimeError):
@@ -164,10 +203,15 @@ class APIServer:
         gc.freeze()
         self.handlers = APIHandlers(self.rest, self.registry, self.discovery, self.openapi)
         app = web.Application(client_max_size=MAX_BODY + 64 * 1024)
-        app.router.add_route("*", "/{tail:.*}", self._entry)
+        # [\s\S]: a path with an encoded newline (%0a) is still ours to answer
+        app.router.add_route("*", r"/{tail:[\s\S]*}", self._entry)
+        # auto_decompress=False: kube-apiserver reads a request body as sent whatever its
+        # Content-Encoding (garbage "gzip" is a JSON decode error, not a transport one).
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False,
-                                     shutdown_timeout=5.0)
+                                     shutdown_timeout=5.0, auto_decompress=False)
         await self._runner.setup()
+        assert self._runner.server is not None
+        self._runner.server.__class__ = _StatusServer
         ssl_ctx = None
         if self.tls:
             certs = ensure_serving_certs(os.path.join(state_dir, "pki"), (self.host,))
