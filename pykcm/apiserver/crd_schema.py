@@ -47,6 +47,7 @@ from decimal import Decimal
 from typing import Any, Final
 
 from pykcm.api.validation import Cause, go_quote, is_dns1035_label, validate_object_meta
+from pykcm.apiserver import go_regexp
 
 __all__ = [
     "StructuralSchema",
@@ -292,12 +293,12 @@ class _Node:
         self.min_length = _opt_int(raw.get("minLength"))
         pat = raw.get("pattern")
         self.pattern: str = pat if isinstance(pat, str) else ""
-        self.pattern_re: re.Pattern[str] | None = None
+        self.pattern_re: go_regexp.GoRegexp | None = None
         self.pattern_err = ""
         if self.pattern:
             try:
-                self.pattern_re = re.compile(self.pattern)
-            except re.error as e:
+                self.pattern_re = go_regexp.compile(self.pattern)
+            except go_regexp.GoRegexpError as e:
                 self.pattern_err = str(e)
         self.max_items = _opt_int(raw.get("maxItems"))
         self.min_items = _opt_int(raw.get("minItems"))
@@ -876,7 +877,7 @@ def _validate_string(n: _Node, v: str, name: str, prefix: str, errs: list[Cause]
         if n.pattern_re is None:
             errs.append(_invalid(prefix, name, v, f"{name} in body should match "
                                  f"'{n.pattern}, but pattern is invalid: {n.pattern_err}'"))
-        elif n.pattern_re.search(v) is None:
+        elif not n.pattern_re.search(v):
             errs.append(_invalid(prefix, name, v, f"{name} in body should match '{n.pattern}'"))
 
 
@@ -1539,8 +1540,8 @@ def _value_validation(raw: Mapping[str, Any], skip_any_of: bool, skip_first_all_
     pat = raw.get("pattern")
     if isinstance(pat, str) and pat:
         try:
-            re.compile(pat)
-        except re.error as e:
+            go_regexp.compile(pat)
+        except go_regexp.GoRegexpError as e:
             errs.append(Cause("FieldValueInvalid", f"{path}.pattern",
                               f"must be a valid regular expression, but isn't: {e}", render_bad_value(pat)))
 

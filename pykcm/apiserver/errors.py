@@ -226,7 +226,8 @@ def internal(message: str) -> StatusError:
 
 
 def request_entity_too_large(message: str) -> StatusError:
-    return StatusError(413, "RequestEntityTooLarge", message)
+    """NewRequestEntityTooLargeError: 413, the message after "Request entity too large: "."""
+    return StatusError(413, "RequestEntityTooLarge", f"Request entity too large: {message}")
 
 
 def timeout(message: str) -> StatusError:

@@ -61,12 +61,21 @@ from pykcm.apiserver.rest_storage import (
     type_meta_error,
 )
 from pykcm.apiserver.storage import ADDED, Watcher, bookmark_line, object_key
+from pykcm.apiserver.yaml_body import DecodedTooLarge, YAMLBodyError, decode_yaml
 
 log = logging.getLogger(__name__)
 
 MAX_BODY = 3 * 1024 * 1024  # kube-apiserver's request body limit
 BOOKMARK_INTERVAL = 60.0
 JSON = "application/json"
+
+
+async def read_body(request: web.Request) -> bytes:
+    """The request body, refused past kube-apiserver's limit (limitedReadBody: 413)."""
+    raw = await request.read()
+    if len(raw) > MAX_BODY:
+        raise errors.request_entity_too_large(f"limit is {MAX_BODY}")
+    return raw
 
 
 def request_path(request: web.Request) -> str:
@@ -304,8 +313,7 @@ class APIHandlers:
         except errors.PageNotFound:
             return page_not_found()
         except web.HTTPRequestEntityTooLarge:
-            return status_response(errors.request_entity_too_large(
-                "the request body is too large (limit 3 MiB)"))
+            return status_response(errors.request_entity_too_large(f"limit is {MAX_BODY}"))
         except (ConnectionResetError, asyncio.CancelledError):
             raise
         except Exception as exc:  # a bug must answer 500, never drop the connection
@@ -383,9 +391,7 @@ class APIHandlers:
     async def _body(self, request: web.Request, res: ResourceInfo | None = None,
                     kind: str = "") -> Any:
         """The decoded body; `kind` (default: the resource's) names it in decode errors."""
-        raw = await request.read()
-        if len(raw) > MAX_BODY:
-            raise errors.request_entity_too_large("the request body is too large (limit 3 MiB)")
+        raw = await read_body(request)
         custom = res is not None and self.rest.custom.get(res) is not None
         return decode_body(raw, request.headers.get("Content-Type", JSON),
                            kind or (res.kind if res is not None else ""), protobuf=not custom)
@@ -474,9 +480,7 @@ class APIHandlers:
             code, entry = await rest.update(res, ns, info.name, body, sub, dry)
             return fv.respond(json_response(entry.raw, code))
         if verb == "patch":
-            raw = await request.read()
-            if len(raw) > MAX_BODY:
-                raise errors.request_entity_too_large("the request body is too large")
+            raw = await read_body(request)
             ctype = request.headers.get("Content-Type", "")
             fv = self._field_validation(request, res, verb, sub)
             if sub == "scale":
@@ -571,7 +575,7 @@ class APIHandlers:
                                             create_validate=strategy.validate_event_v1_create)
             return fv.respond(json_response(orjson.dumps(event_view.to_view(entry.obj)), code))
         if verb == "patch":
-            raw = await request.read()
+            raw = await read_body(request)
             ctype = request.headers.get("Content-Type", "")
             ref = schema_ref_for(view.group, view.version, view.kind)
             patch_type(ctype, ref)  # 415 before the object is read
@@ -998,8 +1002,10 @@ def decode_body(raw: bytes, content_type: str, kind: str = "", protobuf: bool = 
             "include: " + ", ".join(accepted))
     if ctype == "application/yaml":
         try:
-            doc = yaml.safe_load(raw) if raw.strip() else None
-        except yaml.YAMLError as exc:
+            doc = decode_yaml(raw, MAX_BODY) if raw.strip() else None
+        except DecodedTooLarge:
+            raise errors.request_entity_too_large(f"limit is {MAX_BODY}") from None
+        except (yaml.YAMLError, YAMLBodyError) as exc:
             raise errors.bad_request(
                 f"the object provided is unrecognized (must be of type {kind}): yaml: "
                 f"{getattr(exc, 'problem', None) or exc} ({summarize_body(raw)})") from None

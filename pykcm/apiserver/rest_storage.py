@@ -1031,6 +1031,9 @@ def patch_type(content_type: str, smp_schema_ref: str | None) -> str:
     return ptype
 
 
+# kube-apiserver's maxJSONPatchOperations: a longer JSON patch is refused (413) before it runs.
+MAX_JSON_PATCH_OPERATIONS = 10_000
+
 # The Go types kube-apiserver decodes each patch into (named in its decode errors).
 _PATCH_GO_TYPE = {"json": "[]handlers.jsonPatchOp", "merge": "map[string]interface {}",
                   "strategic": "map[string]interface {}"}
@@ -1065,6 +1068,10 @@ def apply_patch(content_type: str, body: bytes, original: dict[str, Any],
                     raise errors.bad_request(
                         f"{prefix}json: cannot unmarshal {_go_json_type(op)} into Go value of "
                         "type handlers.jsonPatchOp")
+            if len(doc) > MAX_JSON_PATCH_OPERATIONS:
+                raise errors.request_entity_too_large(
+                    "The allowed maximum operations in a JSON patch is "
+                    f"{MAX_JSON_PATCH_OPERATIONS}, got {len(doc)}")
             patched = apply_json_patch(original, doc)
         elif ptype == "merge":
             patched = apply_merge_patch(original, doc)

@@ -11,6 +11,10 @@ deep-copied, so the result never aliases the patch document.
 Error messages follow evanphx/json-patch (the library kube-apiserver uses),
 e.g. ``testing value /spec/replicas failed: test failed`` and
 ``replace operation does not apply: doc is missing key: /spec/foo: missing value``.
+As that library does for kube-apiserver (``AccumulatedCopySizeLimit``, set from
+``JSONPatchMaxCopyBytes``), ``copy`` operations may together copy at most
+:data:`ACCUMULATED_COPY_SIZE_LIMIT` bytes of JSON: a patch of a few dozen
+``copy`` operations that each double a value would otherwise build gigabytes.
 Where that library is looser than the RFC (negative array indices, leading
 zeros, a missing ``value`` member, ``test`` of an absent member against
 ``null``), this module follows the RFC and rejects the operation.
@@ -22,9 +26,15 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from pykcm.api.patch._errors import InvalidPatchError, PatchTestFailedError
 
-__all__ = ["apply_json_patch", "parse_pointer"]
+__all__ = ["ACCUMULATED_COPY_SIZE_LIMIT", "apply_json_patch", "parse_pointer"]
+
+# kube-apiserver's JSONPatchMaxCopyBytes (3 MiB): the JSON bytes all copy operations of one
+# patch may copy together.
+ACCUMULATED_COPY_SIZE_LIMIT = 3 * 1024 * 1024
 
 _MISSING: Any = object()
 _Container = dict[str, Any] | list[Any]
@@ -119,12 +129,13 @@ class _Doc:
     object while the apply runs.
     """
 
-    __slots__ = ("keep", "owned", "root")
+    __slots__ = ("copied", "keep", "owned", "root")
 
     def __init__(self, root: Any) -> None:
         self.root = root
         self.owned: set[int] = set()
         self.keep: list[_Container] = []
+        self.copied = 0  # JSON bytes copied by copy operations so far
 
     def _own(self, container: _Container) -> _Container:
         if id(container) in self.owned:
@@ -313,12 +324,19 @@ def _op_copy(doc: _Doc, op: dict[str, Any]) -> None:
         raise InvalidPatchError(
             f"copy operation does not apply: doc is missing from path: {from_path}: missing value"
         ) from None
-    # The copy must be independent: later operations may write into either.
+    # The copy must be independent: later operations may write into either. Its size is
+    # that of its JSON encoding, as evanphx/json-patch counts it.
+    encoded = orjson.dumps(value)
+    doc.copied += len(encoded)
+    if doc.copied > ACCUMULATED_COPY_SIZE_LIMIT:
+        raise InvalidPatchError(
+            "Unable to complete the copy, the accumulated size increase of copy is "
+            f"{doc.copied}, exceeding the limit {ACCUMULATED_COPY_SIZE_LIMIT}")
     _add(
         doc,
         path,
         tokens,
-        _deepcopy(value),
+        orjson.loads(encoded),
         f"copy operation does not apply: doc is missing destination path: {path}",
     )
 

@@ -64,6 +64,23 @@ HISTORY_EVENTS = 10_000
 HISTORY_SECONDS = 300.0
 COMPACT_INTERVAL = 30.0
 
+# etcd's --max-request-bytes default (1.5 MiB): a write of a larger object fails, and past
+# the 2 MiB message limit of kube-apiserver's gRPC client it does not even reach etcd.
+# pykcm measures the object as it stores it (JSON); kube-apiserver stores built-in kinds as
+# protobuf (for most objects smaller), custom resources as JSON.
+MAX_REQUEST_BYTES = 1536 * 1024
+MAX_GRPC_MESSAGE_BYTES = 2 * 1024 * 1024
+
+
+def _too_large(size: int) -> errors.StatusError:
+    """kube-apiserver's answer to a write etcd refuses for its size: a bare 500 with the
+    storage's error text."""
+    if size > MAX_GRPC_MESSAGE_BYTES:
+        return errors.bare_internal(
+            "rpc error: code = ResourceExhausted desc = trying to send message larger than "
+            f"max ({size} vs. {MAX_GRPC_MESSAGE_BYTES})")
+    return errors.bare_internal("etcdserver: request is too large")
+
 
 class Entry:
     """One stored revision of an object: its JSON bytes, and its dict while a write holds it.
@@ -372,6 +389,9 @@ class Store:
         else:
             obj["metadata"]["resourceVersion"] = str(rv)
             raw = orjson.dumps(obj)
+            if len(raw) + len(key) > MAX_REQUEST_BYTES:
+                self._next_rv = rv - 1  # nothing was written: the revision is not used
+                raise _too_large(len(raw) + len(rs.rid) + len(key) + 16)
             entry = Entry(obj, raw, rv)
             ev = Event(rv, ADDED if prev is None else MODIFIED, key, entry, prev)
             self._pending[(rs.rid, key)] = (rv, entry)

@@ -525,9 +525,75 @@ FAMILIES: list[Callable[[Res], dict[str, Any] | None]] = [
 ]
 
 
+# -- hostile input: limits that need bodies too large to write in a case file -------------
+
+_CM = "/api/v1/namespaces/{ns}/configmaps"
+_PT = "/api/v1/namespaces/{ns}/podtemplates"
+_YAML_BOMB = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: "{name}-bomb"
+  annotations:
+    a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+    b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+    c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+    d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+    e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+    f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+    g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+"""
+
+
+def _pod_template(name: str, args: int) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "template": {"metadata": {}, "spec": {"containers": [
+        {"name": "c", "image": "x", "args": ["a" * 1000] * args}]}}}
+
+
+def limit_cases() -> list[dict[str, Any]]:
+    """kube-apiserver's limits on what one request may cost: JSON patch operations and copy
+    bytes, the body size, etcd's request size, YAML alias expansion."""
+    copy_ops: list[dict[str, Any]] = [
+        {"op": "add", "path": "/metadata/annotations", "value": {"x": "a" * 40}}]
+    copy_ops += [{"op": "copy", "from": "/metadata/annotations",
+                  "path": f"/metadata/annotations/c{i}"} for i in range(24)]
+    test_op = {"op": "test", "path": "/metadata/name", "value": "{name}"}
+    return [
+        {"name": "json-patch-limits", "doc": "10,000 operations at most (413); copy operations "
+         "may copy 3 MiB together (JSONPatchMaxCopyBytes: a generic 422), the object is left "
+         "as it was", "steps": [
+            {"req": f"POST {_CM}", "status": 201, "body": {"metadata": {"name": "{name}"}}},
+            {"req": f"PATCH {_CM}/{{name}}", "type": "json-patch", "status": 413,
+             "body": [test_op] * 10_001},
+            {"req": f"PATCH {_CM}/{{name}}", "type": "json-patch", "status": 200,
+             "body": [test_op] * 10_000},
+            {"req": f"PATCH {_CM}/{{name}}", "type": "json-patch", "status": 422,
+             "body": copy_ops},
+            {"req": f"GET {_CM}/{{name}}", "status": 200}]},
+        {"name": "body-and-object-size", "doc": "a body over 3 MiB is 413; an object over "
+         "etcd's 1.5 MiB request limit a bare 500 from the storage; 1.4 MB is stored", "steps": [
+            {"req": f"POST {_CM}", "status": 413,
+             "body": {"metadata": {"name": "{name}"}, "data": {"x": "a" * (3 * 1024 * 1024)}}},
+            {"req": f"POST {_PT}", "status": 500, "body": _pod_template("{name}-big", 1700)},
+            {"req": f"POST {_PT}", "status": 201, "body": _pod_template("{name}", 1400)},
+            {"req": f"PATCH {_PT}/{{name}}", "type": "json-patch", "status": 500,
+             "body": [{"op": "add", "path": "/template/spec/containers/0/args/-",
+                       "value": "b" * 1000}] * 300},
+            {"req": f"GET {_PT}/{{name}}-big", "status": 404}]},
+        {"name": "yaml-aliases-and-tags", "doc": "go-yaml refuses a document that is mostly "
+         "alias expansion; a few aliases, !!binary and timestamps decode", "steps": [
+            {"req": f"POST {_CM}", "type": "yaml", "status": 400, "raw": _YAML_BOMB},
+            {"req": f"POST {_CM}", "type": "yaml", "status": 201,
+             "raw": "metadata:\n  name: \"{name}\"\ndata:\n  a: &x hello\n  b: *x\n"
+                    "  c: !!binary aGVsbG8=\n  d: 2001-12-14t21:59:43.10-05:00\n"
+                    "  e: 2002-12-14\n"}]},
+    ]
+
+
 def families() -> dict[str, list[Case]]:
-    """"crud-<resource>" -> the shared families over that resource."""
+    """"crud-<resource>" -> the shared families over that resource; "limits"."""
     out: dict[str, list[Case]] = {}
+    out["limits"] = [parse_case("limits", d, f"generators.py limit_cases ({d['name']})")
+                     for d in limit_cases()]
     for res in RESOURCES:
         group = f"crud-{res.family}"
         cases = []

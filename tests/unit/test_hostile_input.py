@@ -1,0 +1,103 @@
+"""Hostile request bodies cost what kube-apiserver lets them cost (issue 17), without a server:
+Go's regexp (RE2) for CRD patterns, go-yaml's alias limit and the decoded-size bound of YAML
+bodies, JSON patch copy bytes, etcd's request size in the store."""
+
+from __future__ import annotations
+
+import pytest
+
+from pykcm.api.patch import apply_json_patch
+from pykcm.api.patch._errors import InvalidPatchError
+from pykcm.api.patch.json_patch import ACCUMULATED_COPY_SIZE_LIMIT
+from pykcm.apiserver import go_regexp
+from pykcm.apiserver.errors import StatusError
+from pykcm.apiserver.storage import Store, resource_id
+from pykcm.apiserver.storage.store import MAX_REQUEST_BYTES
+from pykcm.apiserver.yaml_body import DecodedTooLarge, YAMLBodyError, decode_yaml
+
+
+def test_catastrophic_pattern_matches_in_linear_time() -> None:
+    # Python's backtracking re takes ~2**n steps here; RE2 answers at once even for 10^5.
+    r = go_regexp.compile("^(a+)+$")
+    assert not r.search("a" * 100_000 + "!")
+    assert r.search("a" * 100_000)
+
+
+@pytest.mark.parametrize(("pattern", "message"), [
+    ("(", "error parsing regexp: missing closing ): `(`"),
+    ("(?=a)", "error parsing regexp: invalid or unsupported Perl syntax: `(?=`"),
+    ("a**", "error parsing regexp: invalid nested repetition operator: `**`"),
+    ("\\8", "error parsing regexp: invalid escape sequence: `\\8`"),
+    ("x{2,1}", "error parsing regexp: invalid repeat count: `{2,1}`"),
+    ("*a", "error parsing regexp: missing argument to repetition operator: `*`"),
+])
+def test_pattern_errors_are_gos(pattern: str, message: str) -> None:
+    with pytest.raises(go_regexp.GoRegexpError) as exc:
+        go_regexp.compile(pattern)
+    assert str(exc.value) == message
+
+
+BOMB = b"""a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+"""
+
+
+def test_yaml_alias_bomb_is_refused_before_expansion() -> None:
+    with pytest.raises(YAMLBodyError, match="document contains excessive aliasing"):
+        decode_yaml(BOMB, 3 * 1024 * 1024)
+    with pytest.raises(YAMLBodyError, match="excessive aliasing"):
+        decode_yaml(b"a: &a [*a]\n", 1 << 20)  # a recursive alias
+
+
+def test_yaml_decoded_size_is_bounded() -> None:
+    few_big = b"x: &s " + b"y" * 100_000 + b"\nl: [" + b"*s," * 50 + b"]\n"
+    with pytest.raises(DecodedTooLarge):
+        decode_yaml(few_big, 3 * 1024 * 1024)
+
+
+def test_yaml_values_json_cannot_hold_read_as_go_yaml_reads_them() -> None:
+    doc = decode_yaml(b"a: &x hello\nb: *x\nc: !!binary aGVsbG8=\nd: 2001-12-14t21:59:43.10-05:00\n"
+                      b"e: 2002-12-14\nf: !!set {p, q}\n1: one\nl: &l [1]\nm: *l\n", 1 << 20)
+    assert doc == {"a": "hello", "b": "hello", "c": "hello", "d": "2001-12-14t21:59:43.10-05:00",
+                   "e": "2002-12-14", "f": {"p": None, "q": None}, "1": "one", "l": [1],
+                   "m": [1]}
+    assert doc["l"] is not doc["m"]  # an alias is a copy: writing one leaves the other
+    with pytest.raises(YAMLBodyError, match=r"json: unsupported value: \+Inf"):
+        decode_yaml(b"a: .inf\n", 1024)
+
+
+def test_json_patch_copies_are_bounded_by_bytes() -> None:
+    ops = [{"op": "add", "path": "/a", "value": {"x": "a" * 40}}]
+    ops += [{"op": "copy", "from": "/a", "path": f"/a/c{i}"} for i in range(24)]
+    with pytest.raises(InvalidPatchError, match="accumulated size increase of copy"):
+        apply_json_patch({}, ops)
+    # under the limit, a copy is independent of its source
+    out = apply_json_patch({"a": {"x": [1]}}, [{"op": "copy", "from": "/a", "path": "/b"},
+                                                {"op": "add", "path": "/b/x/-", "value": 2}])
+    assert out == {"a": {"x": [1]}, "b": {"x": [1, 2]}}
+    assert ACCUMULATED_COPY_SIZE_LIMIT == 3 * 1024 * 1024
+
+
+async def test_store_refuses_objects_over_etcds_request_limit() -> None:
+    store = Store()
+    await store.start()
+    try:
+        rs = store.resource(resource_id("", "configmaps"))
+        big = {"metadata": {"name": "big"}, "data": {"x": "a" * MAX_REQUEST_BYTES}}
+        with pytest.raises(StatusError) as exc:
+            await store.write(rs, "ns/big", big, None)
+        assert (exc.value.code, exc.value.reason) == (500, "")
+        assert exc.value.message == "etcdserver: request is too large"
+        huge = {"metadata": {"name": "huge"}, "data": {"x": "a" * (3 * 1024 * 1024)}}
+        with pytest.raises(StatusError, match="ResourceExhausted desc = trying to send message"):
+            await store.write(rs, "ns/huge", huge, None)
+        # the refused writes used no revision
+        entry = await store.write(rs, "ns/ok", {"metadata": {"name": "ok"}}, None)
+        assert entry.rv == 1 and rs.get("ns/big") is None
+    finally:
+        await store.close()
