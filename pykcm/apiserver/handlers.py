@@ -37,6 +37,7 @@ from pykcm.apiserver import defaults, errors, event_view, go_json, strategy, tab
 from pykcm.apiserver.custom_resources import json_path, set_json_path
 from pykcm.apiserver.discovery import Discovery
 from pykcm.apiserver.errors import StatusError
+from pykcm.apiserver.go_types import GoDecodeError, check_struct, kind_struct
 from pykcm.apiserver.openapi import (
     OpenAPI,
     field_warning_headers,
@@ -55,6 +56,7 @@ from pykcm.apiserver.rest_storage import (
     ListOptions,
     RESTStorage,
     apply_patch,
+    check_patched_types,
     list_body,
     parse_rv,
     patch_type,
@@ -393,8 +395,12 @@ class APIHandlers:
         """The decoded body; `kind` (default: the resource's) names it in decode errors."""
         raw = await read_body(request)
         custom = res is not None and self.rest.custom.get(res) is not None
-        return decode_body(raw, request.headers.get("Content-Type", JSON),
-                           kind or (res.kind if res is not None else ""), protobuf=not custom)
+        ctype = request.headers.get("Content-Type", JSON)
+        doc = decode_body(raw, ctype, kind or (res.kind if res is not None else ""),
+                          protobuf=not custom)
+        if not custom and ctype.split(";")[0].strip().lower() in ("", JSON, "application/yaml"):
+            check_go_types(doc, res, kind)  # a protobuf body is typed already
+        return doc
 
     async def _resource(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
         res = self._resource_info(info)
@@ -583,6 +589,7 @@ class APIHandlers:
             current = rest.get(core, ns, name)
             # to_view builds a fresh dict: the patch result is ours to change.
             patched = apply_patch(ctype, raw, event_view.to_view(current.obj), ref)
+            check_patched_types(view, ctype, raw, patched)
             fv.check_patched(patched)
             pmeta = patched.get("metadata")
             if isinstance(pmeta, dict) and pmeta.get("name") not in (None, name):
@@ -726,6 +733,7 @@ class APIHandlers:
         entry = self.rest.get(res, ns, name)
         scale = self._to_scale(res, entry.obj)
         patched = apply_patch(ctype, raw, scale, schema_ref_for("autoscaling", "v1", "Scale"))
+        check_patched_types(res, ctype, raw, patched, "autoscaling/v1.Scale")
         fv.check_patched(patched)
         return await self._update_scale(res, ns, name, patched, dry)
 
@@ -977,6 +985,38 @@ def _check_quantities(res: ResourceInfo, body: dict[str, Any]) -> None:
         raise errors.bad_request(
             f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: '
             f"quantities must match the regular expression '{_QUANTITY_RE}'")
+
+
+# Bodies of another kind than the endpoint's resource: (Go struct, kind, version in messages).
+_BODY_STRUCTS = {"Scale": ("autoscaling/v1.Scale", "Scale", "v1"),
+                 "Binding": ("core/v1.Binding", "Binding", "v1"),
+                 "DeleteOptions": ("meta/v1.DeleteOptions", "", "")}
+
+
+def check_go_types(doc: Any, res: ResourceInfo | None, kind: str = "") -> None:
+    """The decoding of a JSON body into its Go struct: a value of the wrong JSON type is a 400
+    with Go's message (go_types.py), as kube-apiserver's decoder refuses it."""
+    if not isinstance(doc, dict):
+        return
+    if kind in _BODY_STRUCTS:
+        fq, shown, version = _BODY_STRUCTS[kind]
+    elif res is not None and not kind:
+        if doc.get("kind") not in (None, "", res.kind) or doc.get("apiVersion") not in (
+                None, "", res.api_version):
+            return  # decoded as another kind: the type meta check answers
+        found = kind_struct(res.group, res.version, res.kind)
+        if found is None:
+            return
+        fq, shown, version = found, res.kind, res.version
+    else:
+        return
+    try:
+        check_struct(doc, fq)
+    except GoDecodeError as exc:
+        if not shown:  # the parameter codec's options: the bare error
+            raise errors.bad_request(str(exc)) from None
+        raise errors.bad_request(
+            f'{shown} in version "{version}" cannot be handled as a {shown}: {exc}') from None
 
 
 def _expect_object(body: Any) -> dict[str, Any]:

@@ -37,13 +37,16 @@ import orjson
 from pykcm.api import fields as _fields
 from pykcm.api import labels as _labels
 from pykcm.api.patch import (
+    PatchConflictError,
     PatchError,
     apply_json_patch,
     apply_merge_patch,
     apply_strategic_merge_patch,
     schema_ref_for,
 )
+from pykcm.api.patch._errors import go_repr
 from pykcm.api.resources import ResourceInfo, ResourceRegistry
+from pykcm.api.validation import go_quote
 from pykcm.apiserver import admission, crd_strategy, errors, go_json, strategy
 from pykcm.apiserver import selectable_fields as _selectable
 from pykcm.apiserver.custom_resources import (
@@ -52,6 +55,12 @@ from pykcm.apiserver.custom_resources import (
     CustomResources,
 )
 from pykcm.apiserver.errors import StatusError
+from pykcm.apiserver.go_types import (
+    GoDecodeError,
+    check_struct,
+    go_encoding_order,
+    kind_struct,
+)
 from pykcm.apiserver.service_allocator import ServiceAllocator
 from pykcm.apiserver.storage import Entry, ResourceStore, Store, object_key, resource_id
 
@@ -565,6 +574,8 @@ class RESTStorage:
         # Patch a private copy: the result shares unchanged subtrees with it and
         # is then ours to mutate. `old` stays a separate, read-only view.
         patched = apply_patch(content_type, body, current.copy(), smp_ref)
+        if self.custom.get(info) is None:
+            check_patched_types(info, content_type, body, patched)
         if on_patched is not None:
             on_patched(patched)
         meta = patched.get("metadata")
@@ -1077,7 +1088,12 @@ def apply_patch(content_type: str, body: bytes, original: dict[str, Any],
             patched = apply_merge_patch(original, doc)
         else:
             assert smp_schema_ref is not None and isinstance(doc, dict)
-            patched = apply_strategic_merge_patch(original, doc, smp_schema_ref)
+            try:
+                patched = apply_strategic_merge_patch(original, doc, smp_schema_ref)
+            except PatchConflictError:
+                # upstream replaces the value and fails converting the result to its Go type
+                # (check_patched_types words that): the same replacement
+                patched = apply_merge_patch(original, doc)
     except PatchError as exc:
         code = getattr(exc, "http_status", 422)
         if ptype == "json" and code == 422:
@@ -1091,6 +1107,54 @@ def apply_patch(content_type: str, body: bytes, original: dict[str, Any],
     if not isinstance(patched, dict):
         raise errors.bad_request("the patched object is not a JSON object")
     return patched
+
+
+def check_patched_types(info: ResourceInfo, content_type: str, body: bytes,
+                        patched: dict[str, Any], fq: str | None = None) -> None:
+    """The patched object must decode into the kind's Go struct (go_types.py); else the 422
+    kube-apiserver answers, quoting the patched object (JSON and merge patch: as JSON, a merge
+    patch's keys sorted as Go marshals a map) or the patch (strategic: Go's %v of it)."""
+    fq = fq or kind_struct(info.group, info.version, info.kind)
+    if fq is None:
+        return
+    ptype = PATCH_TYPES.get(content_type.split(";")[0].strip().lower())
+    strategic = ptype == "strategic"
+    try:
+        check_struct(patched, fq, unstructured=strategic)
+    except GoDecodeError as exc:
+        if strategic:
+            value = go_repr(orjson.loads(body))
+        else:
+            # what the patch library decoded into Go maps is written sorted, the rest as
+            # the object was encoded (its Go struct order)
+            doc = orjson.loads(body)
+            touched = _merge_paths(doc, ()) if ptype == "merge" else _json_patch_paths(doc)
+            value = orjson.dumps(go_encoding_order(patched, fq, touched)).decode()
+        message = f"Invalid value: {go_quote(value)}: {exc}"
+        raise StatusError(422, "Invalid", f' "" is invalid: patch: {message}', details={
+            "causes": [{"reason": "FieldValueInvalid", "message": message,
+                        "field": "patch"}]}) from None
+
+
+def _merge_paths(patch: Any, path: tuple[str, ...]) -> set[tuple[str, ...]]:
+    out = {path}
+    if isinstance(patch, dict):
+        for k, v in patch.items():
+            if isinstance(v, dict):
+                out |= _merge_paths(v, (*path, k))
+    return out
+
+
+def _json_patch_paths(ops: Any) -> set[tuple[str, ...]]:
+    out: set[tuple[str, ...]] = {()}
+    for op in ops if isinstance(ops, list) else ():
+        for field in ("path", "from"):
+            p = op.get(field) if isinstance(op, dict) else None
+            if isinstance(p, str) and p.startswith("/"):
+                tokens = tuple(t.replace("~1", "/").replace("~0", "~")
+                               for t in p[1:].split("/"))
+                out.update(tokens[:i] for i in range(len(tokens)))
+    return out
 
 
 def _established(crd: dict[str, Any]) -> bool:
