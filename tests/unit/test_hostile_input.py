@@ -1,8 +1,11 @@
 """Hostile request bodies cost what kube-apiserver lets them cost (issue 17), without a server:
 Go's regexp (RE2) for CRD patterns, go-yaml's alias limit and the decoded-size bound of YAML
-bodies, JSON patch copy bytes, etcd's request size in the store."""
+bodies, JSON patch copy bytes, etcd's request size in the store, Go's typed decoding of
+bodies (go_types.py)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
@@ -11,6 +14,7 @@ from pykcm.api.patch._errors import InvalidPatchError
 from pykcm.api.patch.json_patch import ACCUMULATED_COPY_SIZE_LIMIT
 from pykcm.apiserver import go_regexp
 from pykcm.apiserver.errors import StatusError
+from pykcm.apiserver.go_types import GoDecodeError, check_object
 from pykcm.apiserver.storage import Store, resource_id
 from pykcm.apiserver.storage.store import MAX_REQUEST_BYTES
 from pykcm.apiserver.yaml_body import DecodedTooLarge, YAMLBodyError, decode_yaml
@@ -101,3 +105,48 @@ async def test_store_refuses_objects_over_etcds_request_limit() -> None:
         assert entry.rv == 1 and rs.get("ns/big") is None
     finally:
         await store.close()
+
+
+@pytest.mark.parametrize(("kind", "body", "message"), [
+    (("", "v1", "ConfigMap"), {"metadata": {"name": 5}},
+     "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.name of type string"),
+    (("", "v1", "ConfigMap"), {"metadata": {"labels": ["x"]}},
+     ("json: cannot unmarshal array into Go struct field ObjectMeta.metadata.labels of type "
+     "map[string]string")),
+    # the first type error in document order wins ...
+    (("", "v1", "ConfigMap"), {"metadata": {"finalizers": [1], "annotations": 5}},
+     ("json: cannot unmarshal number into Go struct field ObjectMeta.metadata.finalizers of "
+     "type string")),
+    # ... unless a hand-written decoder fails later: it ends the decoding
+    (("", "v1", "ConfigMap"), {"data": [1], "metadata": {"creationTimestamp": "x"}},
+     'parsing time "x" as "2006-01-02T15:04:05Z07:00": cannot parse "x" as "2006"'),
+    (("", "v1", "Pod"), {"spec": {"containers": [{"ports": [{"containerPort": 1.5}]}]}},
+     ("json: cannot unmarshal number 1.5 into Go struct field "
+     "ContainerPort.spec.containers.ports.containerPort of type int32")),
+    # inline structs name themselves in the path, named types keep their package
+    (("", "v1", "Pod"), {"spec": {"containers": [{"livenessProbe": {"httpGet": {"port": True}},
+                                                  "imagePullPolicy": 5}]}},
+     ("json: cannot unmarshal bool into Go struct field "
+     "HTTPGetAction.spec.containers.livenessProbe.ProbeHandler.httpGet.port of type int32")),
+    (("", "v1", "Pod"), {"spec": {"containers": [{"resources": {"limits": {"cpu": "1e999999999"}}}]}},
+     ("quantities must match the regular expression "
+     "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")),
+    (("meta.k8s.io", "v1", "DeleteOptions"), {"gracePeriodSeconds": "abc"},
+     ("json: cannot unmarshal string into Go struct field DeleteOptions.gracePeriodSeconds of "
+     "type int64")),
+])
+def test_body_types_are_checked_as_go_decodes(kind: tuple[str, str, str], body: Any,
+                                              message: str) -> None:
+    with pytest.raises(GoDecodeError) as exc:
+        check_object(*kind, body)
+    assert str(exc.value) == message
+
+
+def test_well_typed_bodies_pass() -> None:
+    check_object("apps", "v1", "Deployment", {
+        "metadata": {"name": "d", "labels": {"a": "b"}, "creationTimestamp": None},
+        "spec": {"replicas": 3, "template": {"spec": {"containers": [
+            {"name": "c", "image": "x", "ports": [{"containerPort": 80}],
+             "resources": {"limits": {"cpu": "100m", "memory": 1024}},
+             "livenessProbe": {"httpGet": {"port": "http"}}}]}},
+            "strategy": {"rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 0}}}})
