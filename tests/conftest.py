@@ -73,15 +73,18 @@ async def create_namespace(client: Client, backend: Backend, prefix: str = "t",
                            timeout: float = 60.0) -> str:
     """Create a fresh namespace ``<prefix>-<10 hex digits>``, ready for pods; its name.
 
-    On the real kube-apiserver the ServiceAccount admission plugin refuses pods until the
-    namespace's ``default`` ServiceAccount exists, which the serviceaccount controller (in
-    the support manager) creates a moment after the namespace: wait for it, as Kubernetes'
-    e2e framework does before a test uses its namespace; and for the
-    :data:`NAMESPACE_CONFIGMAPS`, so that they do not turn up in the middle of a test's
-    watch. pykcm's server has no such admission, and no controller runs beside it.
+    Both API servers' ServiceAccount admission refuses pods until the namespace's
+    ``default`` ServiceAccount exists. On the real kube-apiserver the serviceaccount
+    controller (in the support manager) creates it a moment after the namespace: wait
+    for it, as Kubernetes' e2e framework does before a test uses its namespace; and for
+    the :data:`NAMESPACE_CONFIGMAPS`, so that they do not turn up in the middle of a
+    test's watch. No controller runs beside pykcm's session server: create the account
+    there, as that controller would (:func:`ensure_default_service_account`).
     """
     name = f"{prefix}-{uuid.uuid4().hex[:10]}"
     await client.create("namespaces", {"metadata": {"name": name}})
+    if not backend.real:
+        await ensure_default_service_account(client, name)
     if backend.real:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -97,6 +100,17 @@ async def create_namespace(client: Client, backend: Backend, prefix: str = "t",
                                              ) from None
                     await asyncio.sleep(0.05)
     return name
+
+
+async def ensure_default_service_account(client: Client, namespace: str) -> None:
+    """The namespace's ``default`` ServiceAccount, which pods need (ServiceAccount admission),
+    created as the serviceaccount controller would where none runs."""
+    from pykcm.client.errors import AlreadyExists
+
+    try:
+        await client.create("serviceaccounts", {"metadata": {"name": "default"}}, namespace)
+    except AlreadyExists:
+        pass
 
 
 async def wait_served(client: Client, resource: str, namespace: str | None = None,
@@ -189,11 +203,19 @@ class Api:
         return out
 
     def ns(self) -> str:
-        """A fresh namespace for one test."""
+        """A fresh namespace for one test, ready for pods: with its ``default``
+        ServiceAccount (no serviceaccount controller runs beside the session server)."""
         name = "t-" + uuid.uuid4().hex[:10]
         code, body = self.post("/api/v1/namespaces", {"metadata": {"name": name}})
         assert code == 201, body
+        self.default_service_account(name)
         return name
+
+    def default_service_account(self, namespace: str) -> None:
+        """Create ``namespace``'s ``default`` ServiceAccount unless it exists."""
+        code, body = self.post(f"/api/v1/namespaces/{namespace}/serviceaccounts",
+                               {"metadata": {"name": "default"}})
+        assert code in (201, 409), body
 
 
 @pytest.fixture(scope="session")

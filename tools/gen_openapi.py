@@ -80,11 +80,15 @@ SERVED_KINDS: tuple[tuple[str, str, str], ...] = (
     ("coordination.k8s.io", "v1", "Lease"),
     ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
     ("events.k8s.io", "v1", "Event"),
+    ("discovery.k8s.io", "v1", "EndpointSlice"),
 )
-# Kinds served without a List kind: subresource bodies.
+# Kinds served without a List kind: subresource bodies and the create-only reviews.
 SUBRESOURCE_KINDS: tuple[tuple[str, str, str], ...] = (
     ("", "v1", "Binding"),
     ("autoscaling", "v1", "Scale"),
+    ("authentication.k8s.io", "v1", "TokenRequest"),
+    ("authentication.k8s.io", "v1", "TokenReview"),
+    ("authentication.k8s.io", "v1", "SelfSubjectReview"),
 )
 # The meta/v1 types every group-version document of kube-apiserver carries
 # (discovery, delete and patch bodies, watch events, errors), plus the

@@ -19,6 +19,8 @@ The expected layout (``--types-dir``, default ``/tmp/k8s-types``)::
     api/coordination/v1/types.go             k8s.io/api coordination/v1
     api/autoscaling/v1/types.go              k8s.io/api autoscaling/v1
     api/policy/v1/types.go                   k8s.io/api policy/v1
+    api/discovery/v1/types.go                k8s.io/api discovery/v1
+    api/authentication/v1/types.go           k8s.io/api authentication/v1
     apimachinery/pkg/apis/meta/v1/types.go   k8s.io/apimachinery meta/v1
 
 Full upstream files work as well (comments, constants and functions are
@@ -98,7 +100,23 @@ PACKAGES: list[tuple[str, str, str, dict[str, str]]] = [
         {"metav1": "meta/v1", "v1": "core/v1"},
     ),
     ("policy/v1", "api/policy/v1/types.go", "policy/v1", {"metav1": "meta/v1"}),
+    (
+        "discovery/v1",
+        "api/discovery/v1/types.go",
+        "discovery.k8s.io/v1",
+        {"metav1": "meta/v1", "v1": "core/v1"},
+    ),
+    (
+        "authentication/v1",
+        "api/authentication/v1/types.go",
+        "authentication.k8s.io/v1",
+        {"metav1": "meta/v1"},
+    ),
 ]
+
+# Fields left out of the table (decoding skips them): map[string]ExtraValue (a map of
+# string lists, which the table cannot describe) only appears in review answers.
+SKIPPED_FIELDS = {"authentication/v1.UserInfo.Extra"}
 
 # Extra apiVersions whose kinds share a struct with one generated above.
 VERSION_ALIASES: dict[str, list[str]] = {"policy/v1beta1/Eviction": ["policy/v1/Eviction"]}
@@ -344,6 +362,8 @@ def build(types_dir: Path) -> dict[str, object]:
         table: dict[int, list[object]] = {}
         for f in st.fields:
             if f.proto_num is None or f.json_name is None:
+                continue
+            if f"{fq}.{f.name}" in SKIPPED_FIELDS:
                 continue
             r = resolve(uni, st.pkg, f.gotype)
             flags = r.flags

@@ -7,8 +7,7 @@ core/v1 and discovery/v1 label and annotation constants.
 
 Role: the one home of what the Endpoints, EndpointSlice and mirroring
 controllers share (and an API server serving EndpointSlices will need):
-:data:`ENDPOINT_SLICES` (the discovery.k8s.io/v1 resource, which pykcm's
-embedded server does not serve yet, so it is not in the built-in registry),
+:data:`ENDPOINT_SLICES` (the discovery.k8s.io/v1 resource of the built-in registry),
 the labels and annotations, IP parsing as Go's ``ParseIPSloppy`` and
 ``net.IP.String``, and the orderings upstream's output has.
 
@@ -34,7 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from pykcm.api.resources import ResourceInfo
+from pykcm.api.resources import BUILTIN_RESOURCES, ResourceInfo
 
 __all__ = [
     "ENDPOINTS_LABEL_MANAGED_BY",
@@ -65,11 +64,9 @@ __all__ = [
     "spew_dump",
 ]
 
-ENDPOINT_SLICES: Final = ResourceInfo(
-    group="discovery.k8s.io", version="v1", kind="EndpointSlice", plural="endpointslices",
-    singular="endpointslice", namespaced=True)
-"""discovery.k8s.io/v1 endpointslices (not in the built-in registry: pykcm's embedded API
-server does not serve it yet; the controllers use it against servers that do)."""
+ENDPOINT_SLICES: Final[ResourceInfo] = next(
+    r for r in BUILTIN_RESOURCES if r.group == "discovery.k8s.io" and r.plural == "endpointslices")
+"""discovery.k8s.io/v1 endpointslices (the built-in registry's entry)."""
 
 ENDPOINTS_LAST_CHANGE_TRIGGER_TIME: Final = "endpoints.kubernetes.io/last-change-trigger-time"
 ENDPOINTS_OVER_CAPACITY: Final = "endpoints.kubernetes.io/over-capacity"

@@ -48,6 +48,9 @@ class ResourceInfo:
     require_resource_version_on_update: bool = False
     # Default propagationPolicy for DELETE when the client gives none.
     default_propagation: str = "Background"
+    # Kept in storage (listable, watchable, with a storageVersionHash); False for the
+    # create-only review resources (tokenreviews, selfsubjectreviews), which only answer.
+    stored: bool = True
 
     @property
     def api_version(self) -> str:
@@ -90,6 +93,8 @@ def _r(
     version: str = "v1",
     require_rv: bool = False,
     default_propagation: str = "Background",
+    verbs: tuple[str, ...] = ALL_VERBS,
+    stored: bool = True,
 ) -> ResourceInfo:
     return ResourceInfo(
         group=group,
@@ -105,6 +110,8 @@ def _r(
         status_subresource="status" in sub,
         require_resource_version_on_update=require_rv,
         default_propagation=default_propagation,
+        verbs=verbs,
+        stored=stored,
     )
 
 
@@ -118,7 +125,7 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
     _r("", "ConfigMap", "configmaps", short=("cm",)),
     _r("", "Secret", "secrets"),
     _r("", "Service", "services", short=("svc",), categories=("all",), sub=("status",)),
-    _r("", "ServiceAccount", "serviceaccounts", short=("sa",)),
+    _r("", "ServiceAccount", "serviceaccounts", short=("sa",), sub=("token",)),
     _r("", "Endpoints", "endpoints", short=("ep",)),
     _r("", "PodTemplate", "podtemplates", generation=True),
     # apps/v1
@@ -141,10 +148,17 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
     _r("coordination.k8s.io", "Lease", "leases", require_rv=True),
     # events.k8s.io/v1: a view of the core/v1 events (same storage)
     _r("events.k8s.io", "Event", "events", short=("ev",)),
+    # authentication.k8s.io/v1: reviews answered at once, never stored
+    _r("authentication.k8s.io", "SelfSubjectReview", "selfsubjectreviews", namespaced=False,
+       verbs=("create",), stored=False),
+    _r("authentication.k8s.io", "TokenReview", "tokenreviews", namespaced=False,
+       verbs=("create",), stored=False),
     # apiextensions.k8s.io/v1
     _r("apiextensions.k8s.io", "CustomResourceDefinition", "customresourcedefinitions",
        namespaced=False, short=("crd", "crds"), categories=("api-extensions",),
        sub=("status",), generation=True),
+    # discovery.k8s.io/v1
+    _r("discovery.k8s.io", "EndpointSlice", "endpointslices", generation=True),
 )
 
 

@@ -1,11 +1,26 @@
-"""Authentication: bearer tokens, as kube-apiserver's static token file provides them.
+"""Authentication: bearer tokens, as kube-apiserver's token authenticators take them.
 
-The server always has one admin token (random, kept in the data dir); a token
-file in kube-apiserver's CSV format (`token,user,uid,"group1,group2"`) adds
-more users. A request with no token is anonymous and may only read the public
-health and version endpoints (system:public-info-viewer); a wrong token is
-always 401. Authorization beyond that (RBAC) is not implemented: every
-authenticated user may do everything.
+The chain, in kube-apiserver's order (its ``BuildAuthenticator`` plus the
+loopback token's union in front)::
+
+    Authorization: Bearer <token>
+      ├─ the admin token (random, kept in the data dir) and the static token file
+      │  (kube-apiserver's ``--token-auth-file`` CSV: ``token,user,uid,"group1,group2"``);
+      │  audience-agnostic: they answer for the API audiences only
+      ├─ further token authenticators (``add_authenticator``): the service-account
+      │  ones of ``service_accounts.py`` (legacy Secret tokens, then bound tokens)
+      │  (an authenticated token is remembered for 10 s, failures never: kube-apiserver's
+      │  token cache, --authentication-token-cache-ttl... its default)
+      └─ the ``system:authenticated`` group added to whoever got through
+
+A request with no token is anonymous and may only read the public health and
+version endpoints (system:public-info-viewer); a wrong token is always 401.
+TokenReview asks the same chain (``authenticate_token``) and reports its
+error as kube-apiserver words it: Go's aggregate of ``invalid bearer token``
+(the loopback authenticator's answer) and what the chain said.
+
+Authorization beyond that (RBAC) is not implemented: every authenticated user
+may do everything.
 """
 
 from __future__ import annotations
@@ -14,7 +29,24 @@ import csv
 import hmac
 import os
 import secrets
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+__all__ = [
+    "ANONYMOUS_PATHS",
+    "AUTHENTICATED_GROUP",
+    "INVALID_BEARER_TOKEN",
+    "AuthResponse",
+    "TokenAuthenticator",
+    "TokenError",
+    "User",
+    "go_aggregate",
+    "load_or_create_admin_token",
+]
+
+AUTHENTICATED_GROUP = "system:authenticated"
+INVALID_BEARER_TOKEN = "invalid bearer token"
 
 
 @dataclass(frozen=True)
@@ -22,33 +54,154 @@ class User:
     name: str
     uid: str = ""
     groups: tuple[str, ...] = ()
+    # user.Info's Extra, sorted by key: ((key, (values...)), ...)
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
+    def extra_dict(self) -> dict[str, list[str]]:
+        return {k: list(v) for k, v in self.extra}
+
+
+@dataclass
+class AuthResponse:
+    """An authenticated token: who, for which audiences, and warnings for the response."""
+
+    user: User
+    audiences: tuple[str, ...] = ()
+    warnings: list[str] = field(default_factory=list)
+
+
+class TokenError(Exception):
+    """A token authenticator recognised the token and refused it (the message is its
+    error; several, an aggregate, travel as ``errors``)."""
+
+    def __init__(self, *errors: str) -> None:
+        super().__init__(go_aggregate(list(errors)))
+        self.errors = list(errors)
+
+
+# A token authenticator: (token, the audiences asked for, or None: the API audiences)
+# -> a response, None when the token is not its kind, or TokenError.
+TokenAuthenticatorFunc = Callable[[str, tuple[str, ...] | None], AuthResponse | None]
 
 ANONYMOUS_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
 
 
+def go_aggregate(messages: Sequence[str]) -> str:
+    """utilerrors.Aggregate's Error(): one message as is, several deduplicated in brackets."""
+    if len(messages) == 1:
+        return messages[0]
+    seen: list[str] = []
+    for m in messages:
+        if m not in seen:
+            seen.append(m)
+    if len(seen) == 1:
+        return seen[0]
+    return "[" + ", ".join(seen) + "]"
+
+
+def intersect(a: Iterable[str], b: Iterable[str]) -> tuple[str, ...]:
+    """authenticator.Audiences.Intersect: the values of ``a`` that ``b`` has, in a's order."""
+    bs = set(b)
+    return tuple(x for x in a if x in bs)
+
+
 class TokenAuthenticator:
-    def __init__(self, tokens: dict[str, User] | None = None) -> None:
+    SUCCESS_CACHE_SIZE = 4096
+
+    def __init__(self, tokens: dict[str, User] | None = None,
+                 api_audiences: Sequence[str] = (), success_cache_ttl: float = 10.0) -> None:
         self._tokens: dict[str, User] = dict(tokens or {})
+        self.api_audiences: tuple[str, ...] = tuple(api_audiences)
+        self._others: list[TokenAuthenticatorFunc] = []
+        self.success_cache_ttl = success_cache_ttl
+        # (token, audiences) -> (expiry, response) of the token union's successes
+        self._cache: dict[tuple[str, tuple[str, ...] | None], tuple[float, AuthResponse]] = {}
 
     def add(self, token: str, user: User) -> None:
         self._tokens[token] = user
 
+    def add_authenticator(self, fn: TokenAuthenticatorFunc) -> None:
+        """A further token authenticator, asked after the static tokens (in order added)."""
+        self._others.append(fn)
+
     def authenticate(self, header: str | None) -> User | None:
         """The user for an Authorization header; None when absent; raises on a bad token."""
+        resp = self.authenticate_request(header)
+        return resp.user if resp is not None else None
+
+    def authenticate_request(self, header: str | None) -> AuthResponse | None:
+        """The authenticated response for an Authorization header (None when absent);
+        raises PermissionError on a bad one."""
         if not header:
             return None
         scheme, _, token = header.partition(" ")
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
-            raise PermissionError("invalid bearer token")
+            raise PermissionError(INVALID_BEARER_TOKEN)
+        try:
+            return self.authenticate_token(token)
+        except TokenError as exc:
+            raise PermissionError(str(exc)) from None
+
+    def authenticate_token(self, token: str,
+                           audiences: Sequence[str] | None = None) -> AuthResponse:
+        """Run the chain on ``token`` for ``audiences`` (None: the API audiences); raises
+        :class:`TokenError` with kube-apiserver's aggregate message when nobody takes it."""
+        auds = tuple(audiences) if audiences else None
+        now = time.monotonic()
+        cached = self._cache.get((token, auds))
+        if cached is not None and cached[0] > now:
+            resp = cached[1]
+        else:
+            resp = self._union(token, auds)
+            if self.success_cache_ttl > 0:
+                if len(self._cache) >= self.SUCCESS_CACHE_SIZE:
+                    self._cache = {k: v for k, v in self._cache.items() if v[0] > now}
+                    if len(self._cache) >= self.SUCCESS_CACHE_SIZE:
+                        self._cache.clear()
+                self._cache[(token, auds)] = (now + self.success_cache_ttl, resp)
+        user = resp.user
+        groups = user.groups if AUTHENTICATED_GROUP in user.groups else (
+            *user.groups, AUTHENTICATED_GROUP)
+        return AuthResponse(User(user.name, user.uid, groups, user.extra), resp.audiences,
+                            list(resp.warnings))
+
+    def _union(self, token: str, auds: tuple[str, ...] | None) -> AuthResponse:
+        """The token authenticators in order: the first that takes the token answers."""
+        errors: list[str] = []
+        resp = self._static(token, auds)
+        if resp is None:
+            for fn in self._others:
+                try:
+                    resp = fn(token, auds)
+                except TokenError as exc:
+                    errors.extend(exc.errors)
+                    continue
+                if resp is not None:
+                    break
+        if resp is None:
+            # the loopback token's bearer authenticator fails first, then the main one
+            raise TokenError(INVALID_BEARER_TOKEN, *(errors or [INVALID_BEARER_TOKEN]))
+        return resp
+
+    def _static(self, token: str, audiences: tuple[str, ...] | None) -> AuthResponse | None:
+        """The static tokens, audience-agnostic (WrapAudienceAgnosticToken)."""
         # compare bytes: compare_digest refuses str with non-ASCII characters (a hostile
         # header must get its 401, not an exception)
         given = token.encode("utf-8", "replace")
+        found: User | None = None
         for known, user in self._tokens.items():
             if hmac.compare_digest(known.encode("utf-8", "replace"), given):
-                return user
-        raise PermissionError("invalid bearer token")
+                found = user
+                break
+        if found is None:
+            return None
+        if audiences is None:
+            return AuthResponse(found, self.api_audiences)
+        auds = intersect(self.api_audiences, audiences)
+        if not auds:
+            return None
+        return AuthResponse(found, auds)
 
     def load_csv(self, path: str) -> None:
         """kube-apiserver --token-auth-file format: token,user,uid[,"group1,group2"]."""
@@ -60,6 +213,24 @@ class TokenAuthenticator:
                     raise ValueError(f"{path}:{lineno}: expected token,user,uid[,groups]")
                 groups = tuple(g for g in (row[3].split(",") if len(row) > 3 else []) if g)
                 self.add(row[0].strip(), User(row[1].strip(), row[2].strip(), groups))
+
+
+def user_info(user: User) -> dict[str, object]:
+    """authentication.k8s.io/v1 UserInfo of a user (its fields omitempty)."""
+    out: dict[str, object] = {}
+    if user.name:
+        out["username"] = user.name
+    if user.uid:
+        out["uid"] = user.uid
+    if user.groups:
+        out["groups"] = list(user.groups)
+    if user.extra:
+        out["extra"] = user.extra_dict()
+    return out
+
+
+def sorted_extra(extra: Mapping[str, Sequence[str]]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    return tuple((k, tuple(extra[k])) for k in sorted(extra))
 
 
 def load_or_create_admin_token(directory: str | None) -> str:

@@ -15,7 +15,9 @@ struct fields even when empty (``resources: {}``, template ``metadata: {}``,
 ``status: {}``) and always in struct order; the defaulted structures are
 re-keyed into that order so responses read like a real server's.
 Priority and default tolerations are admission-plugin work (admission.py);
-service-account token volumes are not done.
+the service-account token volume is admission's too. The serviceAccount /
+serviceAccountName pair of every PodSpec mirrors each other as the v1
+conversion makes them.
 
 This runs on every write, so the hot paths test exact ``dict``/``list``
 types (what a JSON decoder produces) and remember the results of pure
@@ -418,6 +420,14 @@ def _default_requests_from_limits(containers: Any) -> None:
 def default_pod_spec(spec: Obj, *, is_pod: bool = False) -> None:
     """SetDefaults_PodSpec (every PodSpec) and, for a Pod, SetDefaults_Pod."""
     get = spec.get
+    # The v1 conversion: serviceAccount is serviceAccountName's alias (the new one wins).
+    sa_name = get("serviceAccountName") or get("serviceAccount")
+    if sa_name:
+        if get("serviceAccountName") != sa_name or get("serviceAccount") != sa_name:
+            spec["serviceAccountName"] = spec["serviceAccount"] = sa_name
+    elif "serviceAccountName" in spec or "serviceAccount" in spec:
+        spec.pop("serviceAccountName", None)
+        spec.pop("serviceAccount", None)
     # Added in Go field order (see default_container).
     if not get("restartPolicy"):
         spec["restartPolicy"] = "Always"
@@ -803,6 +813,33 @@ def _default_endpoints(obj: Obj, create: bool) -> None:
                 port["protocol"] = "TCP"
 
 
+_ENDPOINT_SLICE: Final = _GoOrder("kind", "apiVersion", "metadata", "addressType", "endpoints",
+                                  "ports")
+_SLICE_ENDPOINT: Final = _GoOrder("addresses", "conditions", "hostname", "targetRef",
+                                  "deprecatedTopology", "nodeName", "zone", "hints")
+_SLICE_PORT: Final = _GoOrder("name", "protocol", "port", "appProtocol")
+
+
+def _default_endpoint_slice(obj: Obj, create: bool) -> None:
+    """discovery/v1 SetDefaults_EndpointPort; endpoints, ports (not omitempty, null when
+    unset or empty: storage's protobuf keeps no empty list) and each endpoint's conditions
+    (a struct) are always written."""
+    for key in ("endpoints", "ports"):
+        if not obj.get(key):
+            obj[key] = None
+    for port in _dicts(obj.get("ports")):
+        if port.get("name") is None:
+            port["name"] = ""
+        if port.get("protocol") is None:
+            port["protocol"] = "TCP"
+        _SLICE_PORT.apply(port)
+    for ep in _dicts(obj.get("endpoints")):
+        if not isinstance(ep.get("conditions"), dict):
+            ep["conditions"] = {}
+        _SLICE_ENDPOINT.apply(ep)
+    _ENDPOINT_SLICE.apply(obj)
+
+
 # NodeSystemInfo's string fields are not omitempty: Go writes every one.
 _NODE_INFO_FIELDS: Final = ("machineID", "systemUUID", "bootID", "kernelVersion", "osImage",
                             "containerRuntimeVersion", "kubeletVersion", "kubeProxyVersion",
@@ -848,6 +885,7 @@ _DEFAULTERS: Final[dict[str, Callable[[Obj, bool], None]]] = {
     "Service": _default_service,
     "Secret": _default_secret,
     "Endpoints": _default_endpoints,
+    "EndpointSlice": _default_endpoint_slice,
     "Node": _default_node,
     "Event": _default_event,
 }
@@ -905,6 +943,8 @@ _ZERO_FIELDS: Final[dict[tuple[str, str], dict[str, Any]]] = {
     ("batch", "CronJob"): {"spec": {"schedule": "", "jobTemplate": {
         "metadata": {}, "spec": {"template": _NO_CONTAINERS}}}, "status": {}},
     ("coordination.k8s.io", "Lease"): {"spec": {}},
+    ("discovery.k8s.io", "EndpointSlice"): {"addressType": "", "endpoints": None,
+                                            "ports": None},
     ("events.k8s.io", "Event"): {"eventTime": None, "regarding": {}, "deprecatedSource": {},
                                  "deprecatedFirstTimestamp": None,
                                  "deprecatedLastTimestamp": None},

@@ -29,6 +29,13 @@ _SUBRESOURCE_VERBS = {
     "scale": ("get", "patch", "update"),
     "binding": ("create",),
     "finalize": ("update",),
+    "token": ("create",),
+}
+# Subresources answering with another group's kind: (group, version, kind).
+_SUBRESOURCE_KINDS = {
+    "scale": ("autoscaling", "v1", "Scale"),
+    "binding": ("", "v1", "Binding"),
+    "token": ("authentication.k8s.io", "v1", "TokenRequest"),
 }
 
 
@@ -57,7 +64,8 @@ def api_resource_list(registry: ResourceRegistry, group: str, version: str) -> d
             entry["shortNames"] = list(r.short_names)
         if r.categories:
             entry["categories"] = list(r.categories)
-        entry["storageVersionHash"] = _storage_version_hash(r)
+        if r.stored:  # the reviews have no storage version
+            entry["storageVersionHash"] = _storage_version_hash(r)
         resources.append(entry)
         for sub in r.subresources:
             s: dict[str, Any] = {
@@ -67,10 +75,12 @@ def api_resource_list(registry: ResourceRegistry, group: str, version: str) -> d
                 "kind": r.kind,
                 "verbs": list(_SUBRESOURCE_VERBS.get(sub, ("get",))),
             }
-            if sub == "scale":
-                s.update({"group": "autoscaling", "version": "v1", "kind": "Scale"})
-            elif sub == "binding":
-                s["kind"] = "Binding"
+            other = _SUBRESOURCE_KINDS.get(sub)
+            if other is not None:
+                group_, version_, kind_ = other
+                if group_:
+                    s.update({"group": group_, "version": version_})
+                s["kind"] = kind_
             resources.append(s)
     resources.sort(key=lambda e: str(e["name"]))
     return {
@@ -129,10 +139,9 @@ def aggregated_discovery(registry: ResourceRegistry, legacy: bool,
                 subs = []
                 for sub in r.subresources:
                     kind = {"group": r.group, "version": r.version, "kind": r.kind}
-                    if sub == "scale":
-                        kind = {"group": "autoscaling", "version": "v1", "kind": "Scale"}
-                    elif sub == "binding":
-                        kind = {"group": "", "version": "v1", "kind": "Binding"}
+                    other = _SUBRESOURCE_KINDS.get(sub)
+                    if other is not None:
+                        kind = dict(zip(("group", "version", "kind"), other, strict=True))
                     subs.append({"subresource": sub, "responseKind": kind,
                                  "verbs": list(_SUBRESOURCE_VERBS.get(sub, ("get",)))})
                 if subs:

@@ -33,7 +33,16 @@ from pykcm.api.protobuf import (
 from pykcm.api.resources import ResourceInfo, ResourceRegistry
 from pykcm.api.timestamps import format_time
 from pykcm.api.validation import go_quote
-from pykcm.apiserver import defaults, errors, event_view, go_json, strategy, tables
+from pykcm.apiserver import (
+    defaults,
+    errors,
+    event_view,
+    go_json,
+    service_accounts,
+    strategy,
+    tables,
+)
+from pykcm.apiserver.auth import AuthResponse, TokenAuthenticator
 from pykcm.apiserver.custom_resources import json_path, set_json_path
 from pykcm.apiserver.discovery import Discovery
 from pykcm.apiserver.errors import StatusError
@@ -117,6 +126,9 @@ def deleted_status(res: ResourceInfo, obj: dict[str, Any]) -> bytes:
 
 
 _WARNINGS: web.RequestKey[list[str]] = web.RequestKey("pykcm.warnings", list)
+# Who the server authenticated (absent for an anonymous request).
+AUTHENTICATED: web.RequestKey[AuthResponse] = web.RequestKey("pykcm.authenticated",
+                                                             AuthResponse)
 # Deprecated resources of v1.36: kube-apiserver warns on every request to them.
 _DEPRECATED = {("", "v1", "endpoints"):
                "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"}
@@ -284,11 +296,16 @@ def _dry_run(values: list[str], verb: str = "delete") -> bool:
 
 class APIHandlers:
     def __init__(self, rest: RESTStorage, registry: ResourceRegistry,
-                 discovery: Discovery, openapi: OpenAPI) -> None:
+                 discovery: Discovery, openapi: OpenAPI, *,
+                 auth: TokenAuthenticator | None = None,
+                 service_accounts: service_accounts.ServiceAccountTokens | None = None
+                 ) -> None:
         self.rest = rest
         self.registry = registry
         self.discovery = discovery
         self.openapi = openapi
+        self.auth = auth or TokenAuthenticator()
+        self.service_accounts = service_accounts
         self.watch_tasks: set[asyncio.Task[Any]] = set()
         self.shutting_down = asyncio.Event()
 
@@ -301,7 +318,9 @@ class APIHandlers:
             info = resolve(request.method, path, bool(_bool(q.get("watch"))))
             if not info.is_resource_request:
                 return await self.discovery.handle(request, info)
-            request[_WARNINGS] = _request_warnings(info, q)
+            authn = request.get(AUTHENTICATED)
+            request[_WARNINGS] = [*(authn.warnings if authn is not None else ()),
+                                  *_request_warnings(info, q)]
             return _with_warnings(request, await self._resource(request, info))
         except StatusError as err:
             if request.method not in ("GET", "HEAD"):
@@ -412,6 +431,8 @@ class APIHandlers:
             raise errors.method_not_allowed()
         if verb != "create":
             self._check_key(res, info)
+        if not res.stored or info.subresource == "token":
+            return await self._answer_only(request, info, res)
         crv = self.rest.custom.get(res)
         if crv is not None and crv.deprecation_warning:
             request[_WARNINGS].append(crv.deprecation_warning)
@@ -470,6 +491,7 @@ class APIHandlers:
             entry = await rest.create(res, ns, body, dry)
             if res.kind == "Secret" and not res.group:
                 request[_WARNINGS].extend(_tls_warnings(entry.obj))
+            request[_WARNINGS].extend(strategy.warnings(res, entry.obj, None))
             return fv.respond(json_response(entry.raw, 201))
         if verb == "update":
             body = _expect_object(await self._body(
@@ -483,7 +505,10 @@ class APIHandlers:
             if sub == "scale":
                 entry = await self._update_scale(res, ns, info.name, body, dry)
                 return fv.respond(json_response(orjson.dumps(self._to_scale(res, entry.obj))))
+            old = self._stored(res, ns, info.name) if not sub else None
             code, entry = await rest.update(res, ns, info.name, body, sub, dry)
+            if not sub:
+                request[_WARNINGS].extend(strategy.warnings(res, entry.obj, old))
             return fv.respond(json_response(entry.raw, code))
         if verb == "patch":
             raw = await read_body(request)
@@ -492,8 +517,11 @@ class APIHandlers:
             if sub == "scale":
                 entry = await self._patch_scale(res, ns, info.name, ctype, raw, dry, fv)
                 return fv.respond(json_response(orjson.dumps(self._to_scale(res, entry.obj))))
+            old = self._stored(res, ns, info.name) if not sub else None
             entry = await rest.patch(res, ns, info.name, ctype, raw, sub, dry,
                                      on_patched=fv.check_patched)
+            if not sub:
+                request[_WARNINGS].extend(strategy.warnings(res, entry.obj, old or {}))
             return fv.respond(json_response(entry.raw))
         if verb == "delete":
             if sub:
@@ -521,6 +549,59 @@ class APIHandlers:
                                            custom=rest.custom.get(res) is not None))
         raise errors.method_not_allowed(
             "the server does not allow this method on the requested resource")
+
+    def _stored(self, res: ResourceInfo, ns: str, name: str) -> dict[str, Any] | None:
+        """The object an update starts from, for the strategy's update warnings (only for
+        the kinds that have some)."""
+        if res.kind not in strategy.KINDS_WITH_UPDATE_WARNINGS:
+            return None
+        entry = self.rest.rs(res).current(object_key(ns if res.namespaced else "", name))
+        return entry.obj if entry is not None else None
+
+    async def _answer_only(self, request: web.Request, info: RequestInfo,
+                           res: ResourceInfo) -> web.StreamResponse:
+        """The create-only endpoints that store nothing: serviceaccounts/<name>/token
+        (TokenRequest), tokenreviews and selfsubjectreviews."""
+        if not res.stored and info.name:
+            raise StatusError(404, "NotFound", "the server could not find the requested resource",
+                              details={})
+        if info.verb != "create":
+            raise errors.method_not_allowed()
+        kind = "TokenRequest" if info.subresource == "token" else res.kind
+        body = _expect_object(await self._body(request, kind=kind))
+        _dry_run(request.query.getall("dryRun", []), "create")
+        target = ("authentication.k8s.io", "v1", kind)
+        directive = parse_field_validation(request.query.get("fieldValidation"), "CreateOptions")
+        unknown = self.openapi.drop_unknown_fields(target, body)
+        warnings: list[str] = []
+        if unknown and directive == "Strict":
+            raise strict_error(kind, unknown, version=str(
+                body.get("apiVersion") or "authentication.k8s.io/v1").rpartition("/")[2])
+        if kind == "TokenRequest":
+            if self.service_accounts is None:
+                raise errors.internal("no service account signing key")
+
+            def committed(resource: str, namespace: str, name: str) -> dict[str, Any] | None:
+                ri = self.registry.get("", "v1", resource)
+                if ri is None:
+                    return None
+                entry = self.rest.rs(ri).get(
+                    object_key(namespace if ri.namespaced else "", name))
+                return entry.obj if entry is not None else None
+
+            answer = service_accounts.issue_token(self.service_accounts, committed,
+                                                  info.namespace, info.name, body, warnings)
+        elif kind == "TokenReview":
+            answer = service_accounts.token_review(self.auth, body)
+        else:
+            authn = request.get(AUTHENTICATED)
+            answer = service_accounts.self_subject_review(authn.user if authn else None)
+        request[_WARNINGS].extend(warnings)
+        resp = json_response(orjson.dumps(answer), 201)
+        if unknown and directive == "Warn":
+            for w in field_warning_headers(unknown):
+                resp.headers.add("Warning", w)
+        return resp
 
     async def _events_view(self, request: web.Request, info: RequestInfo,
                            view: ResourceInfo) -> web.StreamResponse:

@@ -64,6 +64,7 @@ PATCH: Final = META + "Patch"
 API_RESOURCE_LIST: Final = META + "APIResourceList"
 SCALE: Final = "io.k8s.api.autoscaling.v1.Scale"
 BINDING: Final = "io.k8s.api.core.v1.Binding"
+TOKEN_REQUEST: Final = "io.k8s.api.authentication.v1.TokenRequest"
 # The meta types every group-version document carries.
 _DOC_META_TYPES: Final = (API_RESOURCE_LIST, DELETE_OPTIONS, PATCH, STATUS, WATCH_EVENT)
 
@@ -610,10 +611,11 @@ class OpenAPI:
                 continue
             name = self._gvk.get((r.group, r.version, r.kind))
             list_name = self._gvk.get((r.group, r.version, r.list_kind))
-            if name is None or list_name is None:
+            if name is None or (list_name is None and r.stored):
                 continue  # unknown to the definitions and not added as custom: placeholder below
+            # the reviews are never listed: no List kind
             out[r.plural] = _Res(r.group, r.version, r.plural, r.kind, r.namespaced, r.verbs,
-                                 r.subresources, name, list_name, False)
+                                 r.subresources, name, list_name or name, False)
         for c in customs:
             name = custom_schema_name(c.group, c.version, c.kind)
             reg = self.registry.get(c.group, c.version, c.plural)
@@ -779,6 +781,8 @@ class OpenAPI:
                 roots.add(SCALE)
             if "binding" in r.subresources:
                 roots.add(BINDING)
+            if "token" in r.subresources:
+                roots.add(TOKEN_REQUEST)
             _resource_paths(paths, prefix, camel, tag, r)
         schemas = self._closure(roots, extra_schemas)
         return {
@@ -894,6 +898,8 @@ def _body_target(res: ResourceInfo, subresource: str) -> str | tuple[str, str, s
         return SCALE
     if subresource == "binding":
         return BINDING
+    if subresource == "token":
+        return TOKEN_REQUEST
     return (res.group, res.version, res.kind)
 
 
@@ -1110,6 +1116,12 @@ def _subresource_path(paths: dict[str, Any], obj_path: str, camel: str, tag: str
                            f"create{camel}{ns}{kind}Binding", "post", tag, gvk,
                            _responses(BINDING, _OK, _CREATED, _ACCEPTED), _WRITE_PARAMS,
                            _body(BINDING))
+    elif sub == "token":
+        gvk = _gvk_ext("authentication.k8s.io", "v1", "TokenRequest")
+        item["post"] = _op(f"create token of {_article(kind)} {kind}",
+                           f"create{camel}{ns}{kind}Token", "post", tag, gvk,
+                           _responses(TOKEN_REQUEST, _OK, _CREATED, _ACCEPTED), _WRITE_PARAMS,
+                           _body(TOKEN_REQUEST))
     elif sub == "finalize":
         gvk = _gvk_ext(r.group, r.version, kind)
         item["put"] = _op(f"replace finalize of the specified {kind}",

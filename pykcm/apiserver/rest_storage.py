@@ -153,16 +153,8 @@ class RESTStorage:
         for name in SYSTEM_NAMESPACES:
             if rs.current(name) is None:
                 await self.create(self.ns_info, "", {"metadata": {"name": name}})
-        svc_info = self.registry.get("", "v1", "services")
-        if svc_info is not None and self.rs(svc_info).current("default/kubernetes") is None:
-            # The API server's own Service, as every cluster has it.
-            await self.create(svc_info, "default", {
-                "metadata": {"name": "kubernetes", "labels": {
-                    "component": "apiserver", "provider": "kubernetes"}},
-                "spec": {"clusterIP": "10.96.0.1", "type": "ClusterIP",
-                         "ports": [{"name": "https", "port": 443, "protocol": "TCP",
-                                    "targetPort": 6443}]},
-            })
+        # The API server's own Service comes once its port is known
+        # (kubernetes_service.py).
         cm_info = self.registry.get("", "v1", "configmaps")
         if cm_info is not None and self.rs(cm_info).current(
                 "kube-system/" + LEGACY_TOKEN_TRACKING) is None:
@@ -203,7 +195,7 @@ class RESTStorage:
                 for f in sorted(fsel.fields()):
                     if f not in allowed:
                         raise errors.bad_request(f"field label not supported: {f}")
-            elif info.group in ("", "apps", "batch", "coordination.k8s.io"):
+            elif info.group in ("", "apps", "batch", "coordination.k8s.io", "discovery.k8s.io"):
                 msg = _selectable.check_field_selector(info.kind, fsel)
                 if msg:
                     raise errors.bad_request(msg)
@@ -348,6 +340,8 @@ class RESTStorage:
                 "message": "Required value: name or generateName is required",
                 "field": "metadata.name",
             }])
+        # admission runs before the name is generated: its errors name the generateName
+        requested_name = str(meta.get("name") or meta.get("generateName") or "")
         strategy.prepare_for_create(info, obj)
         meta["uid"] = _new_uid()
         meta["creationTimestamp"] = strategy.now_rfc3339()
@@ -355,7 +349,12 @@ class RESTStorage:
             meta["name"] = _generate_name(meta["generateName"])
         crv = self.custom.get(info)
         strategy.apply_defaults(info, obj, create=True, crv=crv)
-        admission.admit(info, obj, None)
+        if info.kind == "Pod" and not info.group:
+            # NamespaceLifecycle, then ServiceAccount (whose lookup may wait)
+            self._check_namespace_for_create(info, namespace, requested_name)
+            await admission.service_account(obj, namespace, requested_name,
+                                            self._service_account_lookup(namespace))
+        admission.admit(info, obj, None, name=requested_name)
         causes = (validate(obj) if validate is not None
                   else strategy.validate_create(info, obj, crv))
         if causes:
@@ -399,6 +398,18 @@ class RESTStorage:
             done = await self.store.write(rs, key, accepted, entry)
             self._crd_changed(done.obj)
         return entry
+
+    def _service_account_lookup(self, namespace: str) -> admission.ServiceAccountLookup:
+        """The namespace's committed ServiceAccounts by name (the admission plugin's lister)."""
+        info = self.registry.get("", "v1", "serviceaccounts")
+
+        def lookup(name: str) -> dict[str, Any] | None:
+            if info is None:
+                return None
+            entry = self.rs(info).get(object_key(namespace, name))
+            return entry.obj if entry is not None else None
+
+        return lookup
 
     # -- CustomResourceDefinitions ----------------------------------------------
 
@@ -880,7 +891,7 @@ def _go_json_type(v: Any) -> str:
 
 # The Go package of each group's internal types (named in conversion errors).
 _INTERNAL_PACKAGE = {"": "core", "events.k8s.io": "core", "coordination.k8s.io": "coordination",
-                     "apiextensions.k8s.io": "apiextensions"}
+                     "apiextensions.k8s.io": "apiextensions", "discovery.k8s.io": "discovery"}
 
 
 def type_meta_error(info: ResourceInfo, api_version: str, kind: str,

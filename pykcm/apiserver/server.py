@@ -5,10 +5,18 @@
       ├─ RESTStorage                            create/update/patch/delete/list
       ├─ APIHandlers + Discovery                HTTP ↔ REST storage
       ├─ TokenAuthenticator                     bearer tokens (admin + token file)
+      │    + ServiceAccountTokens                 service-account keys: TokenRequest,
+      │                                           legacy and bound token authenticators
+      ├─ KubernetesServiceController            default/kubernetes: the Service, and
+      │                                           Endpoints/EndpointSlice of this server
       └─ aiohttp site on host:port (HTTPS with a generated CA by default)
 
 `start()` returns once the server is listening; `stop()` ends watches, lets
 in-flight requests finish, and flushes every acknowledged write to disk.
+
+The service-account signing key is ``--service-account-signing-key-file``, else
+DIR/pki/sa.key (with sa.pub; made on first start, as kubeadm makes them); an
+in-memory server takes the process's one generated key (RSA generation is slow).
 """
 
 from __future__ import annotations
@@ -21,15 +29,19 @@ import os
 import shutil
 import ssl
 import tempfile
+import time
+from collections.abc import Sequence
 from http import HTTPStatus
 from typing import Any, Self
 
+import orjson
 from aiohttp import web
 from aiohttp.http_exceptions import BadHttpMethod
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
 from pykcm.api.resources import ResourceRegistry, builtin_registry
+from pykcm.api.serviceaccount import LAST_USED_LABEL_KEY
 from pykcm.apiserver import errors
 from pykcm.apiserver.auth import (
     ANONYMOUS_PATHS,
@@ -39,12 +51,17 @@ from pykcm.apiserver.auth import (
 )
 from pykcm.apiserver.certs import ensure_serving_certs
 from pykcm.apiserver.discovery import GIT_VERSION, Discovery
-from pykcm.apiserver.handlers import MAX_BODY, APIHandlers, status_response
+from pykcm.apiserver.handlers import AUTHENTICATED, MAX_BODY, APIHandlers, status_response
 from pykcm.apiserver.kubeconfig import build_kubeconfig, write_kubeconfig
+from pykcm.apiserver.kubernetes_service import (
+    KubernetesServiceController,
+    choose_advertise_address,
+)
 from pykcm.apiserver.metrics import APIMetrics
 from pykcm.apiserver.openapi import OpenAPI
 from pykcm.apiserver.rest_storage import RESTStorage
-from pykcm.apiserver.storage import SqliteLog, Store
+from pykcm.apiserver.service_accounts import ServiceAccountTokens
+from pykcm.apiserver.storage import SqliteLog, Store, object_key
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +135,14 @@ class APIServer:
         max_requests_inflight: int = 400,
         max_mutating_requests_inflight: int = 200,
         fsync: bool = True,
+        advertise_address: str = "",
+        endpoint_reconciler_type: str = "lease",
+        service_account_signing_key_file: str = "",
+        service_account_key_files: Sequence[str] = (),
+        service_account_issuers: Sequence[str] = (),
+        api_audiences: Sequence[str] = (),
+        service_account_max_token_expiration: int = 0,
+        service_account_extend_token_expiration: bool = True,
     ) -> None:
         self.data_dir = os.path.abspath(data_dir) if data_dir else None
         self.fsync = fsync  # fsync every commit (see storage/log.py); False: --unsafe-no-fsync
@@ -126,6 +151,19 @@ class APIServer:
         self.tls = tls
         self.token_file = token_file
         self._admin_token = admin_token
+        # kube-apiserver's --advertise-address and --endpoint-reconciler-type (lease | none)
+        self.advertise_address = advertise_address
+        self.endpoint_reconciler_type = endpoint_reconciler_type
+        # kube-apiserver's --service-account-* and --api-audiences
+        self.service_account_signing_key_file = service_account_signing_key_file
+        self.service_account_key_files = list(service_account_key_files)
+        self.service_account_issuers = list(service_account_issuers)
+        self.api_audiences = list(api_audiences)
+        self.service_account_max_token_expiration = service_account_max_token_expiration
+        self.service_account_extend_token_expiration = service_account_extend_token_expiration
+        self.service_accounts: ServiceAccountTokens | None = None
+        self.kubernetes_service: KubernetesServiceController | None = None
+        self._background: set[asyncio.Task[Any]] = set()
         self.registry = registry or builtin_registry()
         self.store: Store | None = None
         self.rest: RESTStorage | None = None
@@ -188,6 +226,16 @@ class APIServer:
                                                             "system:authenticated")))
         if self.token_file:
             self.auth.load_csv(self.token_file)
+        self.service_accounts = ServiceAccountTokens.load(
+            os.path.join(state_dir, "pki"),
+            signing_key_file=self.service_account_signing_key_file,
+            key_files=self.service_account_key_files, issuers=self.service_account_issuers,
+            api_audiences=self.api_audiences,
+            max_expiration_seconds=self.service_account_max_token_expiration,
+            extend_expiration=self.service_account_extend_token_expiration,
+            ephemeral=self.data_dir is None)
+        self.service_accounts.install(self.auth, self._committed_object,
+                                      self._legacy_token_used)
         log_ = (SqliteLog(os.path.join(state_dir, "state.db"), fsync=self.fsync)
                 if self.data_dir else None)
         self.store = Store(log_)
@@ -201,7 +249,8 @@ class APIServer:
         # scanning it again and again (it dominates large-list costs in Python).
         gc.collect()
         gc.freeze()
-        self.handlers = APIHandlers(self.rest, self.registry, self.discovery, self.openapi)
+        self.handlers = APIHandlers(self.rest, self.registry, self.discovery, self.openapi,
+                                    auth=self.auth, service_accounts=self.service_accounts)
         app = web.Application(client_max_size=MAX_BODY + 64 * 1024)
         # [\s\S]: a path with an encoded newline (%0a) is still ours to answer
         app.router.add_route("*", r"/{tail:[\s\S]*}", self._entry)
@@ -226,13 +275,26 @@ class APIServer:
             assert server is not None
             sockets = getattr(server, "sockets", None) or []
             self.port = sockets[0].getsockname()[1]
-        self.discovery.server_address = f"{self.host}:{self.port}"
+        address = choose_advertise_address(self.host, self.advertise_address)
+        host = address or self.host
+        self.discovery.server_address = (f"[{host}]:{self.port}" if ":" in host
+                                         else f"{host}:{self.port}")
+        self.kubernetes_service = KubernetesServiceController(self.rest, address, self.port)
+        await self.kubernetes_service.ensure_service()
+        if self.endpoint_reconciler_type != "none":
+            self.kubernetes_service.start()
         self.kubeconfig_path = os.path.join(state_dir, "kubeconfig")
         write_kubeconfig(self.kubeconfig_path, self.kubeconfig())
         log.info("API server listening on %s (kubeconfig %s)", self.url, self.kubeconfig_path)
 
     async def stop(self) -> None:
         self.discovery.ready = False
+        if self.kubernetes_service is not None:
+            # this server's address leaves the kubernetes Service's endpoints
+            await self.kubernetes_service.stop()
+            self.kubernetes_service = None
+        for t in list(self._background):
+            t.cancel()
         if self.handlers is not None:
             self.handlers.shutting_down.set()
         if self.store is not None:
@@ -284,6 +346,37 @@ class APIServer:
             keys.append((i.group, i.version, i.plural))
         self._published[name] = keys
 
+    def _committed_object(self, resource: str, namespace: str,
+                          name: str) -> dict[str, Any] | None:
+        """A core/v1 object as stored (committed), for the token authenticators."""
+        info = self.registry.get("", "v1", resource)
+        if info is None or self.rest is None:
+            return None
+        entry = self.rest.rs(info).get(object_key(namespace if info.namespaced else "", name))
+        return entry.obj if entry is not None else None
+
+    def _legacy_token_used(self, secret: dict[str, Any]) -> None:
+        """Label a legacy token's Secret with the day it was last used (in the background)."""
+        meta = secret.get("metadata") or {}
+        body = orjson.dumps({"metadata": {"uid": meta.get("uid"), "labels": {
+            LAST_USED_LABEL_KEY: time.strftime("%Y-%m-%d", time.gmtime())}}})
+
+        async def patch() -> None:
+            info = self.registry.get("", "v1", "secrets")
+            if self.rest is None or info is None:
+                return
+            try:
+                await self.rest.patch(info, str(meta.get("namespace") or ""),
+                                      str(meta.get("name") or ""),
+                                      "application/merge-patch+json", body)
+            except errors.StatusError as exc:
+                log.error("Failed to label legacy service account token %s/%s with last-used "
+                          "date, err: %s", meta.get("name"), meta.get("namespace"), exc)
+
+        task = asyncio.get_running_loop().create_task(patch())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
     def _on_fatal(self, exc: BaseException) -> None:
         log.error("storage failure, the API server must be restarted: %s", exc)
         if self.fatal is not None and not self.fatal.done():
@@ -293,11 +386,13 @@ class APIServer:
 
     async def _entry(self, request: web.Request) -> web.StreamResponse:
         try:
-            user = self.auth.authenticate(request.headers.get("Authorization"))
+            authn = self.auth.authenticate_request(request.headers.get("Authorization"))
         except PermissionError:
             return status_response(errors.unauthorized())
-        if user is None and request.path not in ANONYMOUS_PATHS:
+        if authn is None and request.path not in ANONYMOUS_PATHS:
             return status_response(errors.unauthorized())
+        if authn is not None:
+            request[AUTHENTICATED] = authn
         assert self.handlers is not None
         resp = await self._serve(request)
         q = request.query

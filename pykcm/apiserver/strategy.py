@@ -98,7 +98,7 @@ def validate_event_v1_update(new: dict[str, Any], old: dict[str, Any]) -> list[d
     return _as_status_causes(_validation.validate_event_v1_update(new, old))
 
 
-_BUILTIN_GROUPS = frozenset({"", "apps", "batch", "coordination.k8s.io"})
+_BUILTIN_GROUPS = frozenset({"", "apps", "batch", "coordination.k8s.io", "discovery.k8s.io"})
 
 # Metadata the system owns: a write can never change it (BeforeUpdate).
 _SYSTEM_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
@@ -119,6 +119,8 @@ def prepare_for_create(info: ResourceInfo, obj: dict[str, Any]) -> None:
         obj.pop("status", None)
     if info.kind == "DaemonSet" and info.group == "apps":
         _set_template_generation(obj, max(1, _template_generation(meta)))
+    if info.kind == "EndpointSlice":
+        _drop_topology_on_v1(obj, None)
     if info.kind == "Pod":
         # PodStrategy.PrepareForCreate: a new pod's status is the server's
         # (defaulting then sets phase Pending and the QoS class).
@@ -196,6 +198,10 @@ def prepare_for_update(
                        != {k: v for k, v in old.items() if k not in skip})
         elif info.kind == "PodTemplate":
             changed = new.get("template") != old.get("template")
+        elif info.kind == "EndpointSlice":
+            # everything but metadata, and the labels
+            changed = (any(new.get(k) != old.get(k) for k in {*new, *old} - {"metadata"})
+                       or meta.get("labels") != old_meta.get("labels"))
         else:
             changed = new.get("spec") != old.get("spec")
         if info.kind == "Deployment" and meta.get("annotations") != old_meta.get("annotations"):
@@ -205,7 +211,71 @@ def prepare_for_update(
         meta.pop("generation", None)
         if "generation" in old_meta:
             meta["generation"] = old_meta["generation"]
+    if info.kind == "EndpointSlice":
+        _drop_topology_on_v1(new, old)  # after the generation, as upstream
     return new
+
+
+_HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+def _drop_topology_on_v1(new: dict[str, Any], old: dict[str, Any] | None) -> None:
+    """dropTopologyOnV1: discovery.k8s.io/v1 writes cannot set deprecatedTopology. A changed
+    endpoint without nodeName keeps the node its old topology named (a partial update)."""
+    endpoints = new.get("endpoints")
+    if not isinstance(endpoints, list):
+        return
+    if old is not None and endpoints == old.get("endpoints"):
+        return
+    previous = {str(n) for e in (old or {}).get("endpoints") or [] if isinstance(e, dict)
+                for n in [(e.get("deprecatedTopology") or {}).get(_HOSTNAME_LABEL)] if n}
+    for ep in endpoints:
+        if not isinstance(ep, dict):
+            continue
+        topology = ep.pop("deprecatedTopology", None)
+        node = (topology or {}).get(_HOSTNAME_LABEL) if isinstance(topology, dict) else None
+        if (ep.get("nodeName") is None and isinstance(node, str) and node in previous
+                and not _api_validation.is_dns1123_subdomain(node)):
+            ep["nodeName"] = node
+
+
+ENFORCE_MOUNTABLE_SECRETS = "kubernetes.io/enforce-mountable-secrets"
+KINDS_WITH_UPDATE_WARNINGS = frozenset({"EndpointSlice", "ServiceAccount"})
+
+
+def warnings(info: ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None) -> list[str]:
+    """The strategy's WarningsOnCreate (``old`` None) / WarningsOnUpdate of a built-in kind
+    (those with warnings: EndpointSlice, ServiceAccount; Secrets' are the handlers')."""
+    if info.kind == "EndpointSlice" and info.group == "discovery.k8s.io":
+        return endpoint_slice_warnings(obj, old is None)
+    if info.kind == "ServiceAccount" and not info.group:
+        # the deprecated annotation, when a write newly sets it
+        if old is not None and ENFORCE_MOUNTABLE_SECRETS in (
+                (old.get("metadata") or {}).get("annotations") or {}):
+            return []
+        if ENFORCE_MOUNTABLE_SECRETS in ((obj.get("metadata") or {}).get("annotations") or {}):
+            return [(f"metadata.annotations[{ENFORCE_MOUNTABLE_SECRETS}]: deprecated in v1.32+; "
+                    "prefer separate namespaces to isolate access to mounted secrets")]
+    return []
+
+
+_ENDPOINT_SLICE_CONTROLLERS = ("endpointslice-controller.k8s.io",
+                               "endpointslicemirroring-controller.k8s.io")
+
+
+def endpoint_slice_warnings(obj: dict[str, Any], create: bool) -> list[str]:
+    """WarningsOnCreate/WarningsOnUpdate: FQDN slices are deprecated; addresses in a
+    non-standard form (not from the endpoint slice controllers) are warned about."""
+    out = []
+    if create and obj.get("addressType") == "FQDN":
+        out.append("spec.addressType: FQDN endpoints are deprecated")
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    if labels.get("endpointslice.kubernetes.io/managed-by") in _ENDPOINT_SLICE_CONTROLLERS:
+        return out
+    for i, ep in enumerate(obj.get("endpoints") or []):
+        for j, addr in enumerate((ep or {}).get("addresses") or []):
+            out.extend(_validation.ip_warnings(f"endpoints[{i}].addresses[{j}]", str(addr)))
+    return out
 
 
 _TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"

@@ -68,7 +68,7 @@ from pykcm.api.validation import (
 )
 from pykcm.apiserver.defaults import parse_quantity
 
-__all__ = ["validate_create", "validate_status_update", "validate_update"]
+__all__ = ["ip_warnings", "validate_create", "validate_status_update", "validate_update"]
 
 Obj = Mapping[str, Any]
 MAX_INT32: Final = 2**31 - 1
@@ -1390,9 +1390,34 @@ def _update_cronjob(new: Obj, old: Obj) -> list[Cause]:
 
 # --- core -------------------------------------------------------------------------
 
+_MIRROR_POD_ANNOTATION: Final = "kubernetes.io/config.mirror"
+_MIRROR_PATH: Final = f"metadata.annotations[{_MIRROR_POD_ANNOTATION}]"
+
+
+def _mirror_pod_annotation(obj: Obj, spec: Mapping[str, Any]) -> list[Cause]:
+    """ValidatePodSpecificAnnotations' mirror pod rule: a mirror pod names its node."""
+    annotations = _m(_meta(obj).get("annotations"))
+    if _MIRROR_POD_ANNOTATION in annotations and not spec.get("nodeName"):
+        return [invalid(_MIRROR_PATH, _str(annotations[_MIRROR_POD_ANNOTATION]),
+                        "must set spec.nodeName if mirror pod annotation is set")]
+    return []
+
+
+def _mirror_pod_annotation_update(new: Obj, old: Obj) -> list[Cause]:
+    """ValidatePodSpecificAnnotationUpdates: the mirror pod annotation never changes."""
+    new_ann, old_ann = _m(_meta(new).get("annotations")), _m(_meta(old).get("annotations"))
+    key = _MIRROR_POD_ANNOTATION
+    if key in old_ann and new_ann.get(key) != old_ann[key]:
+        return [forbidden(_MIRROR_PATH, "may not remove or update mirror pod annotation")]
+    if key in new_ann and key not in old_ann:
+        return [forbidden(_MIRROR_PATH, "may not add mirror pod annotation")]
+    return []
+
+
 def _create_pod(obj: Obj) -> list[Cause]:
     errs = _validate_meta("Pod", obj)
     spec = _m(obj.get("spec"))
+    errs.extend(_mirror_pod_annotation(obj, spec))
     errs.extend(_validate_pod_spec(spec, "spec"))
     if spec.get("ephemeralContainers"):
         errs.append(forbidden("spec.ephemeralContainers", "cannot be set on create"))
@@ -1454,6 +1479,8 @@ def _validate_only_added_tolerations(new: list[Any], old: list[Any], path: str) 
 def _update_pod(new: Obj, old: Obj) -> list[Cause]:
     errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
     nspec, ospec = _m(new.get("spec")), _m(old.get("spec"))
+    errs.extend(_mirror_pod_annotation_update(new, old))
+    errs.extend(_mirror_pod_annotation(new, nspec))
     errs.extend(_validate_pod_spec(nspec, "spec"))
     for key in ("containers", "initContainers"):
         ncs, ocs = _l(nspec.get(key)), _l(ospec.get(key))
@@ -2088,6 +2115,245 @@ def _update_endpoints(new: Obj, old: Obj) -> list[Cause]:
             + _endpoints_body(new))
 
 
+# --- discovery.k8s.io/v1 EndpointSlice ---------------------------------------------------
+#
+# pkg/apis/discovery/validation (StrictIPCIDRValidation on, as in v1.36).
+
+_ADDRESS_TYPES: Final = ("FQDN", "IPv4", "IPv6")
+_MAX_SLICE_PORTS: Final = 20000
+_MAX_SLICE_ENDPOINTS: Final = 1000
+_MAX_ENDPOINT_ADDRESSES: Final = 100
+_MAX_TOPOLOGY_LABELS: Final = 16
+_MAX_HINTS: Final = 8
+_IP_SLOPPY_ERR: Final = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
+
+
+def _go_parse_ip(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """netutils.ParseIPSloppy: IPv4 octets may have leading zeros; no zones, no spaces."""
+    if not value or "%" in value or value != value.strip():
+        return None
+    if ":" not in value:
+        parts = value.split(".")
+        if len(parts) != 4 or not all(p.isascii() and p.isdigit() and len(p) <= 3
+                                      for p in parts):
+            return None
+        nums = [int(p) for p in parts]
+        return ipaddress.IPv4Address(".".join(map(str, nums))) if max(nums) < 256 else None
+    try:
+        return ipaddress.IPv6Address(value)
+    except ValueError:
+        return None
+
+
+def _strict_ip_errors(value: str, ip: ipaddress.IPv4Address | ipaddress.IPv6Address
+                      ) -> list[str]:
+    """parseIP's strict checks of an address ParseIPSloppy took."""
+    errs = []
+    if isinstance(ip, ipaddress.IPv4Address):
+        try:
+            ipaddress.IPv4Address(value)
+        except ValueError:
+            errs.append("must not have leading 0s")
+    elif ip.ipv4_mapped is not None:
+        errs.append("must not be an IPv4-mapped IPv6 address")
+    return errs
+
+
+def _as_go_ip(ip: ipaddress.IPv4Address | ipaddress.IPv6Address
+              ) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """Go's net.IP methods look at the IPv4 address inside an IPv4-mapped one."""
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    return ip
+
+
+def ip_warnings(path: str, value: str) -> list[str]:
+    """GetWarningsForIP: a valid address in a non-standard form (leading zeros, IPv4-mapped,
+    non-canonical IPv6)."""
+    parsed = _go_parse_ip(value)
+    if parsed is None:
+        return []
+    go_form = str(_as_go_ip(parsed))
+    if _strict_ip_errors(value, parsed):
+        return [(f"{path}: non-standard IP address {go_quote(value)} is invalid: use "
+                 f"{go_quote(go_form)}")]
+    if isinstance(parsed, ipaddress.IPv6Address) and str(parsed) != value:
+        return [(f"{path}: IPv6 address {go_quote(value)} should be in RFC 5952 canonical "
+                 f"format ({go_quote(str(parsed))})")]
+    return []
+
+
+def _endpoint_ip_errors(value: str, path: str) -> list[Cause]:
+    """ValidateEndpointIP: no unspecified, loopback or link-local address."""
+    parsed = _go_parse_ip(value)
+    if parsed is None:
+        return [invalid(path, value, "must be a valid IP address")]
+    ip = _as_go_ip(parsed)
+    errs = []
+    if ip.is_unspecified:
+        errs.append(invalid(path, value, f"may not be unspecified ({value})"))
+    if ip.is_loopback:
+        errs.append(invalid(path, value, "may not be in the loopback range (127.0.0.0/8, ::1/128)"))
+    if ip.is_link_local and (isinstance(ip, ipaddress.IPv4Address) or ip.packed[0] == 0xfe):
+        errs.append(invalid(path, value,
+                            "may not be in the link-local range (169.254.0.0/16, fe80::/10)"))
+    packed = ip.packed
+    if (isinstance(ip, ipaddress.IPv4Address) and packed[:3] == b"\xe0\x00\x00") or (
+            isinstance(ip, ipaddress.IPv6Address) and packed[0] == 0xff
+            and packed[1] & 0x0f == 0x02):
+        errs.append(invalid(path, value, "may not be in the link-local multicast range "
+                                         "(224.0.0.0/24, ff02::/10)"))
+    return errs
+
+
+def _slice_address_errors(address_type: str, value: str, apath: str, ipath: str
+                          ) -> list[Cause]:
+    if address_type == "FQDN":
+        return _fqdn_errors(value, ipath)
+    if address_type not in ("IPv4", "IPv6"):
+        return []
+    parsed = _go_parse_ip(value)
+    if parsed is None:
+        return [invalid(ipath, value, _IP_SLOPPY_ERR)]
+    strict = _strict_ip_errors(value, parsed)
+    if strict:
+        return [invalid(ipath, value, m) for m in strict]
+    errs = []
+    if address_type == "IPv6" and str(parsed) != value:
+        errs.append(invalid(ipath, value, f"must be in canonical form ({go_quote(str(parsed))})"))
+        return errs
+    family_v4 = isinstance(_as_go_ip(parsed), ipaddress.IPv4Address)
+    if address_type == "IPv4" and not family_v4:
+        errs.append(invalid(apath, value, "must be an IPv4 address"))
+    if address_type == "IPv6" and family_v4:
+        errs.append(invalid(apath, value, "must be an IPv6 address"))
+    return errs + _endpoint_ip_errors(value, ipath)
+
+
+def _fqdn_errors(name: str, path: str) -> list[Cause]:
+    """IsFullyQualifiedDomainName."""
+    if not name:
+        return [required(path)]
+    name = name.removesuffix(".")
+    msgs = is_dns1123_subdomain(name)
+    if msgs:
+        return [invalid(path, name, ",".join(msgs))]
+    labels = name.split(".")
+    if len(labels) < 2:
+        return [invalid(path, name, "should be a domain with at least two segments separated "
+                                    "by dots")]
+    for label in labels:
+        msgs = is_dns1123_label(label)
+        if msgs:
+            return [invalid(path, label, ",".join(msgs))]
+    return []
+
+
+def _validate_slice_ports(ports: list[Any]) -> list[Cause]:
+    if len(ports) > _MAX_SLICE_PORTS:
+        return [too_many("ports", len(ports), _MAX_SLICE_PORTS)]
+    errs: list[Cause] = []
+    names: list[str] = []
+    for i, port in enumerate(ports):
+        port = _m(port)
+        path = f"ports[{i}]"
+        name = _str(port.get("name"))
+        if name:
+            errs.extend(invalid(f"{path}.name", name, m) for m in is_dns1123_label(name))
+        if name in names:
+            errs.append(duplicate(f"{path}.name", name))
+        else:
+            names.append(name)
+        proto = port.get("protocol")
+        if proto is None:
+            errs.append(required(f"{path}.protocol"))
+        elif proto not in _PROTOCOLS:
+            errs.append(not_supported(f"{path}.protocol", proto, _PROTOCOLS))
+        app = port.get("appProtocol")
+        if app is not None:
+            errs.extend(invalid(f"{path}.appProtocol", app, m)
+                        for m in is_qualified_name(_str(app)))
+    return errs
+
+
+def _validate_slice_endpoints(endpoints: list[Any], address_type: str) -> list[Cause]:
+    if len(endpoints) > _MAX_SLICE_ENDPOINTS:
+        return [too_many("endpoints", len(endpoints), _MAX_SLICE_ENDPOINTS)]
+    errs: list[Cause] = []
+    for i, ep in enumerate(endpoints):
+        ep = _m(ep)
+        path = f"endpoints[{i}]"
+        apath = f"{path}.addresses"
+        addresses = _l(ep.get("addresses"))
+        if not addresses:
+            errs.append(required(apath, "must contain at least 1 address"))
+        elif len(addresses) > _MAX_ENDPOINT_ADDRESSES:
+            errs.append(too_many(apath, len(addresses), _MAX_ENDPOINT_ADDRESSES))
+        for j, addr in enumerate(addresses):
+            errs.extend(_slice_address_errors(address_type, _str(addr), apath,
+                                              f"{apath}[{j}]"))
+        node = ep.get("nodeName")
+        if node is not None:
+            errs.extend(invalid(f"{path}.nodeName", node, m)
+                        for m in name_is_dns_subdomain(_str(node)))
+        topology = _m(ep.get("deprecatedTopology"))
+        tpath = f"{path}.deprecatedTopology"
+        if len(topology) > _MAX_TOPOLOGY_LABELS:
+            errs.append(too_many(tpath, len(topology), _MAX_TOPOLOGY_LABELS))
+        errs.extend(validate_labels(topology, tpath))
+        hostname = ep.get("hostname")
+        if hostname is not None:
+            errs.extend(invalid(f"{path}.hostname", hostname, m)
+                        for m in is_dns1123_label(_str(hostname)))
+        hints = ep.get("hints")
+        if isinstance(hints, Mapping):
+            errs.extend(_validate_hints(hints, f"{path}.hints"))
+    return errs
+
+
+def _validate_hints(hints: Mapping[str, Any], path: str) -> list[Cause]:
+    errs: list[Cause] = []
+    for key, check in (("forZones", is_valid_label_value), ("forNodes", name_is_dns_subdomain)):
+        items = _l(hints.get(key))
+        if len(items) > _MAX_HINTS:
+            errs.append(too_many(f"{path}.{key}", len(items), _MAX_HINTS))
+            return errs
+        seen: list[str] = []
+        for i, item in enumerate(items):
+            name = _str(_m(item).get("name"))
+            npath = f"{path}.{key}[{i}].name"
+            if name in seen:
+                errs.append(duplicate(npath, name))
+            else:
+                seen.append(name)
+            errs.extend(invalid(npath, name, m) for m in check(name))
+    return errs
+
+
+def _slice_body(obj: Obj, old: Obj | None) -> list[Cause]:
+    errs: list[Cause] = []
+    address_type = obj.get("addressType")
+    if not address_type:
+        errs.append(required("addressType"))
+    elif address_type not in _ADDRESS_TYPES:
+        errs.append(not_supported("addressType", address_type, _ADDRESS_TYPES))
+    errs.extend(_validate_slice_ports(_l(obj.get("ports"))))
+    endpoint_errs = _validate_slice_endpoints(_l(obj.get("endpoints")), _str(address_type))
+    if endpoint_errs and old is not None and _sem_eq(old.get("endpoints"), obj.get("endpoints")):
+        endpoint_errs = []  # unchanged endpoints an older version accepted stay valid
+    return errs + endpoint_errs
+
+
+def _create_endpoint_slice(obj: Obj) -> list[Cause]:
+    return _validate_meta("EndpointSlice", obj) + _slice_body(obj, None)
+
+
+def _update_endpoint_slice(new: Obj, old: Obj) -> list[Cause]:
+    return (validate_object_meta_update(new.get("metadata"), old.get("metadata"))
+            + _slice_body(new, old)
+            + _immutable(new.get("addressType"), old.get("addressType"), "addressType"))
+
+
 # --- status -----------------------------------------------------------------------
 
 def _status_nonneg(status: Mapping[str, Any], keys: Sequence[str]) -> list[Cause]:
@@ -2253,6 +2519,7 @@ _CREATE: Final[dict[str, Callable[[Obj], list[Cause]]]] = {
     "Lease": _validate_lease,
     "PodTemplate": _create_pod_template,
     "Endpoints": _create_endpoints,
+    "EndpointSlice": _create_endpoint_slice,
 }
 
 _UPDATE: Final[dict[str, Callable[[Obj, Obj], list[Cause]]]] = {
@@ -2273,6 +2540,7 @@ _UPDATE: Final[dict[str, Callable[[Obj, Obj], list[Cause]]]] = {
     "Lease": _update_lease,
     "PodTemplate": _update_pod_template,
     "Endpoints": _update_endpoints,
+    "EndpointSlice": _update_endpoint_slice,
 }
 
 _STATUS: Final[dict[str, Callable[[Obj, Obj], list[Cause]]]] = {

@@ -1,4 +1,12 @@
-"""``pykcm apiserver``: the embedded Kubernetes-compatible API server, on its own."""
+"""``pykcm apiserver``: the embedded Kubernetes-compatible API server, on its own.
+
+Besides its own flags it takes kube-apiserver's for service-account tokens
+(``--service-account-signing-key-file``, ``--service-account-key-file``,
+``--service-account-issuer``, ``--api-audiences``,
+``--service-account-max-token-expiration``,
+``--service-account-extend-token-expiration``) and for its entry in the
+cluster (``--advertise-address``, ``--endpoint-reconciler-type``).
+"""
 
 from __future__ import annotations
 
@@ -29,6 +37,29 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    help="serve plain HTTP instead of HTTPS (tokens then travel in clear)")
     a.add_argument("--token-auth-file", metavar="FILE",
                    help="static tokens in kube-apiserver's CSV format: token,user,uid,\"groups\"")
+    a.add_argument("--advertise-address", default="", metavar="IP",
+                   help="the address the kubernetes Service's endpoints name (default: the "
+                   "bind address, or for a loopback one the default route's address, as "
+                   "kube-apiserver picks it)")
+    a.add_argument("--endpoint-reconciler-type", choices=("lease", "none"), default="lease",
+                   help="keep the kubernetes Service's Endpoints and EndpointSlice (lease, "
+                   "the default) or not (none)")
+    a.add_argument("--service-account-signing-key-file", default="", metavar="FILE",
+                   help="private key (PEM, RSA or ECDSA) signing service-account tokens "
+                   "(default: DIR/pki/sa.key, made on first start)")
+    a.add_argument("--service-account-key-file", action="append", default=[], metavar="FILE",
+                   help="public keys (or private keys, certificates) verifying service-account "
+                   "tokens; repeatable (default: the signing key's)")
+    a.add_argument("--service-account-issuer", action="append", default=[], metavar="URL",
+                   help="issuer of service-account tokens; repeatable, the first signs "
+                   "(default https://kubernetes.default.svc.cluster.local)")
+    a.add_argument("--api-audiences", default="", metavar="LIST",
+                   help="comma-separated audiences of the API (default: the issuers)")
+    a.add_argument("--service-account-max-token-expiration", default="0", metavar="DURATION",
+                   help="longest TokenRequest expiration granted (Go duration, 0: no limit)")
+    a.add_argument("--service-account-extend-token-expiration", default="true",
+                   metavar="BOOL", help="extend projected-volume tokens to a year, warning "
+                   "after their asked-for expiration (default true)")
     a.add_argument("--unsafe-no-fsync", action="store_true",
                    help="do not fsync each commit of the data dir (as etcd's flag: faster; an "
                    "acknowledged write then survives a crash of the process but not a power "
@@ -39,10 +70,25 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 async def run(args: argparse.Namespace) -> int:
     from pykcm.apiserver.server import APIServer
+    from pykcm.manager.options import parse_bool, parse_duration
 
-    server = APIServer(args.data_dir, host=args.bind, port=args.port,
-                       tls=not args.insecure_http, token_file=args.token_auth_file,
-                       fsync=not args.unsafe_no_fsync)
+    try:
+        max_expiration = int(parse_duration(args.service_account_max_token_expiration))
+        extend = parse_bool(args.service_account_extend_token_expiration)
+    except ValueError as exc:
+        print(f"pykcm: error: {exc}", file=sys.stderr)
+        return 2
+    server = APIServer(
+        args.data_dir, host=args.bind, port=args.port, tls=not args.insecure_http,
+        token_file=args.token_auth_file, fsync=not args.unsafe_no_fsync,
+        advertise_address=args.advertise_address,
+        endpoint_reconciler_type=args.endpoint_reconciler_type,
+        service_account_signing_key_file=args.service_account_signing_key_file,
+        service_account_key_files=args.service_account_key_file,
+        service_account_issuers=args.service_account_issuer,
+        api_audiences=[a for a in args.api_audiences.split(",") if a],
+        service_account_max_token_expiration=max_expiration,
+        service_account_extend_token_expiration=extend)
     await server.start()
     print(f"pykcm apiserver serving on {server.url}", flush=True)
     print(f"kubeconfig: {server.kubeconfig_path}", flush=True)

@@ -7,6 +7,15 @@ components talking over HTTP (and so the work spreads over the cores)::
       ├─ pykcm apiserver --data-dir DIR --port N      (state in DIR, kubeconfig DIR/kubeconfig)
       ├─ pykcm sim --kubeconfig DIR/kubeconfig --nodes K      (scheduler + kubelets)
       └─ pykcm controller-manager --kubeconfig DIR/kubeconfig (all built-in controllers)
+           --service-account-private-key-file DIR/pki/sa.key --root-ca-file DIR/pki/ca.crt
+
+What a fresh kubeadm control plane has, as far as pykcm's server and controllers make
+it: the namespaces default, kube-system, kube-public, kube-node-lease; the kubernetes
+Service with its Endpoints and EndpointSlice (the API server's address and port); the
+service-account key pair DIR/pki/sa.key and sa.pub, shared by the API server (it signs
+TokenRequest tokens and verifies tokens) and the controller manager (token Secrets), so
+every namespace gets its default ServiceAccount and kube-root-ca.crt ConfigMap and pods
+their token volume; kube-system/kube-apiserver-legacy-service-account-token-tracking.
 
 Each child's output goes to DIR/logs/<name>.log. While they run, one status
 line (on a terminal) shows the stored objects, events (writes) per second,
@@ -196,9 +205,14 @@ async def run(args: argparse.Namespace) -> int:
         children.append(_Child("sim", [*py, "sim", "--kubeconfig", kubeconfig, "--nodes",
                                        str(args.nodes), "--max-pods", str(args.max_pods)],
                                os.path.join(logs, "sim.log")))
+    pki = os.path.join(data_dir, "pki")
     cm = _Child("controller-manager",
                 [*py, "controller-manager", "--kubeconfig", kubeconfig,
                  "--controllers", args.controllers, "--leader-elect=false",
+                 # the API server makes both files (kubeadm's sa.key; its CA) before the
+                 # manager starts
+                 "--service-account-private-key-file", os.path.join(pki, "sa.key"),
+                 "--root-ca-file", os.path.join(pki, "ca.crt"),
                  "--bind-address", "127.0.0.1", "--secure-port", "0",
                  "--port", str(cm_port),
                  "--kube-api-qps", str(args.kube_api_qps),

@@ -37,6 +37,7 @@ from pykcm.informers.typed import (
     BatchV1Informers,
     CoordinationV1Informers,
     CoreV1Informers,
+    DiscoveryV1Informers,
     EventsV1Informers,
     GroupVersionInformers,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "BatchV1Informers",
     "CoordinationV1Informers",
     "CoreV1Informers",
+    "DiscoveryV1Informers",
     "EventsV1Informers",
     "GenericInformer",
     "GroupVersionInformers",

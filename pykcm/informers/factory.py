@@ -92,6 +92,7 @@ from pykcm.informers.typed import (
     BatchV1Informers,
     CoordinationV1Informers,
     CoreV1Informers,
+    DiscoveryV1Informers,
     EventsV1Informers,
 )
 
@@ -187,6 +188,7 @@ class SharedInformerFactory:
         self._batch_v1 = BatchV1Informers(self)
         self._coordination_v1 = CoordinationV1Informers(self)
         self._events_v1 = EventsV1Informers(self)
+        self._discovery_v1 = DiscoveryV1Informers(self)
         self._apiextensions_v1 = ApiextensionsV1Informers(self)
 
     # --- settings -----------------------------------------------------------
@@ -238,6 +240,11 @@ class SharedInformerFactory:
     def events_v1(self) -> EventsV1Informers:
         """events.k8s.io/v1: ``events``."""
         return self._events_v1
+
+    @property
+    def discovery_v1(self) -> DiscoveryV1Informers:
+        """discovery.k8s.io/v1: ``endpointslices``."""
+        return self._discovery_v1
 
     @property
     def apiextensions_v1(self) -> ApiextensionsV1Informers:

@@ -3,15 +3,16 @@
 client-go's generated informers (``factory.Core().V1().Pods()``), Python style:
 ``factory.core_v1.pods``, ``factory.apps_v1.deployments``,
 ``factory.batch_v1.jobs``, ``factory.coordination_v1.leases``,
-``factory.events_v1.events``,
+``factory.events_v1.events``, ``factory.discovery_v1.endpointslices``,
 ``factory.apiextensions_v1.customresourcedefinitions``.
 
 Data flow: an accessor is a name only. Reading ``factory.core_v1.pods`` calls
 ``factory.for_resource("", "v1", "pods")``, which returns the factory's one
 :class:`~pykcm.informers.generic.GenericInformer` for pods, creating it on
 first use; the factory's ``start()`` then starts it. Every resource of the
-built-in registry (:data:`pykcm.api.resources.BUILTIN_RESOURCES`) has exactly
-one accessor here (a unit test holds the two lists together).
+built-in registry (:data:`pykcm.api.resources.BUILTIN_RESOURCES`) that is
+stored (listable and watchable: not the authentication.k8s.io reviews) has
+exactly one accessor here (a unit test holds the two lists together).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ __all__ = [
     "BatchV1Informers",
     "CoordinationV1Informers",
     "CoreV1Informers",
+    "DiscoveryV1Informers",
     "EventsV1Informers",
     "GroupVersionInformers",
     "InformerSource",
@@ -182,6 +184,19 @@ class EventsV1Informers(GroupVersionInformers):
         return self._get("events")
 
 
+class DiscoveryV1Informers(GroupVersionInformers):
+    """discovery.k8s.io/v1 (client-go ``informers/discovery/v1``)."""
+
+    GROUP = "discovery.k8s.io"
+    VERSION = "v1"
+    RESOURCES = ("endpointslices",)
+    __slots__ = ()
+
+    @property
+    def endpointslices(self) -> GenericInformer:
+        return self._get("endpointslices")
+
+
 class ApiextensionsV1Informers(GroupVersionInformers):
     """apiextensions.k8s.io/v1 (apiextensions-apiserver's generated informers)."""
 
@@ -201,6 +216,7 @@ GROUP_VERSION_ACCESSORS: dict[str, type[GroupVersionInformers]] = {
     "batch_v1": BatchV1Informers,
     "coordination_v1": CoordinationV1Informers,
     "events_v1": EventsV1Informers,
+    "discovery_v1": DiscoveryV1Informers,
     "apiextensions_v1": ApiextensionsV1Informers,
 }
 """The factory attribute of each group version's accessors."""

@@ -18,8 +18,8 @@ started. The root CA (token Secrets' ``ca.crt``, ``kube-root-ca.crt``) is
 ``--root-ca-file``'s, else the CA the manager's kubeconfig trusts.
 
 Deviations: the EndpointSlice and mirroring controllers are skipped (logged)
-when the API server does not serve discovery.k8s.io/v1 EndpointSlices
-(pykcm's embedded server, for now); upstream would start them and fail to list.
+when the API server does not serve discovery.k8s.io/v1 EndpointSlices;
+upstream would start them and fail to list.
 The StatefulSet controller runs without its PersistentVolumeClaim informer there
 (logged): sets without volumeClaimTemplates work, claims cannot be created. The
 ReplicationController controller is skipped (logged) where v1 replicationcontrollers

@@ -67,7 +67,12 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 @pytest.fixture(scope="session")
 def pykcm_apiserver() -> Iterator[ServerThread]:
-    """One in-memory HTTPS API server on an ephemeral loopback port for the session."""
+    """One in-memory HTTPS API server on an ephemeral loopback port for the session.
+
+    It runs no controllers: pods need their namespace's ``default`` ServiceAccount
+    (ServiceAccount admission), which a test creates itself, as the serviceaccount
+    controller would on a cluster.
+    """
     from pykcm.testing.server_thread import ServerThread
 
     with ServerThread() as st:

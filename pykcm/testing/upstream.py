@@ -738,10 +738,13 @@ class KubeCluster:
                 self.cp, controllers=names, kube_api_qps=self.qps,
                 kube_api_burst=self.burst).start(timeout)
         else:
-            # pykcm's server has no TokenReview/SubjectAccessReview to delegate to
+            # pykcm's server has no SubjectAccessReview to delegate authorization to; its
+            # service-account key (pykcm up's pki/sa.key) lets the token controller run
             self.manager = KubeControllerManager(
                 self.kit, self.kubeconfig_path, self.work_dir, controllers=names,
-                root_ca_file=self.ca_file, delegate_auth=False, kube_api_qps=self.qps,
+                root_ca_file=self.ca_file,
+                service_account_key_file=str(Path(self.embedded.data_dir) / "pki" / "sa.key"),
+                delegate_auth=False, kube_api_qps=self.qps,
                 kube_api_burst=self.burst).start(timeout)
 
     def stop_manager(self) -> None:

@@ -37,7 +37,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.upstream]
 
 UNSERVED_KINDS = (
     "PersistentVolumeClaim", "PersistentVolume", "ReplicationController", "ResourceQuota",
-    "EndpointSlice", "HorizontalPodAutoscaler", "PodDisruptionBudget",
+    "HorizontalPodAutoscaler", "PodDisruptionBudget",
     "CertificateSigningRequest", "ClusterRole", "StorageClass", "CSINode", "CSIDriver",
     "VolumeAttachment", "VolumeAttributesClass", "ServiceCIDR", "IPAddress",
     "ValidatingAdmissionPolicy", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate",

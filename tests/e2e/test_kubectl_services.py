@@ -1,11 +1,11 @@
-"""Issue 12's acceptance with the real kubectl: a new namespace is usable, ``kubectl expose``
-gets Endpoints and EndpointSlices that follow the pods.
+"""Issue 12's acceptance with the real kubectl: a new namespace is usable, pods get their
+service-account token volume, ``kubectl expose`` gets Endpoints and EndpointSlices that
+follow the pods, ``kubectl create token`` gives a token that authenticates.
 
 Runs on each cluster of conftest's ``cluster``: ``pykcm up``; pykcm's controller manager
 and ``pykcm sim`` on the real kube-apiserver, with no other manager running these
 controllers (the support manager leaves every controller pykcm has to it); the real
-kube-controller-manager on pykcm's API server. EndpointSlices are checked where the
-API server serves them (the real one). ``--use-service-account-credentials`` is
+kube-controller-manager on pykcm's API server. ``--use-service-account-credentials`` is
 checked on the real API server, whose RBAC bootstrap policy gives each controller's
 ServiceAccount its role.
 """
@@ -28,10 +28,6 @@ from tests.e2e.conftest import Kubectl, _kubectl_path
 pytestmark = pytest.mark.e2e
 
 NS_PREFIX = "svc"
-
-
-def real_apiserver(cluster: Cluster | KubeCluster) -> bool:
-    return getattr(cluster, "apiserver_kind", "pykcm") == "kube"
 
 
 def test_new_namespace_has_default_account_and_root_ca(kubectl_up: Kubectl, ns: str) -> None:
@@ -90,10 +86,20 @@ def test_expose_gets_endpoints_that_follow_the_pods(kubectl_up: Kubectl,
                                                     cluster: Cluster | KubeCluster,
                                                     ns: str) -> None:
     k = kubectl_up
-    slices = real_apiserver(cluster)
+    slices = True  # both API servers serve discovery.k8s.io/v1 EndpointSlices
     k.ok("create", "deployment", "web", "--image=nginx:1.27", "--replicas=3", "--port=80",
          "-n", ns)
     assert rollout_status(k, ns, "web").returncode == 0
+    # ServiceAccount admission: the default account and its projected token in each pod
+    pod = items(k, ns, "pods", "-l", "app=web")[0]
+    assert pod["spec"]["serviceAccountName"] == "default"
+    [vol] = [v for v in pod["spec"]["volumes"] if v["name"].startswith("kube-api-access-")]
+    sources = vol["projected"]["sources"]
+    assert sources[0] == {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}
+    assert sources[1]["configMap"]["name"] == "kube-root-ca.crt"
+    assert {"name": vol["name"], "readOnly": True,
+            "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"} in \
+        pod["spec"]["containers"][0]["volumeMounts"]
     k.ok("expose", "deployment", "web", "--port=80", "-n", ns)
     wait_until(lambda: _follows_pods(k, ns, slices, 3, 0), "3 ready addresses")
     ep = get_json(k, "endpoints", "web", "-n", ns)
@@ -114,6 +120,43 @@ def test_expose_gets_endpoints_that_follow_the_pods(kubectl_up: Kubectl,
     k.ok("delete", "service", "web", "-n", ns)
     wait_until(lambda: _endpoints(k, ns) is None and not (slices and any(_slices(k, ns))),
                "the Endpoints and slices gone with the Service")
+
+
+def test_create_token_authenticates(kubectl_up: Kubectl, ns: str) -> None:
+    """``kubectl create token default``: a TokenRequest token the API server authenticates as
+    the account (``kubectl auth whoami`` is a SelfSubjectReview)."""
+    k = kubectl_up
+    wait_until(lambda: k.run("get", "serviceaccount", "default", "-n", ns).returncode == 0,
+               "the default ServiceAccount")
+    token = k.ok("create", "token", "default", "-n", ns, "--duration=20m").strip()
+    assert token.count(".") == 2
+    who = json.loads(k.ok("auth", "whoami", "-o", "json", f"--token={token}"))
+    assert who["status"]["userInfo"]["username"] == f"system:serviceaccount:{ns}:default"
+    assert who["status"]["userInfo"]["groups"] == [
+        "system:serviceaccounts", f"system:serviceaccounts:{ns}", "system:authenticated"]
+    r = k.run("auth", "whoami", "--token=" + token[:-4] + "AAAA")
+    assert r.returncode != 0 and "Unauthorized" in r.stderr
+
+
+def test_kubernetes_service_has_the_api_servers_endpoints(
+        kubectl_up: Kubectl, cluster: Cluster | KubeCluster) -> None:
+    """The API server keeps default/kubernetes' Endpoints and EndpointSlice: its address and
+    port (the kit's kube-apiserver advertises 127.0.0.1, which Endpoints refuse: none)."""
+    k = kubectl_up
+    if getattr(cluster, "apiserver_kind", "pykcm") == "kube":
+        assert k.run("get", "endpoints", "kubernetes", "-n", "default").returncode != 0
+        return
+    port = int(cluster.url.rsplit(":", 1)[1])
+    ep = get_json(k, "endpoints", "kubernetes", "-n", "default")
+    assert ep["metadata"]["labels"] == {"endpointslice.kubernetes.io/skip-mirror": "true"}
+    [subset] = ep["subsets"]
+    assert subset["ports"] == [{"name": "https", "port": port, "protocol": "TCP"}]
+    [address] = subset["addresses"]
+    eps = get_json(k, "endpointslices", "kubernetes", "-n", "default")
+    assert eps["endpoints"] == [{"addresses": [address["ip"]], "conditions": {"ready": True}}]
+    assert eps["ports"] == [{"name": "https", "protocol": "TCP", "port": port}]
+    svc = get_json(k, "service", "kubernetes", "-n", "default")
+    assert svc["spec"]["ports"][0]["targetPort"] == port
 
 
 @pytest.mark.upstream

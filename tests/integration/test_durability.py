@@ -144,16 +144,18 @@ def test_clean_shutdown_and_restart_keeps_everything(data_dir: str) -> None:
         for i in range(20):
             assert srv.post("/api/v1/namespaces/default/configmaps",
                             {"metadata": {"name": f"c{i}"}}).status_code == 201
-        rv = int(srv.get("/api/v1/namespaces/default/configmaps").json()["metadata"][
-            "resourceVersion"])
+        before = srv.get("/api/v1/namespaces/default/configmaps").json()
+        rv = int(before["metadata"]["resourceVersion"])
     finally:
         srv.stop()
     assert srv.p.returncode == 0
     srv2 = Proc(data_dir)
     try:
         lst = srv2.get("/api/v1/namespaces/default/configmaps").json()
-        assert len(lst["items"]) == 20
-        assert int(lst["metadata"]["resourceVersion"]) == rv
+        assert lst["items"] == before["items"]
+        # the revision goes on from where it was (the server's own writes to the kubernetes
+        # Service's endpoints, emptied at the stop and filled at the start, come after)
+        assert int(lst["metadata"]["resourceVersion"]) >= rv
         # the kubeconfig and certificates stay valid across restarts
         assert srv2.get("/api/v1/namespaces").status_code == 200
     finally:

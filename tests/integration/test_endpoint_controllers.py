@@ -1,7 +1,6 @@
 """The Endpoints, EndpointSlice and mirroring controllers in process.
 
-The Endpoints controller runs on both API servers; the EndpointSlice ones on the
-real kube-apiserver only (pykcm's does not serve discovery.k8s.io/v1 yet). The
+Each runs on both API servers (pykcm's serves discovery.k8s.io/v1 EndpointSlices). The
 session's real server runs no endpoint controller of its own (they are workload
 controllers in pykcm.testing.upstream). There is no kubelet: the tests bind pods
 to a Node object of their own and write the pods' IPs and readiness themselves.
@@ -23,11 +22,7 @@ from pykcm.controllers.endpoint import EndpointController
 from pykcm.controllers.endpointslice import EndpointSliceController
 from pykcm.controllers.endpointslicemirroring import EndpointSliceMirroringController
 from pykcm.informers import SharedInformerFactory
-from tests.conftest import UPSTREAM, Backend, create_namespace
-
-REAL_SERVER_ONLY = pytest.mark.parametrize("apiserver", [pytest.param("kube", marks=UPSTREAM)],
-                                           indirect=True)
-"""EndpointSlices: served by the real kube-apiserver only (for now)."""
+from tests.conftest import Backend, create_namespace
 
 
 async def eventually(cond: Callable[[], Awaitable[Any]], timeout: float = 30.0,
@@ -150,7 +145,6 @@ async def slices(client: Client, ns: str, service: str) -> list[dict[str, Any]]:
     return sorted(items, key=lambda s: s["metadata"]["name"])
 
 
-@REAL_SERVER_ONLY
 async def test_endpointslices_packed_reused_and_placeholder(
         client: Client, ns: str, node: str) -> None:
     factory = SharedInformerFactory(client, namespace=ns, name="")
@@ -200,7 +194,6 @@ async def test_endpointslices_packed_reused_and_placeholder(
     assert ctl.health_check() is None
 
 
-@REAL_SERVER_ONLY
 async def test_custom_endpoints_mirrored(client: Client, ns: str) -> None:
     factory = SharedInformerFactory(client, namespace=ns, name="")
     ctl = EndpointSliceMirroringController(

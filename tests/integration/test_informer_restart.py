@@ -37,6 +37,7 @@ from pykcm.cache import DeletedFinalStateUnknown, ListWatch, Reflector, default_
 from pykcm.client import Client, WatchStream, is_connection_error, load_kube_config
 from pykcm.informers import GenericInformer, SharedInformerFactory, strip_managed_fields
 from pykcm.testing.server_thread import ServerThread
+from tests.conftest import ensure_default_service_account
 
 
 class View:
@@ -143,6 +144,7 @@ async def test_informers_stay_consistent_through_an_api_server_restart(
         config.max_retries = 0
     async with Client(config) as client:
         await client.create("namespaces", {"metadata": {"name": ns}})
+        await ensure_default_service_account(client, ns)  # pods need it; no controller runs
         for i in range(20):
             await client.create("configmaps", cm(f"cm-{i}"), ns)
         for i in range(10):

@@ -18,6 +18,7 @@ from pykcm.api.pod_util import get_pod_condition, is_pod_ready
 from pykcm.client import Client, NotFound, load_kube_config
 from pykcm.sim import NodeConfig, Simulator
 from pykcm.testing.server_thread import ServerThread
+from tests.conftest import ensure_default_service_account
 
 Env = Callable[..., Any]
 
@@ -30,6 +31,8 @@ def sim_env(pykcm_apiserver_factory: Callable[..., ServerThread]) -> Env:
     async def make(**kwargs: Any) -> AsyncIterator[tuple[Client, Simulator]]:
         st = pykcm_apiserver_factory()
         async with Client(load_kube_config(st.kubeconfig_path)) as client:
+            # the pods go to `default`, whose account no controller creates here
+            await ensure_default_service_account(client, "default")
             kwargs.setdefault("nodes", 2)
             sim = Simulator(client, **kwargs)
             await sim.start()

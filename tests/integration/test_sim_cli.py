@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from pykcm.client import Client, load_kube_config
 from pykcm.testing.server_thread import ServerThread
+from tests.conftest import ensure_default_service_account
 
 
 def run_sim(*args: str) -> subprocess.CompletedProcess[str]:
@@ -55,6 +56,7 @@ def test_sim_runs_pods_and_stops_on_sigterm(
             async with Client(load_kube_config(st.kubeconfig_path)) as c:
                 names = sorted(n["metadata"]["name"] for n in (await c.list("nodes"))["items"])
                 assert names == ["cli-0", "cli-1"]
+                await ensure_default_service_account(c, "default")  # no controller runs
                 await c.create("pods", {"metadata": {"name": "p"}, "spec": {
                     "containers": [{"name": "c", "image": "nginx"}]}}, "default")
                 deadline = time.monotonic() + 30

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pykcm.client import Client, load_kube_config
 from pykcm.sim import Simulator
 from pykcm.testing.server_thread import ServerThread
+from tests.conftest import ensure_default_service_account
 
 PODS = 2_000
 NODES = 20
@@ -20,6 +21,7 @@ NODES = 20
 async def test_2000_pods_all_run(pykcm_apiserver_factory: Callable[..., ServerThread]) -> None:
     st = pykcm_apiserver_factory()
     async with Client(load_kube_config(st.kubeconfig_path)) as client:
+        await ensure_default_service_account(client, "default")  # no controller runs here
         sim = Simulator(client, nodes=NODES, node_prefix="scale", ready_after=0.5,
                         record_events=False, kubelet_workers=64)
         await sim.start()

@@ -306,11 +306,13 @@ KUBECTL_BODIES: dict[str, tuple[str, str, str | None]] = {
             "azhzAAooChhhdXRoZW50aWNhdGlvbi5rOHMuaW8vdjESDFRva2VuUmVxdWVzdBIaChAKABIAGgAiACoAMgA4"
             "AEIAEgAaBAoAEgAaACIA"
         ),
-        None,
+        ('{"kind":"TokenRequest","apiVersion":"authentication.k8s.io/v1","metadata":{},'
+         '"spec":{"audiences":null,"expirationSeconds":null,"boundObjectRef":null},'
+         '"status":{"token":"","expirationTimestamp":null}}'),
     ),
 }
 
-UNSUPPORTED = {"priorityclass", "token"}
+UNSUPPORTED = {"priorityclass"}
 DECODABLE = sorted(set(KUBECTL_BODIES) - UNSUPPORTED)
 
 
@@ -377,6 +379,7 @@ def test_kubectl_bodies_cover_the_typed_creates() -> None:
         "CronJob",
         "Service",
         "ServiceAccount",
+        "TokenRequest",
         "ResourceQuota",
         "PodDisruptionBudget",
     }
@@ -386,7 +389,6 @@ def test_kubectl_bodies_cover_the_typed_creates() -> None:
     ("name", "kind", "api_version"),
     [
         ("priorityclass", "PriorityClass", "scheduling.k8s.io/v1"),
-        ("token", "TokenRequest", "authentication.k8s.io/v1"),
     ],
 )
 def test_unknown_kind_is_a_clear_error(name: str, kind: str, api_version: str) -> None:

@@ -28,8 +28,8 @@ Data flow::
         a failure ─► Warning FailedToUpdateEndpointSlices on the Service, retry
 
 Deviations: a pykcm controller manager on an API server that does not serve
-discovery.k8s.io/v1 (pykcm's embedded one, for now) skips this controller
-(pykcm.manager.builtin); upstream would start it and fail to list forever.
+discovery.k8s.io/v1 skips this controller (pykcm.manager.builtin); upstream would
+start it and fail to list forever.
 Left out: upstream's ``endpoint_slice_controller_*`` metrics and its node
 topology queue (only topology-aware hints use it, see reconciler.py).
 """

@@ -108,6 +108,10 @@ RESOURCES = [
             "template": {"spec": {**POD_SPEC, "restartPolicy": "OnFailure"}}}}}}),
     Res("leases", "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases", "Lease",
         "coordination.k8s.io/v1", {"spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}}),
+    Res("endpointslices", "/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices",
+        "EndpointSlice", "discovery.k8s.io/v1", {
+            "addressType": "IPv4", "endpoints": [{"addresses": ["10.1.2.3"]}],
+            "ports": [{"port": 80}]}),
     Res("eventsv1", "/apis/events.k8s.io/v1/namespaces/{ns}/events", "Event", "events.k8s.io/v1",
         {"eventTime": "2026-01-02T03:04:05.000000Z", "reportingController": "dt.example.com/c",
          "reportingInstance": "i-1", "action": "Testing", "reason": "Tested", "type": "Normal",

@@ -23,8 +23,11 @@ What is masked (not a difference, so not in the allowlist): uids (each
 distinct uid of a case becomes ``<uid:N>`` in order of first appearance, so
 references between objects still compare), resourceVersion values and
 continue tokens, timestamps, the random suffix of generated names, cluster
-IPs and node ports, ``Age``-like Table cells (the type ``date`` columns), and
-numbers in Status messages that are resource versions. Everything else is
+IPs and node ports, ``Age``-like Table cells (the type ``date`` columns),
+numbers in Status messages that are resource versions, the random suffix of
+a pod's ``kube-api-access-*`` token volume, and signed tokens (JWTs: each
+server signs with its own key): a token is compared as its decoded header
+and claims, with the key id masked and times relative to ``iat``. Everything else is
 compared; differences that are known and accepted are in allowlist.yaml, each
 with its reason. The real control plane must be quiet (its support
 controller manager stopped): a controller writing beside a case would race it.
@@ -507,6 +510,8 @@ _RV_IN_MESSAGE = re.compile(
 _DURATION = re.compile(r"^(?:\d+[smhdy])+$")
 _NODE_PORT_CELL = re.compile(r"(\d+):(3[0-2]\d{3})/")
 _CLUSTER_IP = re.compile(r"^10\.(?:9[6-9]|10[0-9]|11[01])\.\d{1,3}\.\d{1,3}$")
+_TOKEN_VOLUME = re.compile(r"\bkube-api-access-[bcdfghjklmnpqrstvwxz2456789]{5}\b")
+_JWT = re.compile(r"^eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+$")
 
 
 @dataclass
@@ -525,6 +530,10 @@ class Masks:
     def text(self, s: str) -> str:
         if _TIME.fullmatch(s):
             return "<time>"
+        if _JWT.match(s):
+            return self.jwt(s)
+        if "kube-api-access-" in s:
+            s = _TOKEN_VOLUME.sub("kube-api-access-<rand>", s)
         for real, masked in self.generated.items():
             if real in s:
                 s = s.replace(real, masked)
@@ -533,6 +542,36 @@ class Masks:
         if _UUID.search(s):
             s = _UUID.sub(lambda m: self.uid(m.group(0)), s)
         return s
+
+
+    def jwt(self, token: str) -> str:
+        """A signed token as its header and claims: key id masked, times relative to iat,
+        the rest masked as any text (uids, jti)."""
+        import base64
+
+        def part(p: str) -> Any:
+            return json.loads(base64.urlsafe_b64decode(p + "=" * (-len(p) % 4)))
+
+        try:
+            header, claims = part(token.split(".")[0]), part(token.split(".")[1])
+        except ValueError:
+            return "<undecodable jwt>"
+        header = {k: ("<kid>" if k == "kid" else v) for k, v in header.items()}
+        iat = claims.get("iat")
+
+        def rel(v: Any) -> Any:
+            return f"<iat{v - iat:+d}>" if isinstance(v, int) and isinstance(iat, int) else v
+
+        def walk(v: Any) -> Any:
+            if isinstance(v, dict):
+                return {k: (rel(x) if k in ("iat", "nbf", "exp", "warnafter") else walk(x))
+                        for k, x in v.items()}
+            if isinstance(v, list):
+                return [walk(x) for x in v]
+            return self.text(v) if isinstance(v, str) else v
+
+        return "<jwt " + json.dumps({"header": header, "claims": walk(claims)},
+                                    sort_keys=True) + ">"
 
 
 def _collect_generated(v: Any, out: dict[str, str]) -> None:
