@@ -9,6 +9,7 @@
       │                                           legacy and bound token authenticators
       ├─ KubernetesServiceController            default/kubernetes: the Service, and
       │                                           Endpoints/EndpointSlice of this server
+      ├─ IdentityLease                          kube-system/apiserver-<hash>, renewed
       └─ aiohttp site on host:port (HTTPS with a generated CA by default)
 
 `start()` returns once the server is listening; `stop()` ends watches, lets
@@ -52,6 +53,7 @@ from pykcm.apiserver.auth import (
 from pykcm.apiserver.certs import ensure_serving_certs
 from pykcm.apiserver.discovery import GIT_VERSION, Discovery
 from pykcm.apiserver.handlers import AUTHENTICATED, MAX_BODY, APIHandlers, status_response
+from pykcm.apiserver.identity_lease import IdentityLease
 from pykcm.apiserver.kubeconfig import build_kubeconfig, write_kubeconfig
 from pykcm.apiserver.kubernetes_service import (
     KubernetesServiceController,
@@ -163,6 +165,7 @@ class APIServer:
         self.service_account_extend_token_expiration = service_account_extend_token_expiration
         self.service_accounts: ServiceAccountTokens | None = None
         self.kubernetes_service: KubernetesServiceController | None = None
+        self.identity_lease: IdentityLease | None = None
         self._background: set[asyncio.Task[Any]] = set()
         self.registry = registry or builtin_registry()
         self.store: Store | None = None
@@ -283,12 +286,17 @@ class APIServer:
         await self.kubernetes_service.ensure_service()
         if self.endpoint_reconciler_type != "none":
             self.kubernetes_service.start()
+        self.identity_lease = IdentityLease(self.rest)
+        self.identity_lease.start()
         self.kubeconfig_path = os.path.join(state_dir, "kubeconfig")
         write_kubeconfig(self.kubeconfig_path, self.kubeconfig())
         log.info("API server listening on %s (kubeconfig %s)", self.url, self.kubeconfig_path)
 
     async def stop(self) -> None:
         self.discovery.ready = False
+        if self.identity_lease is not None:
+            await self.identity_lease.stop()
+            self.identity_lease = None
         if self.kubernetes_service is not None:
             # this server's address leaves the kubernetes Service's endpoints
             await self.kubernetes_service.stop()

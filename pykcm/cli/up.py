@@ -15,7 +15,8 @@ Service with its Endpoints and EndpointSlice (the API server's address and port)
 service-account key pair DIR/pki/sa.key and sa.pub, shared by the API server (it signs
 TokenRequest tokens and verifies tokens) and the controller manager (token Secrets), so
 every namespace gets its default ServiceAccount and kube-root-ca.crt ConfigMap and pods
-their token volume; kube-system/kube-apiserver-legacy-service-account-token-tracking.
+their token volume; kube-system/kube-apiserver-legacy-service-account-token-tracking;
+the API server's identity Lease kube-system/apiserver-<hash>.
 
 Each child's output goes to DIR/logs/<name>.log. While they run, one status
 line (on a terminal) shows the stored objects, events (writes) per second,

@@ -1,8 +1,10 @@
-"""pykcm's API server as a service-account token issuer and authenticator, over HTTP.
+"""pykcm's API server as a service-account token issuer and authenticator, over HTTP, and the
+objects a fresh cluster's API server keeps of itself.
 
 The key pair kept in the data dir (as kubeadm's sa.key/sa.pub) signs tokens that survive a
 restart; the kube-apiserver flags choose other keys; a legacy Secret token authenticates and
-gets its last-used label; the kubernetes Service's endpoints follow the server.
+gets its last-used label; the kubernetes Service's endpoints follow the server; its identity
+Lease is renewed.
 """
 
 from __future__ import annotations
@@ -194,3 +196,21 @@ def test_a_loopback_advertise_address_gets_no_endpoints(pykcm_apiserver_factory:
     with pytest.raises(Exception, match="may not be in the loopback range"):
         st.call(controller.reconcile())
     assert Api(st).get("/api/v1/namespaces/default/endpoints/kubernetes")[0] == 404
+
+
+def test_identity_lease_is_kept_and_renewed(pykcm_apiserver_factory: Factory) -> None:
+    st = pykcm_apiserver_factory()
+    lease_ctl = st.server.identity_lease
+    assert lease_ctl is not None
+    path = f"/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{lease_ctl.name}"
+    api = Api(st)
+    code, lease = api.get(path)
+    assert code == 200
+    assert lease["metadata"]["labels"] == {"apiserver.kubernetes.io/identity": "kube-apiserver",
+                                           "kubernetes.io/hostname": lease_ctl.hostname}
+    assert lease["spec"]["holderIdentity"].startswith(lease_ctl.name + "_")
+    assert lease["spec"]["leaseDurationSeconds"] == 3600
+    st.call(lease_ctl.renew())
+    renewed = api.get(path)[1]
+    assert renewed["spec"]["renewTime"] >= lease["spec"]["renewTime"]
+    assert int(renewed["metadata"]["resourceVersion"]) > int(lease["metadata"]["resourceVersion"])

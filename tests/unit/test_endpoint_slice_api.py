@@ -8,6 +8,7 @@ from typing import Any
 
 from pykcm.api.endpoints import ENDPOINT_SLICES
 from pykcm.apiserver import defaults, strategy, tables, validation
+from pykcm.apiserver.identity_lease import server_id
 from pykcm.apiserver.kubernetes_service import choose_advertise_address, slice_from_endpoints
 
 
@@ -178,3 +179,8 @@ def test_kubernetes_service_slice_and_address() -> None:
     picked = choose_advertise_address("127.0.0.1")
     assert picked is None or not picked.startswith("127.")
     assert choose_advertise_address("0.0.0.0", "0.0.0.0") == picked
+
+
+def test_identity_lease_name_as_kube_apiserver_derives_it() -> None:
+    # the kit's kube-apiserver v1.36.2 on host "vm" held kube-system/apiserver-wlv32tlttr...
+    assert server_id("vm") == "apiserver-wlv32tlttr4jl3gtroqexyxapa"
