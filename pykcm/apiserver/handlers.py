@@ -838,26 +838,29 @@ class APIHandlers:
         timeout = opts.timeout_seconds
         if timeout is None or timeout <= 0:
             timeout = random.randint(1800, 3600)
-        deadline = time.monotonic() + timeout
+        start = time.monotonic()
+        deadline = start + timeout
         expired: StatusError | None = None
         zero = (defaults.zero_object_fields(res.group, res.kind)
                 if self.rest.custom.get(res) is None else ({}, {}))
         # From here to register(): no await, so no event slips between the
         # initial state and the live stream.
         w = Watcher(rs, store.rv, flt)
+        # WatchList is on in v1.36: a watch from "" or "0" that does not say otherwise is
+        # defaulted to sendInitialEvents=true (SetListOptionsDefaults), and gets the
+        # initial-events-end bookmark when it allows bookmarks.
         send_state = (rv_param in ("", "0") and initial is not False) or bool(initial)
-        end_bookmark = bool(initial)
+        initial_lines: list[bytes] = []
+        # The revision the client has from the start: bookmarks are sent only past it.
+        floor_rv = store.rv
         if send_state:
-            for k in rs.keys_in(rs.sorted_keys(), ns):
-                e = rs.items[k]
-                if flt is None or flt(k, e):
-                    w.queue.append(b'{"type":"' + ADDED.encode() + b'","object":' + e.raw + b"}\n")
-            if end_bookmark:
-                w.queue.append(bookmark_line(res.kind, res.api_version, store.rv, True, *zero))
-        else:
+            initial_lines = [rs.items[k].raw for k in rs.keys_in(rs.sorted_keys(), ns)
+                             if flt is None or flt(k, rs.items[k])]
+        elif rv_param not in ("", "0"):
             if want < rs.oldest_rv:
                 expired = errors.too_old_resource_version(want, rs.oldest_rv)
             else:
+                floor_rv = want
                 w.start_rv = want
                 for ev in rs.events_after(want):
                     w.on_event(ev)
@@ -880,30 +883,59 @@ class APIHandlers:
                                  + b"\n")
                 return resp
             bookmarks = opts.allow_watch_bookmarks
-            next_bookmark = time.monotonic() + BOOKMARK_INTERVAL
+            writing = False
+
+            def overflow() -> None:
+                # The store dropped this watcher (its queue is full: the client does not
+                # read). A write blocked on the client cannot end the stream cleanly.
+                tr = request.transport
+                if writing and tr is not None:
+                    tr.abort()
+
+            w.on_overflow = overflow
+
+            async def send(lines: list[bytes]) -> None:
+                nonlocal writing
+                if line_transform is not None:
+                    lines = [line_transform(line) for line in lines]
+                if to_table is not None:
+                    lines = [to_table(line) for line in lines]
+                writing = True
+                try:
+                    # timeoutSeconds holds while a write waits on a client that does not read
+                    async with asyncio.timeout(max(deadline - time.monotonic(), 0.001)):
+                        await resp.write(b"".join(lines))
+                finally:
+                    writing = False
+
+            # The initial state: written from the stored bytes in batches, outside the
+            # watcher's bounded queue (live events queue up meanwhile).
+            added = b'{"type":"' + ADDED.encode() + b'","object":'
+            for i in range(0, len(initial_lines), 500):
+                await send([added + raw + b"}\n" for raw in initial_lines[i:i + 500]])
+            initial_lines = []
+            if send_state and bookmarks:
+                await send([bookmark_line(res.kind, res.api_version, floor_rv, True, *zero)])
+            # kube-apiserver's cacher: a bookmark every minute and one 2 s before the
+            # deadline (none for a shorter watch), each only if the store's revision moved
+            # past the one the watch started from (process(): older events are not sent).
+            next_bookmark: float | None = _next_bookmark(start, deadline)
             transport_check = 5.0
             while True:
                 if w.queue:
-                    lines = w.drain()
-                    if line_transform is not None:
-                        lines = [line_transform(line) for line in lines]
-                    if to_table is not None:
-                        lines = [to_table(line) for line in lines]
-                    await resp.write(b"".join(lines))
+                    await send(w.drain())
                 if w.closed or self.shutting_down.is_set():
                     break
                 now = time.monotonic()
                 if now >= deadline:
-                    if bookmarks:
-                        await resp.write(bookmark_line(res.kind, res.api_version, store.rv,
-                                                       False, *zero))
                     break
-                if bookmarks and now >= next_bookmark:
-                    await resp.write(bookmark_line(res.kind, res.api_version, store.rv,
-                                                   False, *zero))
-                    next_bookmark = now + BOOKMARK_INTERVAL
+                if bookmarks and next_bookmark is not None and now >= next_bookmark:
+                    if store.rv > floor_rv:
+                        await send([bookmark_line(res.kind, res.api_version, store.rv, False,
+                                                  *zero)])
+                    next_bookmark = _next_bookmark(now, deadline)
                 wait = min(deadline - now, transport_check)
-                if bookmarks:
+                if bookmarks and next_bookmark is not None:
                     wait = min(wait, max(0.0, next_bookmark - now))
                 if not w.queue:
                     # Woken directly by the store (no inner task, as wait_for would
@@ -919,11 +951,24 @@ class APIHandlers:
                     break
         except (ConnectionResetError, ConnectionError):
             pass
+        except TimeoutError:
+            # the deadline passed while a write waited on the client: the chunk is half
+            # sent, the stream cannot go on
+            tr = request.transport
+            if tr is not None:
+                tr.abort()
         finally:
             w.close()
             if task is not None:
                 self.watch_tasks.discard(task)
         return resp
+
+
+def _next_bookmark(now: float, deadline: float) -> float | None:
+    """cacheWatcher.nextBookmarkTime: in a minute, or 2 s before the deadline if sooner;
+    None once that time has passed."""
+    at = min(now + BOOKMARK_INTERVAL, deadline - 2.0)
+    return None if at < now else at
 
 
 class _FieldValidation:

@@ -275,7 +275,9 @@ class RESTStorage:
         if start_key:
             scoped_list = scoped if isinstance(scoped, list) else list(scoped)
             scoped = scoped_list[bisect.bisect_left(scoped_list, start_key):]
-        limit = max(0, opts.limit)
+        # resourceVersion=0 is served from kube-apiserver's watch cache, which does not
+        # page: the whole list in one answer, no continue token
+        limit = 0 if rv == "0" and not opts.continue_token else max(0, opts.limit)
         out: list[bytes] = []
         next_key = ""
         remaining: int | None = None

@@ -100,17 +100,26 @@ def test_watch_too_old_gets_in_stream_410(api: Api) -> None:
     assert code == 410, err
 
 
-def test_bookmark_before_timeout(api: Api) -> None:
+def test_bookmark_two_seconds_before_timeout_once_the_revision_moved(api: Api) -> None:
+    """kube-apiserver's cacher: a bookmark 2 s before the deadline (none for a shorter watch),
+    only if the store's revision moved past the one the watch started from."""
     ns = api.ns()
     path = f"/api/v1/namespaces/{ns}/configmaps"
     code, lst = api.get(path)
     assert code == 200, lst
-    evs = api.watch(path, {"resourceVersion": lst["metadata"]["resourceVersion"],
-                           "allowWatchBookmarks": "true", "timeoutSeconds": "1"})
-    assert evs and evs[-1]["type"] == "BOOKMARK"
-    assert int(evs[-1]["object"]["metadata"]["resourceVersion"]) >= int(
-        lst["metadata"]["resourceVersion"])
-    assert evs[-1]["object"]["kind"] == "ConfigMap"
+    start = lst["metadata"]["resourceVersion"]
+    other = api.ns()
+    code, moved = api.post(f"/api/v1/namespaces/{other}/configmaps", {"metadata": {"name": "m"}})
+    assert code == 201, moved
+    evs = api.watch(path, {"resourceVersion": start, "allowWatchBookmarks": "true",
+                           "timeoutSeconds": "3"})
+    assert [e["type"] for e in evs] == ["BOOKMARK"]  # no event of its own, then the end
+    assert int(evs[0]["object"]["metadata"]["resourceVersion"]) >= _rv(moved)
+    assert evs[0]["object"]["kind"] == "ConfigMap"
+    assert "annotations" not in evs[0]["object"]["metadata"]
+    # under 2 s there is no time for one: the stream just ends
+    assert api.watch(path, {"resourceVersion": start, "allowWatchBookmarks": "true",
+                            "timeoutSeconds": "1"}) == []
 
 
 def test_watch_list_initial_events_end_bookmark(api: Api) -> None:

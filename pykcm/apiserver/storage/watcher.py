@@ -5,8 +5,11 @@ synchronously, in revision order; the watcher decides what the client sees
 (ADDED when an object starts matching its selectors, DELETED when it stops,
 as kube-apiserver's cacheWatcher does) and queues the pre-encoded line. The
 REST handler's task drains the queue into the HTTP response, so a slow client
-never holds up the store: past MAX_QUEUE unread lines the watcher is closed
-and the client re-watches, as upstream terminates blocked watchers.
+never holds up the store: past MAX_QUEUE unread lines or MAX_QUEUE_BYTES unread
+bytes the watcher is dropped (closed, and `on_overflow` told, so that a write
+blocked on a client that does not read is abandoned); the client watches again
+or relists, as with kube-apiserver's cacher, which terminates a watcher whose
+buffer stays full.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ import orjson
 
 from pykcm.apiserver.storage.store import ADDED, DELETED, MODIFIED, Entry, Event, ResourceStore
 
-MAX_QUEUE = 100_000
+MAX_QUEUE = 10_000
+MAX_QUEUE_BYTES = 16 * 1024 * 1024
 
 Filter = Callable[[str, Entry], bool]
 
@@ -36,8 +40,12 @@ class Watcher:
         self.start_rv = start_rv
         self.filter = filter_
         self.queue: deque[bytes] = deque()
+        self.queued_bytes = 0
         self.wake = asyncio.Event()
         self.closed = False
+        self.overflowed = False
+        # called once when the watcher is dropped for a full queue
+        self.on_overflow: Callable[[], None] | None = None
 
     def matches(self, key: str, entry: Entry | None) -> bool:
         if entry is None:
@@ -49,8 +57,15 @@ class Watcher:
         if self.closed:
             return
         self.queue.append(line)
-        if len(self.queue) > MAX_QUEUE:
+        self.queued_bytes += len(line)
+        if len(self.queue) > MAX_QUEUE or self.queued_bytes > MAX_QUEUE_BYTES:
+            # Nobody reads: drop what is queued (the client starts over) and the watcher.
+            self.overflowed = True
+            self.queue.clear()
+            self.queued_bytes = 0
             self.close()
+            if self.on_overflow is not None:
+                self.on_overflow()
         self.wake.set()
 
     def on_event(self, ev: Event) -> None:
@@ -80,6 +95,7 @@ class Watcher:
         q = self.queue
         out = list(q)
         q.clear()
+        self.queued_bytes = 0
         self.wake.clear()
         return out
 
