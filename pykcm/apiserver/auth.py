@@ -10,7 +10,7 @@ loopback token's union in front)::
       ├─ further token authenticators (``add_authenticator``): the service-account
       │  ones of ``service_accounts.py`` (legacy Secret tokens, then bound tokens)
       │  (an authenticated token is remembered for 10 s, failures never: kube-apiserver's
-      │  token cache, --authentication-token-cache-ttl... its default)
+      │  token cache and its default TTL; the static tokens need none)
       └─ the ``system:authenticated`` group added to whoever got through
 
 A request with no token is anonymous and may only read the public health and
@@ -149,8 +149,11 @@ class TokenAuthenticator:
         :class:`TokenError` with kube-apiserver's aggregate message when nobody takes it."""
         auds = tuple(audiences) if audiences else None
         now = time.monotonic()
-        cached = self._cache.get((token, auds))
-        if cached is not None and cached[0] > now:
+        static = self._static(token, auds)
+        cached = self._cache.get((token, auds)) if static is None else None
+        if static is not None:
+            resp = static  # fixed for the server's life (upstream): no cache needed
+        elif cached is not None and cached[0] > now:
             resp = cached[1]
         else:
             resp = self._union(token, auds)
@@ -167,18 +170,18 @@ class TokenAuthenticator:
                             list(resp.warnings))
 
     def _union(self, token: str, auds: tuple[str, ...] | None) -> AuthResponse:
-        """The token authenticators in order: the first that takes the token answers."""
+        """The token authenticators after the static tokens, in order: the first that takes
+        the token answers."""
         errors: list[str] = []
-        resp = self._static(token, auds)
-        if resp is None:
-            for fn in self._others:
-                try:
-                    resp = fn(token, auds)
-                except TokenError as exc:
-                    errors.extend(exc.errors)
-                    continue
-                if resp is not None:
-                    break
+        resp: AuthResponse | None = None
+        for fn in self._others:
+            try:
+                resp = fn(token, auds)
+            except TokenError as exc:
+                errors.extend(exc.errors)
+                continue
+            if resp is not None:
+                break
         if resp is None:
             # the loopback token's bearer authenticator fails first, then the main one
             raise TokenError(INVALID_BEARER_TOKEN, *(errors or [INVALID_BEARER_TOKEN]))
