@@ -669,8 +669,8 @@ class Run:
             for ns in (NS, NS_JOBS, NS_BIG):
                 await drv.request("POST", "namespaces", "POST", "/api/v1/namespaces",
                                   {"metadata": {"name": ns}})
-            if stack.apiserver == "kube":
-                await self._service_accounts(stack, drv)
+            # both API servers' ServiceAccount admission needs them before pods
+            await self._service_accounts(stack, drv)
             dw = Watch(drv, "deployments.apps", f"/apis/apps/v1/namespaces/{NS}/deployments",
                        d_state)
             rw = Watch(drv, "replicasets.apps", f"/apis/apps/v1/namespaces/{NS}/replicasets",
@@ -795,9 +795,9 @@ class Run:
 
     async def _service_accounts(self, stack: Stack, drv: Driver, timeout: float = 60.0
                                 ) -> None:
-        """On the real server: the `default` ServiceAccount of every namespace, which its
-        admission requires of a pod (the support manager's serviceaccount controller
-        creates them), before the clock of the first phase starts."""
+        """The `default` ServiceAccount of every namespace, which ServiceAccount admission
+        requires of a pod (the serviceaccount controller creates them: pykcm's, or the
+        support manager's on the real server), before the clock of the first phase starts."""
         deadline = time.monotonic() + timeout
         for ns in (NS, NS_JOBS, NS_BIG):
             while True:
