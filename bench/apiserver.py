@@ -99,6 +99,7 @@ TARGET = {
     "events": (">=", 12000.0),
     "lag_ms": ("<=", 50.0),
     "delcol_s": ("<=", 10.0),
+    "rss_ratio": ("<=", 1.5),
 }
 
 
@@ -708,9 +709,13 @@ async def run_config(n: int, label: str, cfg: dict[str, Any], kit: KubeKit | Non
             await ensure_serviceaccount(c, NS)
             await warm_up(c)
             log(f"{label}: {n} creates ...")
+            rss0 = srv.rss_mib()
             out["creates"] = await measured(srv, bench_creates(c, n, "creates"))
             out["rss_after_creates"] = srv.rss_mib()
             out["stored_pod_bytes"], out["managed_fields_bytes"] = await stored_pod(c)
+            if rss0 is not None and out["rss_after_creates"] is not None:
+                # what one more stored object costs the server (its bytes + index overhead)
+                out["rss_per_pod"] = (out["rss_after_creates"] - rss0) * 2**20 / n
             log(f"  {out['creates']['rate']:,.0f} creates/s")
             if cfg["full"]:
                 log(f"{label}: {n} merge-patch updates ...")
@@ -784,6 +789,10 @@ def fmt(v: float | None, unit: str) -> str:
         return f"{v:,.0f} µs"
     if unit == "MiB":
         return f"{v:,.0f} MiB"
+    if unit == "B":
+        return f"{v:,.0f} B"
+    if unit == "x":
+        return f"{v:.2f}x"
     return f"{v:,.0f}"
 
 
@@ -830,7 +839,18 @@ def metrics(n: int) -> list[tuple[str, str, str | None, Getter]]:
         ("server CPU per update", "µs", None, _per_req("updates")),
         (f"server RSS after {n:,} creates (kube: apiserver + etcd)", "MiB", None,
          g("rss_after_creates")),
+        ("server RSS per stored pod (growth over the creates / pods)", "B", None,
+         g("rss_per_pod")),
+        ("... as a multiple of the pod's stored JSON (target ≤ 1.5)", "x", "rss_ratio",
+         _rss_ratio),
     ]
+
+
+def _rss_ratio(r: dict[str, Any]) -> float | None:
+    per, size = r.get("rss_per_pod"), r.get("stored_pod_bytes")
+    if not per or not size:
+        return None
+    return float(per / size)
 
 
 def median_of(runs: list[dict[str, Any]], get: Getter) -> tuple[float | None, list[float]]:

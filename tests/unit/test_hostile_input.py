@@ -1,10 +1,11 @@
 """Hostile request bodies cost what kube-apiserver lets them cost (issue 17), without a server:
 Go's regexp (RE2) for CRD patterns, go-yaml's alias limit and the decoded-size bound of YAML
 bodies, JSON patch copy bytes, etcd's request size in the store, Go's typed decoding of
-bodies (go_types.py)."""
+bodies (go_types.py); right-sized stored bytes and a history window bounded by bytes."""
 
 from __future__ import annotations
 
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from pykcm.apiserver import go_regexp
 from pykcm.apiserver.errors import StatusError
 from pykcm.apiserver.go_types import GoDecodeError, check_object
 from pykcm.apiserver.storage import Store, resource_id
+from pykcm.apiserver.storage import store as store_mod
 from pykcm.apiserver.storage.store import MAX_REQUEST_BYTES
 from pykcm.apiserver.yaml_body import DecodedTooLarge, YAMLBodyError, decode_yaml
 
@@ -150,3 +152,45 @@ def test_well_typed_bodies_pass() -> None:
              "resources": {"limits": {"cpu": "100m", "memory": 1024}},
              "livenessProbe": {"httpGet": {"port": "http"}}}]}},
             "strategy": {"rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 0}}}})
+
+
+async def test_stored_revisions_keep_right_sized_bytes() -> None:
+    """orjson's output keeps its growth buffer (about 3x a pod); a stored revision lives long,
+    so the store keeps an exact-size copy: memory per object is its bytes plus a small index."""
+    store = Store()
+    await store.start()
+    try:
+        rs = store.resource(resource_id("", "configmaps"))
+        objs = [{"metadata": {"name": f"c{i}", "labels": {"app": "x"}},
+                 "data": {f"k{j}": "v" * 40 for j in range(60)}} for i in range(300)]
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        for i, o in enumerate(objs):
+            await store.write(rs, f"ns/c{i}", o, None)
+        grown = tracemalloc.get_traced_memory()[0] - before
+        tracemalloc.stop()
+        size = sum(len(e.raw) for e in rs.items.values()) / len(objs)
+        assert grown / len(objs) < 1.5 * size, (grown / len(objs), size)
+    finally:
+        await store.close()
+
+
+async def test_history_window_is_bounded_by_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_mod, "HISTORY_BYTES", 1024 * 1024)
+    store = Store()
+    await store.start()
+    try:
+        rs = store.resource(resource_id("", "configmaps"))
+        first = await store.write(rs, "ns/c", {"metadata": {"name": "c"}, "data": {"x": ""}},
+                                  None)
+        cur = first
+        for i in range(60):  # 60 revisions of 100 KB: 6 MB, all younger than five minutes
+            cur = await store.write(rs, "ns/c", {"metadata": {"name": "c"},
+                                                 "data": {"x": str(i) * 100_000}}, cur)
+        assert rs.history_bytes <= 1024 * 1024
+        assert rs.oldest_rv > first.rv  # a watch from the first revision now gets 410
+        assert len(rs.history) < 60
+        await store.write(rs, "ns/c", None, cur)  # a deletion keeps its final state too
+        assert 0 < rs.history_bytes <= 1024 * 1024
+    finally:
+        await store.close()

@@ -69,7 +69,10 @@ class SqliteLog:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(f"PRAGMA synchronous={'FULL' if fsync else 'NORMAL'}")
         self._db.execute("PRAGMA temp_store=MEMORY")
-        self._db.execute("PRAGMA cache_size=-65536")
+        # A small page cache: reads are served from memory (store.py), SQLite only appends,
+        # replays at start and deletes compacted rows; a large cache would hold a copy of
+        # every recently written object in RSS.
+        self._db.execute("PRAGMA cache_size=-2048")
         self._db.executescript(_SCHEMA)
 
     # -- start-up ---------------------------------------------------------------

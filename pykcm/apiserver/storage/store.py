@@ -59,9 +59,14 @@ MODIFIED = "MODIFIED"
 DELETED = "DELETED"
 
 # History kept per resource: at least this many events, and every event
-# younger than HISTORY_SECONDS, whichever keeps more (the issue's window).
+# younger than HISTORY_SECONDS, whichever keeps more (the issue's window), but
+# never more than HISTORY_BYTES of superseded revisions: past that the oldest
+# go at once, as etcd's compaction would have them (a watch resuming before
+# the window gets 410 and relists). Without the byte bound a write storm kept
+# every revision of five minutes (RSS 69 MB -> 3.3 GB in three minutes).
 HISTORY_EVENTS = 10_000
 HISTORY_SECONDS = 300.0
+HISTORY_BYTES = 64 * 1024 * 1024
 COMPACT_INTERVAL = 30.0
 
 # etcd's --max-request-bytes default (1.5 MiB): a write of a larger object fails, and past
@@ -70,6 +75,13 @@ COMPACT_INTERVAL = 30.0
 # protobuf (for most objects smaller), custom resources as JSON.
 MAX_REQUEST_BYTES = 1536 * 1024
 MAX_GRPC_MESSAGE_BYTES = 2 * 1024 * 1024
+
+
+def exact_bytes(encoded: bytes) -> bytes:
+    """A right-sized copy of an encoder's output: orjson hands back a bytes object whose
+    allocation keeps its growth buffer (about 3x a 2.7 KB pod), and a stored revision lives
+    long; the copy costs one memcpy."""
+    return bytes(memoryview(encoded))
 
 
 def _too_large(size: int) -> errors.StatusError:
@@ -174,6 +186,8 @@ class ResourceStore:
         self.rid = rid
         self.items: dict[str, Entry] = {}
         self.history: deque[Event] = deque()
+        # bytes only the history holds: superseded revisions and tombstones
+        self.history_bytes = 0
         # History is complete for every revision > oldest_rv.
         self.oldest_rv = 0
         self.watchers: set[Watcher] = set()
@@ -247,12 +261,31 @@ class ResourceStore:
         while len(h) > max_events and now - h[0].time > max_age:
             self._forget(h.popleft())
 
+    def record(self, ev: Event, max_bytes: int | None = None) -> None:
+        """Append a committed event to the history, within the byte bound."""
+        self.history.append(ev)
+        self.history_bytes += _history_cost(ev)
+        limit = HISTORY_BYTES if max_bytes is None else max_bytes
+        h = self.history
+        while self.history_bytes > limit and len(h) > 1:
+            self._forget(h.popleft())
+
     def _forget(self, ev: Event) -> None:
         self.oldest_rv = ev.rv
+        self.history_bytes -= _history_cost(ev)
         if ev.prev is not None:
             self._superseded.append(ev.prev.rv)
         if ev.type == DELETED:
             self._superseded.append(ev.rv)
+
+
+def _history_cost(ev: Event) -> int:
+    """The bytes an event keeps alive beyond the current objects: the revision it
+    superseded, and a deletion's final state."""
+    cost = len(ev.prev.raw) if ev.prev is not None else 0
+    if ev.type == DELETED:
+        cost += len(ev.entry.raw)
+    return cost
 
 
 class Store:
@@ -344,7 +377,7 @@ class Store:
                     ev_type = MODIFIED if prev is not None else ADDED
                 if prev is not None:
                     prev.release()
-                rs.history.append(Event(row.rv, ev_type, key, entry, prev))
+                rs.record(Event(row.rv, ev_type, key, entry, prev))
             if row.deleted:
                 rs.items.pop(key, None)
             else:
@@ -382,13 +415,13 @@ class Store:
             if final is None:
                 final = prev.copy()
             final["metadata"]["resourceVersion"] = str(rv)
-            raw = orjson.dumps(final)
+            raw = exact_bytes(orjson.dumps(final))
             entry = Entry(final, raw, rv)
             ev = Event(rv, DELETED, key, entry, prev)
             self._pending[(rs.rid, key)] = (rv, None)
         else:
             obj["metadata"]["resourceVersion"] = str(rv)
-            raw = orjson.dumps(obj)
+            raw = exact_bytes(orjson.dumps(obj))
             if len(raw) + len(key) > MAX_REQUEST_BYTES:
                 self._next_rv = rv - 1  # nothing was written: the revision is not used
                 raise _too_large(len(raw) + len(rs.rid) + len(key) + 16)
@@ -466,7 +499,7 @@ class Store:
                 if ev.prev is None:
                     rs._sorted = None
                 rs.items[key] = ev.entry
-            rs.history.append(ev)
+            rs.record(ev)
             self.rv = ev.rv
             pk = (rs.rid, key)
             p = pending.get(pk)
