@@ -21,7 +21,9 @@ Reproduced, because clients see their effect on every pod:
   image pull secrets gets the account's; an account annotated
   ``kubernetes.io/enforce-mountable-secrets: "true"`` limits the secrets the
   pod may reference to its own. Updates are not touched (ephemeral
-  containers, the one update upstream checks, are not served).
+  containers, the one update upstream checks, are not served). One order
+  differs: a pod with neither name nor generateName is refused for that (422)
+  before its account is looked up (upstream's name check comes after admission).
 
 - **DefaultTolerationSeconds** (pods, create and update): a pod that does not
   tolerate the ``node.kubernetes.io/not-ready`` / ``unreachable`` NoExecute

@@ -24,11 +24,12 @@ committed objects, as upstream's lookups read its informers' caches. The legacy
 authenticator's last-used label write goes through ``on_legacy_used``
 (the server patches the Secret in the background, as upstream does).
 
-Deliberate deviations: no success cache of authenticated tokens (upstream keeps one
-for 10 s: a deleted account's token stops working here at once); no audit
-annotations or token metrics; ``--service-account-max-token-expiration`` and
-``--service-account-extend-token-expiration`` as upstream, without the
-external-signer options.
+Authenticated tokens are remembered for 10 s by auth.py's cache, as kube-apiserver's
+token cache does (a deleted account's token works that much longer there too).
+
+Deliberate deviations: no audit annotations or token metrics; no external signer
+(``--service-account-signing-endpoint``) and no OIDC discovery documents
+(``/.well-known/openid-configuration``, ``/openid/v1/jwks``).
 """
 
 from __future__ import annotations
