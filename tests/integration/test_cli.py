@@ -35,3 +35,18 @@ def test_missing_token_file_is_one_line() -> None:
     assert p.returncode == 1
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and "tokens.csv" in lines[0], p.stderr
+
+
+def test_bad_service_account_flags_are_one_line(tmp_path: object) -> None:
+    p = run("apiserver", "--port", "0", "--service-account-max-token-expiration", "soon")
+    assert p.returncode == 2 and p.stderr.strip() == (
+        'pykcm: error: time: invalid duration "soon"'), p.stderr
+    p = run("apiserver", "--port", "0", "--service-account-signing-key-file",
+            "/nonexistent/sa.key")
+    assert p.returncode == 1
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "sa.key" in lines[0], p.stderr
+    p = run("apiserver", "--port", "0", "--service-account-max-token-expiration", "10m")
+    assert p.returncode == 1 and p.stderr.strip() == (
+        "pykcm: error: the service-account-max-token-expiration must be between 1 hour and "
+        "2^32 seconds"), p.stderr
