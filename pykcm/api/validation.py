@@ -771,10 +771,10 @@ def validate_finalizers(finalizers: Sequence[str] | None, path: str = "metadata.
         errs.append(invalid(path, go_string_slice(finalizers),
                             "finalizer orphan and foregroundDeletion cannot be both set"))
     if kube_names:
+        # core's ValidateObjectMeta adds only validateKubeFinalizerName per index (the
+        # qualified-name checks ran above, on the list's path)
         for i, f in enumerate(finalizers):
             ipath = f"{path}[{i}]"
-            for msg in is_qualified_name(f):
-                errs.append(invalid(ipath, f, msg))
             if "/" not in f and f not in _STANDARD_FINALIZERS:
                 errs.append(invalid(ipath, f, "name is neither a standard finalizer name nor is "
                                               "it fully qualified"))

@@ -35,7 +35,6 @@ import gzip
 import json
 import math
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -43,7 +42,7 @@ from pykcm.api.validation import go_quote
 from pykcm.apiserver.defaults import parse_quantity
 
 __all__ = ["GoDecodeError", "check_object", "check_struct", "drop_go_empty", "go_encoding_order",
-           "kind_struct"]
+           "kind_struct", "zero_nulls"]
 
 _DATA: Final = Path(__file__).resolve().parent / "_data" / "go_types.json.gz"
 
@@ -463,63 +462,105 @@ def check_object(group: str, version: str, kind: str, obj: Any) -> None:
 
 def drop_go_empty(obj: Any, fq: str) -> None:
     """Remove, in place and at any depth, the `omitempty` fields at their Go zero value
-    (0, false, "", empty list or map), as Go's encoder leaves them out."""
+    (0, false, "", a nil or empty list or map), as Go's encoder leaves them out."""
     table = _table()
     if isinstance(obj, dict) and fq in table.raw_structs:
-        _drop(table, obj, fq)
+        _drop(_plans(table), obj, fq)
 
 
-def _drop(table: _Table, obj: dict[str, Any], fq: str) -> None:
-    st = table.struct(fq)
-    dead = []
+# What a field is, for omitempty: the kind of zero that empties it, and where to recurse.
+_E_NEVER, _E_PTR, _E_COLL, _E_STR, _E_BOOL, _E_NUM = range(6)
+# field name -> (omitempty, empty kind, child struct or "", child is: 0 struct, 1 list, 2 map)
+_Plan = dict[str, tuple[bool, int, str, int]]
+
+
+@functools.cache
+def _plans(table: _Table) -> dict[str, _Plan]:
+    return {}
+
+
+def _plan(table: _Table, plans: dict[str, _Plan], fq: str) -> _Plan:
+    plan = plans.get(fq)
+    if plan is not None:
+        return plan
+    plan = plans[fq] = {}
+    for key, (typ, flags, _via) in table.struct(fq).fields.items():
+        u = table.named.get(typ, typ)
+        if typ.startswith("*"):
+            empty = _E_PTR
+        elif typ in _SPECIAL or u in _SPECIAL or u in table.raw_structs:
+            empty = _E_NEVER
+        elif u.startswith(("[]", "map[")):
+            empty = _E_COLL
+        elif u == "string":
+            empty = _E_STR
+        elif u == "bool":
+            empty = _E_BOOL
+        elif u in _INT_RANGES or u in _FLOATS:
+            empty = _E_NUM
+        else:
+            empty = _E_NEVER
+        base = table.named.get(typ.lstrip("*"), typ.lstrip("*"))
+        child, how = "", 0
+        if base in table.raw_structs:
+            child, how = base, 0
+        elif base.startswith("[]"):
+            elem = base[2:].lstrip("*")
+            elem = table.named.get(elem, elem)
+            if elem in table.raw_structs:
+                child, how = elem, 1
+        elif base.startswith("map["):
+            elem = _split_map(base)[1].lstrip("*")
+            elem = table.named.get(elem, elem)
+            if elem in table.raw_structs:
+                child, how = elem, 2
+        plan[key] = (bool(flags & F_OMITEMPTY), empty, child, how)
+    return plan
+
+
+def _drop(plans: dict[str, _Plan], obj: dict[str, Any], fq: str) -> None:
+    plan = plans.get(fq) or _plan(_table(), plans, fq)
+    dead = None
     for key, x in obj.items():
-        f = st.fields.get(key)
+        f = plan.get(key)
         if f is None:
             continue
-        typ, flags, _via = f
-        pointer = typ.startswith("*")
-        if flags & F_OMITEMPTY and not pointer and _is_empty(table, x, typ):
-            dead.append(key)
-            continue
-        for sub, sub_t in _children(table, x, typ.lstrip("*")):
-            _drop(table, sub, sub_t)
-    for key in dead:
-        del obj[key]
-
-
-def _is_empty(table: _Table, x: Any, t: str) -> bool:
-    """Go's isEmptyValue for the JSON value of a non-pointer field of type `t`."""
-    u = table.named.get(t, t)
-    if x is None:
-        return True
-    if u.startswith(("[]", "map[")):
-        return isinstance(x, (list, dict, str)) and len(x) == 0
-    if u == "string":
-        return bool(x == "")
-    if u == "bool":
-        return x is False
-    if u in _INT_RANGES or u in _FLOATS:
-        return not isinstance(x, bool) and isinstance(x, (int, float)) and x == 0
-    return False  # structs are never empty to omitempty
-
-
-def _children(table: _Table, x: Any, t: str) -> Iterator[tuple[dict[str, Any], str]]:
-    u = table.named.get(t, t)
-    if u.startswith("[]") and isinstance(x, list):
-        elem = u[2:].lstrip("*")
-        if elem in table.raw_structs:
-            for e in x:
-                if isinstance(e, dict):
-                    yield e, elem
-    elif u.startswith("map[") and isinstance(x, dict):
-        _, elem = _split_map(u)
-        elem = elem.lstrip("*")
-        if elem in table.raw_structs:
-            for e in x.values():
-                if isinstance(e, dict):
-                    yield e, elem
-    elif u in table.raw_structs and isinstance(x, dict):
-        yield x, u
+        omit, empty, child, how = f
+        if omit and empty:
+            if x is None:
+                gone = True
+            elif empty == _E_COLL:
+                gone = x.__class__ in (list, dict, str) and not x
+            elif empty == _E_STR:
+                gone = x == ""
+            elif empty == _E_BOOL:
+                gone = x is False
+            elif empty == _E_NUM:
+                gone = x == 0 and x.__class__ is not bool
+            else:
+                gone = False
+            if gone:
+                if dead is None:
+                    dead = [key]
+                else:
+                    dead.append(key)
+                continue
+        if child:
+            if how == 0:
+                if x.__class__ is dict:
+                    _drop(plans, x, child)
+            elif how == 1:
+                if x.__class__ is list:
+                    for e in x:
+                        if e.__class__ is dict:
+                            _drop(plans, e, child)
+            elif x.__class__ is dict:
+                for e in x.values():
+                    if e.__class__ is dict:
+                        _drop(plans, e, child)
+    if dead:
+        for key in dead:
+            del obj[key]
 
 
 def go_encoding_order(obj: Any, fq: str, touched: set[tuple[str, ...]]) -> Any:
@@ -552,3 +593,54 @@ def _order(table: _Table, v: Any, t: str, path: tuple[str, ...],
         return {k: _order(table, v[k], st.fields[k][0] if k in st.fields else "", (*path, k),
                           touched) for k in sorted(v)}
     return {k: _order(table, v[k], elem, (*path, k), touched) for k in sorted(v)}
+
+
+def zero_nulls(obj: Any, fq: str) -> None:
+    """Replace, in place, a null list element or map value by the Go zero value of its type
+    (`finalizers: [null]` decodes to `[""]`, `ownerReferences: [null]` to `[{}]`): Go's
+    decoder leaves a zero value there, never a null. Call after check_struct."""
+    table = _table()
+    if isinstance(obj, dict) and fq in table.raw_structs:
+        _zero(table, obj, fq)
+
+
+def _zero_value(table: _Table, t: str) -> Any:
+    if t.startswith(("*", "[]", "map[")) or t in ("interface{}",) or t in _SPECIAL:
+        return None  # a nil pointer, slice or map (and the hand-decoded types) stays null
+    u = table.named.get(t, t)
+    if u.startswith(("[]", "map[")) or u in _SPECIAL:
+        return None
+    if u == "string":
+        return ""
+    if u == "bool":
+        return False
+    if u in _INT_RANGES or u in _FLOATS:
+        return 0
+    if u in table.raw_structs:
+        return {}
+    return None
+
+
+def _zero(table: _Table, v: Any, t: str) -> None:
+    t = t.lstrip("*")
+    u = table.named.get(t, t)
+    if isinstance(v, dict) and u in table.raw_structs:
+        st = table.struct(u)
+        for key, x in v.items():
+            f = st.fields.get(key)
+            if f is not None and x is not None:
+                _zero(table, x, f[0])
+    elif isinstance(v, list) and u.startswith("[]"):
+        elem = u[2:]
+        for i, x in enumerate(v):
+            if x is None:
+                v[i] = _zero_value(table, elem)
+            else:
+                _zero(table, x, elem)
+    elif isinstance(v, dict) and u.startswith("map["):
+        _, elem = _split_map(u)
+        for key, x in v.items():
+            if x is None:
+                v[key] = _zero_value(table, elem)
+            else:
+                _zero(table, x, elem)

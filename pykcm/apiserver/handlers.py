@@ -46,7 +46,7 @@ from pykcm.apiserver.auth import AuthResponse, TokenAuthenticator
 from pykcm.apiserver.custom_resources import json_path, set_json_path
 from pykcm.apiserver.discovery import Discovery
 from pykcm.apiserver.errors import StatusError
-from pykcm.apiserver.go_types import GoDecodeError, check_struct, kind_struct
+from pykcm.apiserver.go_types import GoDecodeError, check_struct, kind_struct, zero_nulls
 from pykcm.apiserver.openapi import (
     OpenAPI,
     field_warning_headers,
@@ -71,7 +71,7 @@ from pykcm.apiserver.rest_storage import (
     patch_type,
     type_meta_error,
 )
-from pykcm.apiserver.storage import ADDED, Watcher, bookmark_line, object_key
+from pykcm.apiserver.storage import ADDED, Entry, Watcher, bookmark_line, object_key
 from pykcm.apiserver.yaml_body import DecodedTooLarge, YAMLBodyError, decode_yaml
 
 log = logging.getLogger(__name__)
@@ -667,7 +667,7 @@ class APIHandlers:
             ref = schema_ref_for(view.group, view.version, view.kind)
             patch_type(ctype, ref)  # 415 before the object is read
             fv = self._field_validation(request, view, verb, "")
-            current = rest.get(core, ns, name)
+            current = self._latest(core, ns, name)
             # to_view builds a fresh dict: the patch result is ours to change.
             patched = apply_patch(ctype, raw, event_view.to_view(current.obj), ref)
             check_patched_types(view, ctype, raw, patched)
@@ -788,30 +788,48 @@ class APIHandlers:
             return
         await self.rest.store.write(rs, key, pod, current)
 
+    def _latest(self, res: ResourceInfo, ns: str, name: str) -> Entry:
+        """The newest version of an object, a write in flight included: what a write that
+        names no resourceVersion builds on (kube-apiserver's GuaranteedUpdate reads the
+        object again when it meets a newer one, and never answers such a write with 409)."""
+        entry = self.rest.rs(res).current(object_key(ns if res.namespaced else "", name))
+        if entry is None:
+            raise errors.not_found(res.plural, res.group, name)
+        return entry
+
     async def _update_scale(self, res: ResourceInfo, ns: str, name: str, scale: dict[str, Any],
                             dry: bool) -> Any:
-        entry = self.rest.get(res, ns, name)
         rv = (scale.get("metadata") or {}).get("resourceVersion")
-        if rv and rv != str(entry.rv):
-            raise errors.conflict(res.plural, res.group, name, errors.OPTIMISTIC_LOCK_MSG)
         replicas = (scale.get("spec") or {}).get("replicas", 0)
-        if not isinstance(replicas, int) or replicas < 0:
-            raise errors.invalid("Scale", "autoscaling", name, [{
-                "reason": "FieldValueInvalid",
-                "message": f"Invalid value: {replicas}: must be greater than or equal to 0",
-                "field": "spec.replicas"}])
-        obj = entry.copy()
-        crv = self.rest.custom.get(res)
-        if crv is not None:
-            set_json_path(obj, crv.scale_paths()[0], replicas)
-        else:
-            obj.setdefault("spec", {})["replicas"] = replicas
-        _, new = await self.rest.update(res, ns, name, obj, "", dry)
-        return new
+        for attempt in range(5):
+            entry = self._latest(res, ns, name)
+            if rv and rv != str(entry.rv):
+                raise errors.conflict(res.plural, res.group, name, errors.OPTIMISTIC_LOCK_MSG)
+            if not isinstance(replicas, int) or replicas < 0:
+                raise errors.invalid("Scale", "autoscaling", name, [{
+                    "reason": "FieldValueInvalid",
+                    "message": f"Invalid value: {replicas}: must be greater than or equal to 0",
+                    "field": "spec.replicas"}])
+            obj = entry.copy()
+            crv = self.rest.custom.get(res)
+            if crv is not None:
+                set_json_path(obj, crv.scale_paths()[0], replicas)
+            else:
+                obj.setdefault("spec", {})["replicas"] = replicas
+            try:
+                _, new = await self.rest.update(res, ns, name, obj, "", dry)
+            except StatusError as exc:
+                # the scale subresource retries on conflict when the client set no
+                # precondition (scaleUpdatedObjectInfo, GuaranteedUpdate)
+                if exc.code != 409 or exc.reason != "Conflict" or rv or attempt == 4:
+                    raise
+                continue
+            return new
+        raise AssertionError("unreachable")
 
     async def _patch_scale(self, res: ResourceInfo, ns: str, name: str, ctype: str, raw: bytes,
                            dry: bool, fv: _FieldValidation) -> Any:
-        entry = self.rest.get(res, ns, name)
+        entry = self._latest(res, ns, name)
         scale = self._to_scale(res, entry.obj)
         patched = apply_patch(ctype, raw, scale, schema_ref_for("autoscaling", "v1", "Scale"))
         check_patched_types(res, ctype, raw, patched, "autoscaling/v1.Scale")
@@ -1143,6 +1161,7 @@ def check_go_types(doc: Any, res: ResourceInfo | None, kind: str = "") -> None:
             raise errors.bad_request(str(exc)) from None
         raise errors.bad_request(
             f'{shown} in version "{version}" cannot be handled as a {shown}: {exc}') from None
+    zero_nulls(doc, fq)  # a null list element or map value decodes to Go's zero value
 
 
 def _expect_object(body: Any) -> dict[str, Any]:

@@ -58,8 +58,10 @@ from pykcm.apiserver.errors import StatusError
 from pykcm.apiserver.go_types import (
     GoDecodeError,
     check_struct,
+    drop_go_empty,
     go_encoding_order,
     kind_struct,
+    zero_nulls,
 )
 from pykcm.apiserver.service_allocator import ServiceAllocator
 from pykcm.apiserver.storage import Entry, ResourceStore, Store, object_key, resource_id
@@ -361,6 +363,8 @@ class RESTStorage:
                   else strategy.validate_create(info, obj, crv))
         if causes:
             raise errors.invalid(info.kind, info.group, meta.get("name", ""), causes)
+        if crv is None:
+            _encode_as_go(info, obj)
         is_crd = info.group == CRD_GROUP and info.kind == "CustomResourceDefinition"
         if is_crd:
             # What the create stores: no names accepted, no conditions yet (the
@@ -665,6 +669,8 @@ class RESTStorage:
                   else strategy.validate_update(info, new, old, subresource, crv))
         if causes:
             raise errors.invalid(info.kind, info.group, name, causes)
+        if crv is None:
+            _encode_as_go(info, new)
         is_crd = info.group == CRD_GROUP and info.kind == "CustomResourceDefinition"
         new_meta["resourceVersion"] = str(current.rv)
         if strategy.strip_for_compare(new) == strategy.strip_for_compare(old):
@@ -1147,6 +1153,16 @@ def check_patched_types(info: ResourceInfo, content_type: str, body: bytes,
         raise StatusError(422, "Invalid", f' "" is invalid: patch: {message}', details={
             "causes": [{"reason": "FieldValueInvalid", "message": message,
                         "field": "patch"}]}) from None
+    zero_nulls(patched, fq)
+
+
+def _encode_as_go(info: ResourceInfo, obj: dict[str, Any]) -> None:
+    """What kube-apiserver stores is its Go struct encoded: an `omitempty` field at its zero
+    value is not there (a status merge patch of `readyReplicas: 0` leaves no readyReplicas,
+    `hostNetwork: false` is not kept), a pointer's zero is (`collisionCount: 0`)."""
+    fq = kind_struct(info.group, info.version, info.kind)
+    if fq is not None:
+        drop_go_empty(obj, fq)
 
 
 def _merge_paths(patch: Any, path: tuple[str, ...]) -> set[tuple[str, ...]]:

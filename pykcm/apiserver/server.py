@@ -31,7 +31,7 @@ import shutil
 import ssl
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from http import HTTPStatus
 from typing import Any, Self
 
@@ -254,7 +254,8 @@ class APIServer:
         gc.freeze()
         self.handlers = APIHandlers(self.rest, self.registry, self.discovery, self.openapi,
                                     auth=self.auth, service_accounts=self.service_accounts)
-        app = web.Application(client_max_size=MAX_BODY + 64 * 1024)
+        app = web.Application(client_max_size=MAX_BODY + 64 * 1024,
+                              middlewares=[self._unrouted])
         # [\s\S]: a path with an encoded newline (%0a) is still ours to answer
         app.router.add_route("*", r"/{tail:[\s\S]*}", self._entry)
         # auto_decompress=False: kube-apiserver reads a request body as sent whatever its
@@ -391,6 +392,17 @@ class APIServer:
             self.fatal.set_result(exc)
 
     # -- request entry -----------------------------------------------------------------
+
+    @web.middleware
+    async def _unrouted(self, request: web.Request,
+                        handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                        ) -> web.StreamResponse:
+        """A request aiohttp's router matches to nothing (CONNECT's authority-form target)
+        is ours to answer too: a Status, never aiohttp's plain-text 404."""
+        try:
+            return await handler(request)
+        except web.HTTPNotFound:
+            return await self._entry(request)
 
     async def _entry(self, request: web.Request) -> web.StreamResponse:
         try:

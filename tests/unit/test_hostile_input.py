@@ -15,7 +15,7 @@ from pykcm.api.patch._errors import InvalidPatchError
 from pykcm.api.patch.json_patch import ACCUMULATED_COPY_SIZE_LIMIT
 from pykcm.apiserver import go_regexp
 from pykcm.apiserver.errors import StatusError
-from pykcm.apiserver.go_types import GoDecodeError, check_object
+from pykcm.apiserver.go_types import GoDecodeError, check_object, drop_go_empty
 from pykcm.apiserver.storage import Store, resource_id
 from pykcm.apiserver.storage import store as store_mod
 from pykcm.apiserver.storage.store import MAX_REQUEST_BYTES
@@ -194,3 +194,24 @@ async def test_history_window_is_bounded_by_bytes(monkeypatch: pytest.MonkeyPatc
         assert 0 < rs.history_bytes <= 1024 * 1024
     finally:
         await store.close()
+
+
+def test_stored_objects_are_encoded_as_go_encodes_them() -> None:
+    """omitempty fields at their zero value disappear; pointers, structs (a zero metav1.Time
+    is null) and fields without omitempty stay."""
+    status: dict[str, Any] = {"status": {"readyReplicas": 0, "replicas": 0, "conditions": [],
+                                         "observedGeneration": 1, "collisionCount": 0}}
+    drop_go_empty(status, "apps/v1.Deployment")
+    assert status == {"status": {"observedGeneration": 1, "collisionCount": 0}}
+    pod: dict[str, Any] = {
+        "metadata": {"name": "p", "generateName": ""},
+        "spec": {"hostNetwork": False, "nodeName": "", "containers": [
+            {"name": "c", "ports": [{"containerPort": 80, "hostPort": 0}], "tty": False,
+             "resources": {}}]},
+        "status": {"conditions": [{"type": "Ready", "status": "True", "lastProbeTime": None}]}}
+    drop_go_empty(pod, "core/v1.Pod")
+    assert pod == {"metadata": {"name": "p"},
+                   "spec": {"containers": [{"name": "c", "ports": [{"containerPort": 80}],
+                                            "resources": {}}]},
+                   "status": {"conditions": [{"type": "Ready", "status": "True",
+                                              "lastProbeTime": None}]}}

@@ -619,8 +619,15 @@ def _norm(v: Any, m: Masks, key: str = "") -> Any:
 _CLUSTER_IP_IN_TEXT = re.compile(r"\b10\.(?:9[6-9]|10[0-9]|11[01])\.\d{1,3}\.\d{1,3}\b")
 
 
+# An object quoted inside a message (a patched object that does not decode): its times and
+# resourceVersion are the server's own.
+_RV_IN_QUOTED_JSON = re.compile(r'(resourceVersion\\*":\\*")\d+')
+
+
 def _norm_message(s: str) -> str:
     s = _CLUSTER_IP_IN_TEXT.sub("<clusterIP>", s)
+    if "resourceVersion" in s:
+        s = _TIME.sub("<time>", _RV_IN_QUOTED_JSON.sub(r"\1<rv>", s))
     return _RV_IN_MESSAGE.sub(
         lambda mm: mm.group(1) + mm.group(2) + "<rv>" + (" (<rv>)" if mm.group(3) else ""), s)
 
