@@ -984,9 +984,10 @@ class APIHandlers:
 
 def _next_bookmark(now: float, deadline: float) -> float | None:
     """cacheWatcher.nextBookmarkTime: in a minute, or 2 s before the deadline if sooner;
-    None once that time has passed."""
+    None once that time has come (a watch of 2 s or less gets none: the deadline was set
+    when the request came in, a moment before upstream's watcher asks)."""
     at = min(now + BOOKMARK_INTERVAL, deadline - 2.0)
-    return None if at < now else at
+    return None if at <= now else at
 
 
 class _FieldValidation:

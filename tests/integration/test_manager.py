@@ -34,7 +34,7 @@ import requests
 from cryptography import x509
 from prometheus_client.parser import text_string_to_metric_families
 
-from pykcm.client import Client, is_not_found, load_kube_config
+from pykcm.client import Client, Conflict, is_not_found, load_kube_config
 from pykcm.controller import Controller
 from pykcm.manager import (
     ControllerContext,
@@ -317,12 +317,20 @@ async def test_lost_lease_exits_non_zero(apiserver: Backend, client: Client,
     run = asyncio.create_task(manager.run())
     try:
         await asyncio.wait_for(manager.leading.wait(), 30)
-        # another holder takes the lease over for a long time: renewals fail
-        lease = await client.get("leases.coordination.k8s.io",
-                                 opts.leader_elect_resource_name, ns)
-        lease["spec"]["holderIdentity"] = "usurper"
-        lease["spec"]["leaseDurationSeconds"] = 3600
-        await client.update("leases.coordination.k8s.io", lease, ns)
+        # another holder takes the lease over for a long time: renewals fail (a renewal
+        # may land between our read and write: read again, as any writer would)
+        for _ in range(20):
+            lease = await client.get("leases.coordination.k8s.io",
+                                     opts.leader_elect_resource_name, ns)
+            lease["spec"]["holderIdentity"] = "usurper"
+            lease["spec"]["leaseDurationSeconds"] = 3600
+            try:
+                await client.update("leases.coordination.k8s.io", lease, ns)
+                break
+            except Conflict:
+                continue
+        else:
+            pytest.fail("the lease could not be taken over in 20 tries")
         code = await asyncio.wait_for(run, 30)
     finally:
         if not run.done():
