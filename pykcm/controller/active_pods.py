@@ -65,8 +65,8 @@ from pykcm.cache.store import Indexer
 
 __all__ = [
     "POD_CONTROLLER_INDEX",
-    "POD_NODE_NAME_INDEX",
     "POD_DELETION_COST_ANNOTATION",
+    "POD_NODE_NAME_INDEX",
     "ActivePodsWithRanks",
     "active_pods_sort_key",
     "add_pod_controller_indexer",
