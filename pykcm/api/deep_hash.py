@@ -45,6 +45,8 @@ from functools import cache
 from importlib import resources
 from typing import Any, Final
 
+from pykcm.api.go_spew import GoLayout
+
 __all__ = ["compute_hash", "deep_hash_text", "fnv32a", "parse_quantity", "safe_encode_string"]
 
 SAFE_ALPHANUMS: Final = "bcdfghjklmnpqrstvwxz2456789"
@@ -87,40 +89,6 @@ _VIRTUAL_NAMED: Final[dict[str, str]] = {
     "resource.Format": "string", "resource.Scale": "int32", "inf.Scale": "int32",
     "big.nat": "[]big.Word", "big.Word": "uint", "intstr.Type": "int64",
 }
-_INTS: Final = frozenset({"int", "int8", "int16", "int32", "int64",
-                          "uint", "uint8", "uint16", "uint32", "uint64"})
-_REFLECT_NAME = re.compile(r"(?:core|meta)/v1\.")
-
-
-@cache
-def _schema() -> tuple[dict[str, list[tuple[str, str | None, str]]], dict[str, str], str]:
-    data = json.loads(resources.files("pykcm.api").joinpath("_data/deep_hash_types.json")
-                      .read_text(encoding="utf-8"))
-    structs: dict[str, list[tuple[str, str | None, str]]] = {
-        k: [(f[0], f[1], f[2]) for f in v] for k, v in data["structs"].items()}
-    for k, fields in _VIRTUAL_STRUCTS.items():
-        structs[k] = [(name, name, t) for name, t in fields]
-    named = dict(data["named"])
-    named.update(_VIRTUAL_NAMED)
-    return structs, named, str(data["root"])
-
-
-@cache
-def _reflect_string(t: str) -> str:
-    """Go's ``reflect.Type.String()`` of a qualified type expression (``v1.Probe``)."""
-    return _REFLECT_NAME.sub("v1.", t)
-
-
-def _split_map(t: str) -> tuple[str, str]:
-    depth = 0
-    for j in range(3, len(t)):
-        if t[j] == "[":
-            depth += 1
-        elif t[j] == "]":
-            depth -= 1
-            if depth == 0:
-                return t[4:j], t[j + 1:]
-    raise ValueError(f"bad map type {t!r}")
 
 
 # -- resource.Quantity as ParseQuantity leaves it ------------------------------------------
@@ -250,146 +218,52 @@ def _nat_words(n: int) -> list[int]:
     return words
 
 
-def _go_value(t: str, v: Any) -> Any:
-    """The JSON value ``v`` of a special type as the Go fields spew prints."""
-    if t == "resource.Quantity":
-        return parse_quantity(str(v) if v is not None else "0")
-    if t == "intstr.IntOrString":
-        if isinstance(v, str):
-            return {"Type": 1, "IntVal": 0, "StrVal": v}
-        return {"Type": 0, "IntVal": int(v or 0), "StrVal": ""}
-    if t == "meta/v1.Time":
-        # Only the zero time occurs in templates (see the module docstring).
-        return {"Time": {"wall": 0, "ext": 0, "loc": None if not v else {"name": str(v)}}}
-    if t == "meta/v1.FieldsV1":
-        raw = json.dumps(v, separators=(",", ":"), sort_keys=True).encode()
-        return {"Raw": base64.b64encode(raw).decode()}
-    return v
+def _quantity(v: Any) -> Any:
+    return parse_quantity(str(v) if v is not None else "0")
 
 
-# -- spew's %#v ------------------------------------------------------------------------------
-
-class _Printer:
-    """go-spew's formatState for ``%#v`` with SortKeys and DisableMethods."""
-
-    __slots__ = ("ignore_next_type", "named", "out", "structs")
-
-    def __init__(self) -> None:
-        self.structs, self.named, _ = _schema()
-        self.out: list[str] = []
-        self.ignore_next_type = False
-
-    def format(self, t: str, v: Any) -> None:
-        if t.startswith("*"):
-            self._format_ptr(t, v)
-            return
-        if not self.ignore_next_type:
-            self.out.append(f"({_reflect_string(t)})")
-        self.ignore_next_type = False
-        self._format_value(t, v)
-
-    def _format_ptr(self, t: str, v: Any) -> None:
-        elem = t[1:]
-        if v is None:
-            if self.ignore_next_type:
-                self.out.append("<nil>")
-                return  # spew leaves ignoreNextType set here
-            self.out.append(f"({_reflect_string(t)})<nil>")
-            return
-        if self.ignore_next_type:
-            self.out.append("<*>")
-        else:
-            self.out.append(f"({_reflect_string(t)})")
-        self.ignore_next_type = True
-        self.format(elem, v)
-
-    def _format_value(self, t: str, v: Any) -> None:
-        while t in self.named:
-            t = self.named[t]
-        if t in ("resource.Quantity", "intstr.IntOrString", "meta/v1.Time", "meta/v1.FieldsV1"):
-            v = _go_value(t, v)
-        if t == "string":
-            self.out.append("" if v is None else str(v))
-        elif t in _INTS:
-            self.out.append(str(int(v or 0)))
-        elif t == "bool":
-            self.out.append("true" if v else "false")
-        elif t in ("float32", "float64"):
-            self.out.append(_go_float(float(v or 0.0)))
-        elif t.startswith("[]"):
-            self._format_slice(t[2:], v)
-        elif t.startswith("map["):
-            self._format_map(t, v)
-        elif t in self.structs:
-            self._format_struct(t, v)
-        else:
-            raise ValueError(f"deep hash: no layout for Go type {t!r}")
-
-    def _format_slice(self, elem: str, v: Any) -> None:
-        if elem == "uint8" and isinstance(v, str):
-            v = list(base64.b64decode(v))
-        if not v:
-            # protobuf makes an empty list nil
-            self.out.append("<nil>")
-            return
-        self.out.append("[")
-        for i, item in enumerate(v):
-            if i:
-                self.out.append(" ")
-            self.ignore_next_type = True
-            self.format(elem, item)
-        self.out.append("]")
-
-    def _format_map(self, t: str, v: Any) -> None:
-        key_t, val_t = _split_map(t)
-        if not v:
-            self.out.append("<nil>")
-            return
-        self.out.append("map[")
-        for i, k in enumerate(sorted(v)):
-            if i:
-                self.out.append(" ")
-            self.ignore_next_type = True
-            self.format(key_t, k)
-            self.out.append(":")
-            self.ignore_next_type = True
-            self.format(val_t, v[k])
-        self.out.append("]")
-
-    def _format_struct(self, t: str, v: Any) -> None:
-        obj: Mapping[str, Any] = v if isinstance(v, Mapping) else {}
-        self.out.append("{")
-        for i, (go_name, json_name, ft) in enumerate(self.structs[t]):
-            if i:
-                self.out.append(" ")
-            self.out.append(go_name)
-            self.out.append(":")
-            if json_name is None:
-                fv = None
-            elif json_name == "":
-                fv = obj  # embedded, fields inlined in the same JSON object
-            else:
-                fv = obj.get(json_name)
-            self.format(ft, fv)
-        self.out.append("}")
+def _int_or_string(v: Any) -> Any:
+    if isinstance(v, str):
+        return {"Type": 1, "IntVal": 0, "StrVal": v}
+    return {"Type": 0, "IntVal": int(v or 0), "StrVal": ""}
 
 
-def _go_float(f: float) -> str:
-    # strconv.FormatFloat(f, 'g', -1, 64)
-    r = repr(f)
-    if "e" in r:
-        mant, _, exp = r.partition("e")
-        sign = "-" if exp.startswith("-") else "+"
-        return f"{mant}e{sign}{exp.lstrip('+-').zfill(2)}"
-    return r.removesuffix(".0")
+def _time(v: Any) -> Any:
+    # Only the zero time occurs in templates (see the module docstring).
+    return {"Time": {"wall": 0, "ext": 0, "loc": None if not v else {"name": str(v)}}}
+
+
+def _fields_v1(v: Any) -> Any:
+    raw = json.dumps(v, separators=(",", ":"), sort_keys=True).encode()
+    return {"Raw": base64.b64encode(raw).decode()}
+
+
+# The JSON value of a type with hand-written Go code, as the Go fields spew prints.
+_CONVERTERS: Final = {"resource.Quantity": _quantity, "intstr.IntOrString": _int_or_string,
+                      "meta/v1.Time": _time, "meta/v1.FieldsV1": _fields_v1}
+
+
+@cache
+def _layout() -> tuple[GoLayout, str]:
+    """PodTemplateSpec's Go types, as kube-controller-manager decoded them from protobuf
+    (empty lists and maps are nil), and the root type's name."""
+    data = json.loads(resources.files("pykcm.api").joinpath("_data/deep_hash_types.json")
+                      .read_text(encoding="utf-8"))
+    structs: dict[str, list[tuple[str, str | None, str]]] = {
+        k: [(f[0], f[1], f[2]) for f in v] for k, v in data["structs"].items()}
+    for k, fields in _VIRTUAL_STRUCTS.items():
+        structs[k] = [(name, name, t) for name, t in fields]
+    named = dict(data["named"])
+    named.update(_VIRTUAL_NAMED)
+    layout = GoLayout(structs, named=named, converters=_CONVERTERS,
+                      packages={"core/v1": "v1", "meta/v1": "v1"}, empty_is_nil=True)
+    return layout, str(data["root"])
 
 
 def deep_hash_text(template: Mapping[str, Any]) -> str:
     """The text go-spew prints for the ``v1.PodTemplateSpec`` of ``template`` (``%#v``)."""
-    p = _Printer()
-    _, _, root = _schema()
-    p.format(root, template)
-    return "".join(p.out)
+    layout, root = _layout()
+    return layout.dump(root, template)
 
 
 def compute_hash(template: Mapping[str, Any], collision_count: int | None) -> str:

@@ -16,7 +16,8 @@ EndpointSlice, by the FNV-128a hash of a ``spew`` dump (``%#v``, methods
 off) of the Go structs: an order users see in ``kubectl get -o yaml`` and
 that the controllers compare against. :func:`spew_dump` writes that dump
 for the few types involved (their Go field order and type names are tables
-here), so pykcm's objects come out in the same order as kube-controller-manager's.
+here; the printer is :mod:`pykcm.api.go_spew`, shared with the pod-template
+hash), so pykcm's objects come out in the same order as kube-controller-manager's.
 
 Data flow (Endpoints)::
 
@@ -33,6 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from pykcm.api.go_spew import GoLayout
 from pykcm.api.resources import BUILTIN_RESOURCES, ResourceInfo
 
 __all__ = [
@@ -205,7 +207,7 @@ def fnv128a(data: bytes) -> bytes:
 # Go struct layouts: (field name, JSON key, Go type) in declaration order. A Go type is
 # "string"/"int32", a named scalar ("v1.Protocol", "types.UID"), "*T" for pointers, "[]T"
 # for slices, or a struct name in _STRUCTS.
-_STRUCTS: Final[dict[str, tuple[tuple[str, str, str], ...]]] = {
+_STRUCTS: Final[dict[str, tuple[tuple[str, str | None, str], ...]]] = {
     "v1.EndpointSubset": (("Addresses", "addresses", "[]v1.EndpointAddress"),
                           ("NotReadyAddresses", "notReadyAddresses", "[]v1.EndpointAddress"),
                           ("Ports", "ports", "[]v1.EndpointPort")),
@@ -226,58 +228,9 @@ _STRUCTS: Final[dict[str, tuple[tuple[str, str, str], ...]]] = {
                                ("Port", "port", "*int32"),
                                ("AppProtocol", "appProtocol", "*string")),
 }
-_GO_NAME: Final = {"discovery.EndpointPort": "v1.EndpointPort"}
-
-
-def _scalar(go_type: str, value: Any) -> str:
-    if value is None:
-        return "0" if go_type == "int32" else ""
-    return str(int(value)) if go_type == "int32" else str(value)
-
-
-def _dump(go_type: str, value: Any, out: list[str], ignore_type: bool) -> None:
-    """spew's formatter with the ``#`` flag (types shown), DisableMethods."""
-    if go_type.startswith("*"):
-        if value is None:
-            out.append("<nil>" if ignore_type else f"({go_type})<nil>")
-            return
-        if not ignore_type:
-            out.append(f"(*{_type_string(go_type[1:])})")
-        _dump(go_type[1:], value, out, True)
-        return
-    if not ignore_type:
-        out.append(f"({_type_string(go_type)})")
-    if go_type.startswith("[]"):
-        if value is None:
-            out.append("<nil>")
-            return
-        out.append("[")
-        for i, item in enumerate(value):
-            if i:
-                out.append(" ")
-            _dump(go_type[2:], item, out, True)
-        out.append("]")
-        return
-    fields = _STRUCTS.get(go_type)
-    if fields is None:
-        out.append(_scalar(go_type, value))
-        return
-    out.append("{")
-    for i, (name, key, ftype) in enumerate(fields):
-        if i:
-            out.append(" ")
-        out.append(name + ":")
-        v = value.get(key) if isinstance(value, Mapping) else None
-        if ftype.startswith("[]") and v is not None and not isinstance(v, list | tuple):
-            v = None
-        _dump(ftype, v, out, False)
-    out.append("}")
-
-
-def _type_string(go_type: str) -> str:
-    if go_type.startswith("[]"):
-        return "[]" + _type_string(go_type[2:])
-    return _GO_NAME.get(go_type, go_type)
+# Values the endpoint controllers build: a missing list is nil, an empty one is not.
+_LAYOUT: Final = GoLayout(_STRUCTS, named={"v1.Protocol": "string", "types.UID": "string"},
+                          packages={"discovery": "v1"}, empty_is_nil=False)
 
 
 def spew_dump(go_type: str, value: Any) -> str:
@@ -286,9 +239,7 @@ def spew_dump(go_type: str, value: Any) -> str:
 
     JSON has no nil/empty distinction for lists; pass None for a nil slice (the
     callers here build their values and know which is which)."""
-    out: list[str] = []
-    _dump(go_type, value, out, False)
-    return "".join(out)
+    return _LAYOUT.dump(go_type, value)
 
 
 def go_less_hash_key(go_type: str, value: Any) -> bytes:
