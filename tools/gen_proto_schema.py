@@ -21,6 +21,7 @@ The expected layout (``--types-dir``, default ``/tmp/k8s-types``)::
     api/policy/v1/types.go                   k8s.io/api policy/v1
     api/discovery/v1/types.go                k8s.io/api discovery/v1
     api/authentication/v1/types.go           k8s.io/api authentication/v1
+    api/authorization/v1/types.go            k8s.io/api authorization/v1
     apimachinery/pkg/apis/meta/v1/types.go   k8s.io/apimachinery meta/v1
 
 Full upstream files work as well (comments, constants and functions are
@@ -112,11 +113,18 @@ PACKAGES: list[tuple[str, str, str, dict[str, str]]] = [
         "authentication.k8s.io/v1",
         {"metav1": "meta/v1"},
     ),
+    (
+        "authorization/v1",
+        "api/authorization/v1/types.go",
+        "authorization.k8s.io/v1",
+        {"metav1": "meta/v1"},
+    ),
 ]
 
 # Fields left out of the table (decoding skips them): map[string]ExtraValue (a map of
 # string lists, which the table cannot describe) only appears in review answers.
-SKIPPED_FIELDS = {"authentication/v1.UserInfo.Extra"}
+SKIPPED_FIELDS = {"authentication/v1.UserInfo.Extra",
+                  "authorization/v1.SubjectAccessReviewSpec.Extra"}
 
 # Extra apiVersions whose kinds share a struct with one generated above.
 VERSION_ALIASES: dict[str, list[str]] = {"policy/v1beta1/Eviction": ["policy/v1/Eviction"]}

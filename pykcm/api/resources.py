@@ -49,7 +49,7 @@ class ResourceInfo:
     # Default propagationPolicy for DELETE when the client gives none.
     default_propagation: str = "Background"
     # Kept in storage (listable, watchable, with a storageVersionHash); False for the
-    # create-only review resources (tokenreviews, selfsubjectreviews), which only answer.
+    # create-only review resources (tokenreviews, subjectaccessreviews, ...), which only answer.
     stored: bool = True
 
     @property
@@ -153,6 +153,15 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
        verbs=("create",), stored=False),
     _r("authentication.k8s.io", "TokenReview", "tokenreviews", namespaced=False,
        verbs=("create",), stored=False),
+    # authorization.k8s.io/v1: reviews answered at once (AlwaysAllow), never stored
+    _r("authorization.k8s.io", "LocalSubjectAccessReview", "localsubjectaccessreviews",
+       verbs=("create",), stored=False),
+    _r("authorization.k8s.io", "SelfSubjectAccessReview", "selfsubjectaccessreviews",
+       namespaced=False, verbs=("create",), stored=False),
+    _r("authorization.k8s.io", "SelfSubjectRulesReview", "selfsubjectrulesreviews",
+       namespaced=False, verbs=("create",), stored=False),
+    _r("authorization.k8s.io", "SubjectAccessReview", "subjectaccessreviews",
+       namespaced=False, verbs=("create",), stored=False),
     # apiextensions.k8s.io/v1
     _r("apiextensions.k8s.io", "CustomResourceDefinition", "customresourcedefinitions",
        namespaced=False, short=("crd", "crds"), categories=("api-extensions",),

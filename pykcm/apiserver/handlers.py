@@ -34,6 +34,7 @@ from pykcm.api.resources import ResourceInfo, ResourceRegistry
 from pykcm.api.timestamps import format_time
 from pykcm.api.validation import go_quote
 from pykcm.apiserver import (
+    access_reviews,
     defaults,
     errors,
     event_view,
@@ -279,6 +280,19 @@ _VERBS = frozenset({"get", "list", "watch", "create", "update", "patch", "delete
                     "deletecollection"})
 _OPTIONS_KIND = {"create": "CreateOptions", "update": "UpdateOptions", "patch": "PatchOptions",
                  "delete": "DeleteOptions", "deletecollection": "DeleteOptions"}
+
+
+def _access_review(kind: str, namespace: str, authn: AuthResponse | None,
+                   body: dict[str, Any]) -> dict[str, Any]:
+    """An authorization.k8s.io/v1 review (access_reviews.py)."""
+    user = authn.user if authn is not None else None
+    if kind == "SubjectAccessReview":
+        return access_reviews.subject_access_review(body)
+    if kind == "LocalSubjectAccessReview":
+        return access_reviews.local_subject_access_review(namespace, body)
+    if kind == "SelfSubjectAccessReview":
+        return access_reviews.self_subject_access_review(user, body)
+    return access_reviews.self_subject_rules_review(user, body)
 
 
 def _dry_run(values: list[str], verb: str = "delete") -> bool:
@@ -561,7 +575,8 @@ class APIHandlers:
     async def _answer_only(self, request: web.Request, info: RequestInfo,
                            res: ResourceInfo) -> web.StreamResponse:
         """The create-only endpoints that store nothing: serviceaccounts/<name>/token
-        (TokenRequest), tokenreviews and selfsubjectreviews."""
+        (TokenRequest), tokenreviews, selfsubjectreviews and the authorization.k8s.io
+        reviews."""
         if not res.stored and info.name:
             raise StatusError(404, "NotFound", "the server could not find the requested resource",
                               details={})
@@ -570,13 +585,13 @@ class APIHandlers:
         kind = "TokenRequest" if info.subresource == "token" else res.kind
         body = _expect_object(await self._body(request, kind=kind))
         _dry_run(request.query.getall("dryRun", []), "create")
-        target = ("authentication.k8s.io", "v1", kind)
+        target = (res.group if not res.stored else "authentication.k8s.io", "v1", kind)
         directive = parse_field_validation(request.query.get("fieldValidation"), "CreateOptions")
         unknown = self.openapi.drop_unknown_fields(target, body)
         warnings: list[str] = []
         if unknown and directive == "Strict":
             raise strict_error(kind, unknown, version=str(
-                body.get("apiVersion") or "authentication.k8s.io/v1").rpartition("/")[2])
+                body.get("apiVersion") or "v1").rpartition("/")[2])
         if kind == "TokenRequest":
             if self.service_accounts is None:
                 raise errors.internal("no service account signing key")
@@ -593,6 +608,8 @@ class APIHandlers:
                                                   info.namespace, info.name, body, warnings)
         elif kind == "TokenReview":
             answer = service_accounts.token_review(self.auth, body)
+        elif res.group == "authorization.k8s.io":
+            answer = _access_review(res.kind, info.namespace, request.get(AUTHENTICATED), body)
         else:
             authn = request.get(AUTHENTICATED)
             answer = service_accounts.self_subject_review(authn.user if authn else None)
