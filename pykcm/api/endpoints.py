@@ -31,7 +31,6 @@ from __future__ import annotations
 import functools
 import ipaddress
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any, Final
 
 from pykcm.api.go_spew import GoLayout
@@ -52,10 +51,8 @@ __all__ = [
     "PortNotFound",
     "find_port",
     "fnv128a",
-    "format_go_time",
     "go_less_hash_key",
     "is_service_ip_set",
-    "parse_go_time",
     "parse_ip_sloppy",
     "pod_ips",
     "repack_subsets",
@@ -166,27 +163,6 @@ def parse_ip_sloppy(text: str) -> tuple[str, bool] | None:
     if ip6.ipv4_mapped is not None:
         return str(ip6.ipv4_mapped), False
     return ip6.compressed, True
-
-
-# -- times ----------------------------------------------------------------------------------
-
-def parse_go_time(text: Any) -> datetime | None:
-    """A metav1.Time (RFC 3339) as an aware datetime; None if absent or malformed."""
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        return None
-
-
-def format_go_time(t: datetime) -> str:
-    """Go's ``t.UTC().Format(time.RFC3339Nano)``: fractional seconds without trailing zeros."""
-    t = t.astimezone(UTC)
-    base = t.strftime("%Y-%m-%dT%H:%M:%S")
-    if t.microsecond:
-        base += "." + f"{t.microsecond:06d}".rstrip("0")
-    return base + "Z"
 
 
 # -- Go's DeepHashObject --------------------------------------------------------------------

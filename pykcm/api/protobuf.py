@@ -40,6 +40,8 @@ import struct
 from importlib import resources
 from typing import Any, Final
 
+from pykcm.api.timestamps import format_unix
+
 __all__ = [
     "K8S_PROTOBUF_MAGIC",
     "PROTOBUF_CONTENT_TYPE",
@@ -606,31 +608,7 @@ def _decode_time(buf: bytes, start: int, stop: int, micro: bool) -> str | None:
     nanos %= 1_000_000_000
     if seconds == _ZERO_TIME_UNIX and nanos == 0:
         return None  # time.Time{}: encoding/json writes null
-    return format_rfc3339(seconds, nanos // 1000 if micro else None)
-
-
-def _civil_from_days(days: int) -> tuple[int, int, int]:
-    """Proleptic Gregorian (year, month, day) of a day count since 1970-01-01."""
-    z = days + 719468
-    era = z // 146097
-    doe = z - era * 146097
-    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
-    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-    mp = (5 * doy + 2) // 153
-    day = doy - (153 * mp + 2) // 5 + 1
-    month = mp + 3 if mp < 10 else mp - 9
-    return yoe + era * 400 + (month <= 2), month, day
-
-
-def format_rfc3339(seconds: int, micros: int | None = None) -> str:
-    """Go's ``t.UTC().Format(time.RFC3339)`` (or RFC3339Micro with ``micros``)."""
-    days, rem = divmod(seconds, 86400)
-    year, month, day = _civil_from_days(days)
-    hh, rem = divmod(rem, 3600)
-    mm, ss = divmod(rem, 60)
-    ys = f"-{-year:04d}" if year < 0 else f"{year:04d}"
-    frac = "" if micros is None else f".{micros:06d}"
-    return f"{ys}-{month:02d}-{day:02d}T{hh:02d}:{mm:02d}:{ss:02d}{frac}Z"
+    return format_unix(seconds, nanos // 1000 if micro else None)
 
 
 def format_go_duration(d: int) -> str:

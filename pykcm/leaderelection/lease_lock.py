@@ -29,11 +29,12 @@ from __future__ import annotations
 import copy
 import dataclasses
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 import orjson
 
+from pykcm.api.timestamps import format_micro_time, parse_datetime
 from pykcm.client import Client, Object
 
 __all__ = [
@@ -51,17 +52,16 @@ __all__ = [
 LEASE_RESOURCE = "leases.coordination.k8s.io"
 
 
-def format_micro_time(t: datetime) -> str:
-    """metav1.MicroTime's JSON form: RFC 3339 in UTC with microseconds."""
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=UTC)
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 def parse_micro_time(value: str) -> datetime:
-    """Parse an RFC 3339 timestamp (with or without fractional seconds) to an aware datetime."""
-    t = datetime.fromisoformat(value)
-    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
+    """An RFC 3339 timestamp (with or without fractional seconds) as an aware datetime.
+
+    Raises ValueError for a malformed one, where :func:`parse_datetime` answers None:
+    client-go fails to decode such a Lease, and an elector must not read it as "never
+    renewed" and take the lock over."""
+    t = parse_datetime(value)
+    if t is None:
+        raise ValueError(f"not an RFC 3339 time: {value!r}")
+    return t
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,13 +7,13 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from pykcm.api.timestamps import format_rfc3339
 from pykcm.controllers.cronjob.cron import parse_standard
 from pykcm.controllers.cronjob.utils import (
     SCHEDULED_TIMESTAMP_ANNOTATION,
     MissedSchedules,
     by_job_start_time,
     delete_from_active_list,
-    format_rfc3339,
     format_schedule,
     get_job_from_template,
     get_job_name,

@@ -17,13 +17,13 @@ from pykcm.api.endpoints import (
     PortNotFound,
     find_port,
     fnv128a,
-    format_go_time,
     parse_ip_sloppy,
     repack_subsets,
     should_pod_be_in_endpoints,
     sort_slice_ports,
     spew_dump,
 )
+from pykcm.api.timestamps import format_rfc3339_nano
 from pykcm.controllers.endpoint import MAX_CAPACITY, compute_subsets, truncate_endpoints
 
 GOLDEN = json.loads((Path(__file__).parent / "data" / "upstream_endpoints_order.json")
@@ -93,8 +93,8 @@ def test_parse_ip_sloppy_and_go_time() -> None:
     assert parse_ip_sloppy("FD00:0:0::1") == ("fd00::1", True)
     assert parse_ip_sloppy("::ffff:10.0.0.1") == ("10.0.0.1", False)
     assert parse_ip_sloppy("10.0.0.256") is None and parse_ip_sloppy("nope") is None
-    assert format_go_time(datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)) == "2026-01-02T03:04:05Z"
-    assert format_go_time(datetime(2026, 1, 2, 3, 4, 5, 120000, tzinfo=UTC)) == \
+    assert format_rfc3339_nano(datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)) == "2026-01-02T03:04:05Z"
+    assert format_rfc3339_nano(datetime(2026, 1, 2, 3, 4, 5, 120000, tzinfo=UTC)) == \
         "2026-01-02T03:04:05.12Z"
 
 

@@ -45,7 +45,6 @@ from pykcm.api.protobuf import (
     ProtobufUnsupportedKindError,
     decode_k8s_protobuf,
     format_go_duration,
-    format_rfc3339,
     is_k8s_protobuf,
     load_schema,
 )
@@ -54,6 +53,7 @@ from pykcm.api.protobuf_encode import (
     encode_k8s_protobuf,
     parse_go_duration,
 )
+from pykcm.api.timestamps import format_unix
 
 # name -> (request path, base64 body, expected JSON or None when kubectl has no dry run)
 KUBECTL_BODIES: dict[str, tuple[str, str, str | None]] = {
@@ -537,8 +537,8 @@ def test_time_drops_nanoseconds_micro_time_keeps_microseconds() -> None:
         (-62167219200 - 86400 * 365, None, "-0001-01-01T00:00:00Z"),
     ],
 )
-def test_format_rfc3339(seconds: int, micros: int | None, text: str) -> None:
-    assert format_rfc3339(seconds, micros) == text
+def test_format_unix(seconds: int, micros: int | None, text: str) -> None:
+    assert format_unix(seconds, micros) == text
 
 
 @pytest.mark.parametrize(
@@ -864,7 +864,7 @@ _JSONISH = st.recursive(
 def _times(draw: st.DrawFn, micro: bool) -> str:
     seconds = draw(st.integers(-62135596800 + 1, 253402300799))
     micros = draw(st.integers(0, 999_999)) if micro else None
-    return format_rfc3339(seconds, micros)
+    return format_unix(seconds, micros)
 
 
 def _scalar(kind: int) -> st.SearchStrategy[Any]:

@@ -28,7 +28,7 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any, Final, NamedTuple, Protocol
 
 from pykcm.api.owner_refs import new_controller_ref
-from pykcm.api.pod_util import parse_time
+from pykcm.api.timestamps import format_rfc3339, parse_datetime, parse_time
 from pykcm.controllers.cronjob.cron import CronParseError, Schedule, load_location
 
 __all__ = [
@@ -38,7 +38,6 @@ __all__ = [
     "MostRecentSchedule",
     "by_job_start_time",
     "delete_from_active_list",
-    "format_rfc3339",
     "format_schedule",
     "get_job_from_template",
     "get_job_name",
@@ -81,11 +80,6 @@ class MostRecentSchedule(NamedTuple):
     """Set when the schedule is valid grammar but never fires twice (e.g. Feb 30th)."""
 
 
-def _time(value: Any) -> datetime | None:
-    t = parse_time(value) if isinstance(value, str) else None
-    return None if t is None else datetime.fromtimestamp(t, tz=UTC)
-
-
 def _next(schedule: Schedule, t: datetime, loc: tzinfo) -> datetime | None:
     """``schedule.next`` of ``t`` seen in ``loc`` (the zone of a schedule without one), in UTC.
 
@@ -111,7 +105,7 @@ def most_recent_schedule_time(cj: Mapping[str, Any], now: datetime, schedule: Sc
     meta = cj.get("metadata") or {}
     status = cj.get("status") or {}
     spec = cj.get("spec") or {}
-    earliest = (_time(status.get("lastScheduleTime")) or _time(meta.get("creationTimestamp"))
+    earliest = (parse_datetime(status.get("lastScheduleTime")) or parse_datetime(meta.get("creationTimestamp"))
                 or datetime.fromtimestamp(0, tz=UTC))
     missed = MissedSchedules.NONE
     deadline = spec.get("startingDeadlineSeconds")
@@ -179,18 +173,6 @@ def next_schedule_time(cj: Mapping[str, Any], now: datetime, schedule: Schedule,
                        "too many missed start times. Set or decrease "
                        ".spec.startingDeadlineSeconds or check clock skew")
     return most_recent, error
-
-
-def format_rfc3339(t: datetime) -> str:
-    """Go's time.RFC3339 layout: ``Z`` for a zero offset, ``+hh:mm`` otherwise."""
-    off = t.utcoffset() or timedelta(0)
-    base = t.strftime("%Y-%m-%dT%H:%M:%S")
-    if off == timedelta(0):
-        return base + "Z"
-    minutes = int(off.total_seconds()) // 60
-    sign = "+" if minutes >= 0 else "-"
-    minutes = abs(minutes)
-    return f"{base}{sign}{minutes // 60:02d}:{minutes % 60:02d}"
 
 
 def get_time_hash_in_minutes(scheduled_time: datetime) -> int:

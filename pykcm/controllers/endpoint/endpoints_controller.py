@@ -50,7 +50,6 @@ from pykcm.api.endpoints import (
     LEADER_ELECTION_RECORD_ANNOTATION,
     PortNotFound,
     find_port,
-    format_go_time,
     is_service_ip_set,
     parse_ip_sloppy,
     repack_subsets,
@@ -59,6 +58,7 @@ from pykcm.api.endpoints import (
 )
 from pykcm.api.labels import selector_from_set
 from pykcm.api.pod_util import is_pod_ready
+from pykcm.api.timestamps import format_rfc3339_nano
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.cache.keys import DeletedFinalStateUnknown, meta_namespace_key
 from pykcm.client import Client
@@ -347,7 +347,7 @@ class EndpointController(ControllerHost):
         labels = dict(svc_labels)
         annotations = dict(meta.get("annotations") or {})
         if trigger_time is not None:
-            annotations[ENDPOINTS_LAST_CHANGE_TRIGGER_TIME] = format_go_time(trigger_time)
+            annotations[ENDPOINTS_LAST_CHANGE_TRIGGER_TIME] = format_rfc3339_nano(trigger_time)
         else:
             annotations.pop(ENDPOINTS_LAST_CHANGE_TRIGGER_TIME, None)
         if truncate_endpoints(new):

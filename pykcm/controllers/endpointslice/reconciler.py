@@ -53,7 +53,6 @@ from pykcm.api.endpoints import (
     LABEL_TOPOLOGY_ZONE,
     PortNotFound,
     find_port,
-    format_go_time,
     is_service_ip_set,
     parse_ip_sloppy,
     should_pod_be_in_endpoints,
@@ -61,6 +60,7 @@ from pykcm.api.endpoints import (
     sort_slice_ports,
 )
 from pykcm.api.pod_util import is_pod_ready
+from pykcm.api.timestamps import format_rfc3339_nano
 from pykcm.api.validation import name_is_dns_subdomain
 from pykcm.cache.listers import GenericLister
 from pykcm.client import Client
@@ -513,7 +513,7 @@ def _set_trigger_time(slice_: dict[str, Any], t: datetime | None) -> None:
     meta = slice_.setdefault("metadata", {})
     annotations = dict(meta.get("annotations") or {})
     if t is not None:
-        annotations[ENDPOINTS_LAST_CHANGE_TRIGGER_TIME] = format_go_time(t)
+        annotations[ENDPOINTS_LAST_CHANGE_TRIGGER_TIME] = format_rfc3339_nano(t)
     else:
         annotations.pop(ENDPOINTS_LAST_CHANGE_TRIGGER_TIME, None)
     if annotations:

@@ -25,8 +25,8 @@ from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any, Final
 
-from pykcm.api.endpoints import parse_go_time
 from pykcm.api.pod_util import get_pod_ready_condition, is_pod_ready
+from pykcm.api.timestamps import parse_datetime
 from pykcm.cache.keys import DeletedFinalStateUnknown
 
 __all__ = [
@@ -121,7 +121,7 @@ class TriggerTimeTracker:
         pod_times: dict[str, datetime] = {}
         for pod in pods:
             cond = get_pod_ready_condition(pod)
-            t = parse_go_time(cond.get("lastTransitionTime")) if cond else None
+            t = parse_datetime(cond.get("lastTransitionTime")) if cond else None
             if t is None:
                 continue
             name = str(_meta(pod).get("name"))
@@ -129,7 +129,7 @@ class TriggerTimeTracker:
             prev = last_pods.get(name)
             if prev is None or t > prev:
                 min_changed = t if min_changed is None or t < min_changed else min_changed
-        svc_time = parse_go_time(_meta(service).get("creationTimestamp"))
+        svc_time = parse_datetime(_meta(service).get("creationTimestamp"))
         if svc_time is not None and (last_svc is None or svc_time > last_svc):
             min_changed = svc_time if min_changed is None or svc_time < min_changed \
                 else min_changed

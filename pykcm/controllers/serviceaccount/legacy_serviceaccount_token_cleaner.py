@@ -31,7 +31,6 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from pykcm.api.endpoints import parse_go_time
 from pykcm.api.serviceaccount import (
     INVALID_SINCE_LABEL_KEY,
     LAST_USED_LABEL_KEY,
@@ -42,6 +41,7 @@ from pykcm.api.serviceaccount import (
     SERVICE_ACCOUNT_UID_KEY,
     pod_secret_names,
 )
+from pykcm.api.timestamps import parse_datetime
 from pykcm.cache.synced import wait_for_named_cache_sync
 from pykcm.client import Client
 from pykcm.client.errors import ApiError, is_conflict, is_not_found
@@ -153,7 +153,7 @@ class LegacySATokenCleaner:
             if secret.get("type") != SECRET_TYPE_SERVICE_ACCOUNT_TOKEN:
                 continue
             m = _meta(secret)
-            created = parse_go_time(m.get("creationTimestamp"))
+            created = parse_datetime(m.get("creationTimestamp"))
             if created is None or not created < preserve_created_after:
                 continue
             if m.get("deletionTimestamp"):
