@@ -304,6 +304,36 @@ async def _cronjob(ctx: ControllerContext, name: str) -> RunnableController | No
         recorder=ctx.event_recorder("cronjob-controller"))
 
 
+async def _node_lifecycle(ctx: ControllerContext, name: str) -> RunnableController | None:
+    from pykcm.controllers.nodelifecycle import NodeLifecycleController
+
+    f = ctx.informer_factory
+    o = ctx.options
+    # upstream: the node-controller client and event source for both node controllers.
+    return NodeLifecycleController(
+        client=ctx.client_builder.client("node-controller"),
+        node_informer=f.core_v1.nodes, pod_informer=f.core_v1.pods,
+        lease_informer=f.coordination_v1.leases,
+        recorder=ctx.event_recorder("node-controller"),
+        node_monitor_period=o.node_monitor_period,
+        node_monitor_grace_period=o.node_monitor_grace_period,
+        node_startup_grace_period=o.node_startup_grace_period,
+        eviction_limiter_qps=o.node_eviction_rate,
+        secondary_eviction_limiter_qps=o.secondary_node_eviction_rate,
+        large_cluster_threshold=o.large_cluster_size_threshold,
+        unhealthy_zone_threshold=o.unhealthy_zone_threshold)
+
+
+async def _taint_eviction(ctx: ControllerContext, name: str) -> RunnableController | None:
+    from pykcm.controllers.tainteviction import TaintEvictionController
+
+    f = ctx.informer_factory
+    return TaintEvictionController(
+        client=ctx.client_builder.client("node-controller"),
+        pod_informer=f.core_v1.pods, node_informer=f.core_v1.nodes,
+        recorder=ctx.event_recorder("taint-eviction-controller"))
+
+
 async def _ttl_after_finished(ctx: ControllerContext, name: str) -> RunnableController | None:
     from pykcm.controllers.ttlafterfinished import TTLAfterFinishedController
 
@@ -350,6 +380,8 @@ def register_builtin_controllers(registry: ControllerRegistry) -> None:
         ControllerDescriptor("cronjob-controller", _cronjob, aliases=("cronjob",),
                              concurrency="concurrent_cron_job_syncs"),
         ControllerDescriptor("ttl-controller", _ttl, aliases=("ttl",), concurrency=5),
+        ControllerDescriptor("node-lifecycle-controller", _node_lifecycle,
+                             aliases=("nodelifecycle",), concurrency=1),
         ControllerDescriptor("ttl-after-finished-controller", _ttl_after_finished,
                              aliases=("ttl-after-finished",),
                              concurrency="concurrent_ttl_after_finished_syncs"),
@@ -358,5 +390,6 @@ def register_builtin_controllers(registry: ControllerRegistry) -> None:
         ControllerDescriptor("legacy-serviceaccount-token-cleaner-controller",
                              _legacy_token_cleaner,
                              aliases=("legacy-service-account-token-cleaner",), concurrency=1),
+        ControllerDescriptor("taint-eviction-controller", _taint_eviction, concurrency=1),
     ):
         registry.register(d)

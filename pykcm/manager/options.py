@@ -20,7 +20,11 @@ Flags pykcm has, with upstream's names and defaults: ``--kubeconfig``,
 (0.0.0.0), ``--secure-port`` (10257; 0 turns HTTPS serving off),
 ``--concurrent-*-syncs`` of the built-in controllers (``--concurrent_rc_syncs`` too, as
 upstream spells it), ``--terminated-pod-gc-threshold`` (12500), ``--enable-garbage-collector``,
-``--namespace-sync-period``, the endpoint controllers' ``--endpoint-updates-batch-period``,
+``--namespace-sync-period``, the node lifecycle ones (``--node-monitor-period`` 5s,
+``--node-monitor-grace-period`` 50s, ``--node-startup-grace-period`` 60s,
+``--node-eviction-rate`` 0.1, ``--secondary-node-eviction-rate`` 0.01,
+``--large-cluster-size-threshold`` 50, ``--unhealthy-zone-threshold`` 0.55), the
+endpoint controllers' ``--endpoint-updates-batch-period``,
 ``--endpointslice-updates-batch-period``, ``--max-endpoints-per-slice`` (100),
 ``--mirroring-*`` (max 1000 addresses per subset), the service account ones
 (``--service-account-private-key-file``, ``--root-ca-file``,
@@ -173,6 +177,14 @@ class ControllerManagerOptions:
     concurrent_statefulset_syncs: int = 5
     concurrent_rc_syncs: int = 5
     terminated_pod_gc_threshold: int = 12500
+    # node lifecycle (nodelifecycle/config/v1alpha1/defaults.go; KubeCloudShared's period)
+    node_monitor_period: float = 5.0
+    node_monitor_grace_period: float = 50.0
+    node_startup_grace_period: float = 60.0
+    node_eviction_rate: float = 0.1
+    secondary_node_eviction_rate: float = 0.01
+    large_cluster_size_threshold: int = 50
+    unhealthy_zone_threshold: float = 0.55
     # endpoints, EndpointSlices, mirroring
     concurrent_endpoint_syncs: int = 5
     endpoint_updates_batch_period: float = 0.0
@@ -348,7 +360,15 @@ class ControllerManagerOptions:
             "LegacySATokenCleaner": {
                 "CleanUpPeriod": d(self.legacy_service_account_token_clean_up_period)},
             "KubeCloudShared": {
-                "UseServiceAccountCredentials": self.use_service_account_credentials},
+                "UseServiceAccountCredentials": self.use_service_account_credentials,
+                "NodeMonitorPeriod": d(self.node_monitor_period)},
+            "NodeLifecycleController": {
+                "NodeEvictionRate": self.node_eviction_rate,
+                "SecondaryNodeEvictionRate": self.secondary_node_eviction_rate,
+                "NodeStartupGracePeriod": d(self.node_startup_grace_period),
+                "NodeMonitorGracePeriod": d(self.node_monitor_grace_period),
+                "LargeClusterSizeThreshold": self.large_cluster_size_threshold,
+                "UnhealthyZoneThreshold": self.unhealthy_zone_threshold},
         }
 
 
@@ -513,6 +533,31 @@ def add_flags(p: argparse.ArgumentParser, known: Sequence[str] = (),
     integer(c, "--concurrent-ttl-after-finished-syncs", o.concurrent_ttl_after_finished_syncs,
             "the number of ttl-after-finished-controller workers that are allowed to sync "
             "concurrently")
+    dur(c, "--node-monitor-period", o.node_monitor_period,
+        "the period for syncing NodeStatus in cloud-node-lifecycle-controller")
+    dur(c, "--node-monitor-grace-period", o.node_monitor_grace_period,
+        "amount of time which we allow running Node to be unresponsive before marking it "
+        "unhealthy; must be N times more than kubelet's nodeStatusUpdateFrequency")
+    dur(c, "--node-startup-grace-period", o.node_startup_grace_period,
+        "amount of time which we allow starting Node to be unresponsive before marking it "
+        "unhealthy")
+
+    def rate(flag: str, default: float, help_: str) -> None:
+        c.add_argument(flag, type=_flag_type(flag, _float, "float"), default=default,
+                       metavar="RATE", help=f"{help_} (default {default})")
+
+    rate("--node-eviction-rate", o.node_eviction_rate,
+         "number of nodes per second on which pods are deleted in case of node failure when "
+         "a zone is healthy")
+    rate("--secondary-node-eviction-rate", o.secondary_node_eviction_rate,
+         "number of nodes per second on which pods are deleted in case of node failure when "
+         "a zone is unhealthy; 0 below --large-cluster-size-threshold")
+    integer(c, "--large-cluster-size-threshold", o.large_cluster_size_threshold,
+            "number of nodes from which node-lifecycle-controller treats the cluster as large "
+            "for the eviction logic purposes")
+    rate("--unhealthy-zone-threshold", o.unhealthy_zone_threshold,
+         "fraction of Nodes in a zone which needs to be not Ready (minimum 3) for zone to be "
+         "treated as unhealthy")
     integer(c, "--concurrent-endpoint-syncs", o.concurrent_endpoint_syncs,
             "the number of endpoint syncing operations that will be done concurrently")
     dur(c, "--endpoint-updates-batch-period", o.endpoint_updates_batch_period,

@@ -475,8 +475,25 @@ class Kubelet:
         """Pod status writes so far."""
         self.deletes = 0
         """Pods deleted (grace 0) so far."""
+        self.stopped_nodes: set[str] = set()
+        """Nodes whose kubelet is dead: their pods are left as they are."""
         self.controller = Controller("kubelet", self._sync_pod)
         self.controller.watch(pods, _PodHandler(self))
+
+    def stop_node(self, node: str) -> None:
+        self.stopped_nodes.add(node)
+
+    def start_node(self, node: str) -> None:
+        """Back to life: sync the node's pods again, rewriting their status (others,
+        the node lifecycle controller, may have changed it meanwhile)."""
+        self.stopped_nodes.discard(node)
+        for key, rec in self._records.items():
+            if rec.node == node:
+                rec.written = rec.written_rv = None
+                self.controller.enqueue_key(key)
+        for pod in self._store.list():
+            if (pod.get("spec") or {}).get("nodeName") == node:
+                self.controller.enqueue(pod)
 
     def owns(self, pod: Mapping[str, Any]) -> bool:
         return (pod.get("spec") or {}).get("nodeName") in self._nodes
@@ -535,6 +552,8 @@ class Kubelet:
             return None
         meta = pod["metadata"]
         node = pod["spec"]["nodeName"]
+        if node in self.stopped_nodes:
+            return None  # a dead kubelet: start_node syncs the pod again
         if meta.get("deletionTimestamp"):
             self._drop(key)
             try:

@@ -45,6 +45,7 @@ from pykcm.api.timestamps import format_micro_time, format_time
 from pykcm.client import Client, is_already_exists, is_conflict, is_not_found
 
 __all__ = [
+    "HEARTBEAT_ANNOTATION",
     "KUBELET_VERSION",
     "LEASE_DURATION_SECONDS",
     "NODE_LEASE_NAMESPACE",
@@ -66,6 +67,10 @@ LEASE_DURATION_SECONDS: Final = 40
 KUBELET_VERSION: Final = "v1.36.0-pykcm"
 SIM_NODE_ANNOTATION: Final = "sim.pykcm.io/node"
 """Marks a Node as one of the simulator's (value: "true")."""
+HEARTBEAT_ANNOTATION: Final = "sim.pykcm.io/heartbeat"
+"""``stopped`` on a Node: its simulated kubelet is dead (no Lease renewals, no status
+reports, its pods left as they are) until the annotation is removed or set to
+anything else (see :mod:`pykcm.sim.heartbeat_control`)."""
 _POD_NETWORK: Final = int(ipaddress.IPv4Address("10.244.0.0"))
 _NODE_NETWORK: Final = int(ipaddress.IPv4Address("10.0.0.0"))
 
@@ -225,6 +230,8 @@ class NodeHeartbeats:
         self._leases: dict[str, dict[str, Any]] = {}
         self.lease_renewals = 0
         """Successful Lease writes so far (for tests and status lines)."""
+        self.stopped: set[str] = set()
+        """Nodes whose heartbeat is stopped (:data:`HEARTBEAT_ANNOTATION`)."""
 
     # -- registration ---------------------------------------------------------------
 
@@ -236,7 +243,8 @@ class NodeHeartbeats:
             if not is_already_exists(exc):
                 raise
         await asyncio.gather(*(self._bounded(self.register(n)) for n in self.names))
-        await asyncio.gather(*(self._bounded(self.renew_lease(n)) for n in self.names))
+        await asyncio.gather(*(self._bounded(self.renew_lease(n)) for n in self.names
+                               if n not in self.stopped))
 
     async def _bounded(self, coro: Any) -> Any:
         async with self._sem:
@@ -262,6 +270,10 @@ class NodeHeartbeats:
             return
         existing = await self._client.get("nodes", name)
         self._uids[name] = existing["metadata"]["uid"]
+        if ((existing["metadata"].get("annotations") or {}).get(HEARTBEAT_ANNOTATION)
+                == "stopped"):
+            self.stopped.add(name)  # still dead across a simulator restart
+            return
         # The kubelet reconciles its own labels on an existing Node, leaving others'.
         await self._client.patch("nodes", name, {"metadata": {
             "labels": body["metadata"]["labels"],
@@ -319,6 +331,21 @@ class NodeHeartbeats:
         self._leases[name] = await self._client.update("leases", body, NODE_LEASE_NAMESPACE)
         self.lease_renewals += 1
 
+    # -- stopping and restarting a node's heartbeat --------------------------------
+
+    def stop(self, name: str) -> None:
+        """No more Lease renewals nor status reports for ``name``."""
+        if name in self.index:
+            self.stopped.add(name)
+
+    async def resume(self, name: str) -> None:
+        """Heartbeat again, at once, as a restarted kubelet: status, then Lease."""
+        if name not in self.stopped:
+            return
+        self.stopped.discard(name)
+        await self.report_status(name)
+        await self.renew_lease(name)
+
     # -- the loops ------------------------------------------------------------------
 
     async def run(self) -> None:
@@ -332,9 +359,10 @@ class NodeHeartbeats:
         while True:
             await asyncio.sleep(max(0.0, next_at - loop.time()))
             next_at += period
+            names = [n for n in self.names if n not in self.stopped]
             results = await asyncio.gather(
-                *(self._bounded(action(n)) for n in self.names), return_exceptions=True)
-            for name, res in zip(self.names, results, strict=True):
+                *(self._bounded(action(n)) for n in names), return_exceptions=True)
+            for name, res in zip(names, results, strict=True):
                 if isinstance(res, asyncio.CancelledError):
                     raise res
                 if isinstance(res, BaseException):

@@ -11,7 +11,9 @@ Data flow::
       1. NodeHeartbeats.register_all(): the kube-node-lease namespace, the Nodes
          (created, or reused after a restart) and their Leases
       2. one SharedInformerFactory ("pykcm-sim"): pods (all namespaces) and nodes;
-         Scheduler and Kubelet register their handlers on them
+         Scheduler and Kubelet register their handlers on them, HeartbeatControl
+         reads the nodes' ``sim.pykcm.io/heartbeat`` annotation (``stopped``: a
+         dead kubelet, see :mod:`pykcm.sim.heartbeat_control`)
       3. factory.start(), wait for the caches
       4. tasks: scheduler workers, kubelet workers, node heartbeats
     Simulator.stop()   cancel the tasks, stop the informers, flush events.
@@ -31,9 +33,11 @@ import logging
 from collections.abc import Coroutine, Sequence
 from typing import Any, Self
 
+from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.client import Client
 from pykcm.controller.event_recorder import EventBroadcaster
 from pykcm.informers import SharedInformerFactory, strip_managed_fields
+from pykcm.sim.heartbeat_control import HeartbeatControl
 from pykcm.sim.kubelet import DEFAULT_READY_AFTER, DEFAULT_RUN_SECONDS, Kubelet, NodeNetwork
 from pykcm.sim.nodes import NodeConfig, NodeHeartbeats, node_internal_ip, node_names, pod_cidr
 from pykcm.sim.scheduler import DEFAULT_SCHEDULER_NAME, Scheduler
@@ -85,6 +89,7 @@ class Simulator:
         self.factory: SharedInformerFactory | None = None
         self.scheduler: Scheduler | None = None
         self.kubelet: Kubelet | None = None
+        self.heartbeat_control: HeartbeatControl | None = None
         self._broadcaster: EventBroadcaster | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._stopped = asyncio.Event()
@@ -118,6 +123,12 @@ class Simulator:
                 self.scheduler = Scheduler(self._client, pods, factory.core_v1.nodes,
                                            scheduler_name=self._scheduler_name,
                                            recorder=recorder)
+            # sim.pykcm.io/heartbeat=stopped on a Node: its kubelet plays dead.
+            control = self.heartbeat_control = HeartbeatControl(self.heartbeats, self.kubelet)
+            for name in self.heartbeats.stopped:
+                self.kubelet.stop_node(name)
+            factory.core_v1.nodes.informer.add_event_handler(ResourceEventHandlerFuncs(
+                add_func=control.observe, update_func=lambda _old, new: control.observe(new)))
             factory.start()
             synced = await factory.wait_for_cache_sync()
             if not all(synced.values()):
@@ -164,6 +175,8 @@ class Simulator:
         for t in tasks:
             with contextlib.suppress(BaseException):
                 await t
+        if self.heartbeat_control is not None:
+            self.heartbeat_control.close()
         if self.factory is not None:
             await self.factory.shutdown()
         if self._broadcaster is not None:

@@ -400,13 +400,15 @@ WORKLOAD_CONTROLLERS = ("cronjob-controller", "daemonset-controller", "deploymen
                         "endpoints-controller", "endpointslice-controller",
                         "endpointslice-mirroring-controller",
                         "garbage-collector-controller", "job-controller", "namespace-controller",
-                        "pod-garbage-collector-controller", "replicaset-controller",
-                        "replicationcontroller-controller", "statefulset-controller",
+                        "node-lifecycle-controller", "pod-garbage-collector-controller",
+                        "replicaset-controller", "replicationcontroller-controller",
+                        "statefulset-controller", "taint-eviction-controller",
                         "ttl-after-finished-controller", "ttl-controller")
 """The controllers that act on what a test creates (workloads, Services, deletion): a real
 API server shared by tests that run their own controllers in-process gets every other
-controller from the real kube-controller-manager (service accounts, root CA, node
-lifecycle, ...)."""
+controller from the real kube-controller-manager (service accounts, root CA, ...). Node
+lifecycle and taint eviction are left to the tests too: their nodes stop heartbeating
+on purpose, with shortened grace periods."""
 
 TOKEN_CONTROLLER = "serviceaccount-token-controller"
 """kube-controller-manager starts it whatever ``--controllers`` says, whenever it has
