@@ -111,7 +111,7 @@ class TaintEvictionController:
     def __init__(self, *, client: Client, pod_informer: GenericInformer,
                  node_informer: GenericInformer, recorder: EventRecorder | None,
                  clock: Clock = REAL_CLOCK,
-                 spawn: Callable[[Awaitable[None]], Any] | None = None) -> None:
+                 spawn: Callable[[str, Awaitable[None]], Any] | None = None) -> None:
         self.name = "taint-eviction-controller"
         self.client = client
         self.recorder = recorder
@@ -254,11 +254,12 @@ class TaintEvictionController:
     def _fire(self, key: str, work: _Work) -> None:
         if self.work.get(key) is not work:
             return
-        self._spawn(self._evict(key, work))
+        self._spawn(key, self._evict(key, work))
 
-    def _spawn(self, coro: Awaitable[None]) -> None:
+    def _spawn(self, key: str, coro: Awaitable[None]) -> None:
+        """Run an eviction (``spawn(key, coro)`` instead, when given: tests)."""
         if self._spawn_fn is not None:
-            self._spawn_fn(coro)
+            self._spawn_fn(key, coro)
             return
         task: asyncio.Task[None] = asyncio.ensure_future(coro)
         self._tasks.add(task)
