@@ -10,11 +10,15 @@ tokenreviews, see service_accounts.py) and calls one function here with the
 requesting user; the answer is the request's spec with a ``status`` and goes
 back as 201. Nothing reaches storage.
 
-Deliberate deviation: pykcm's server has no authorizer but "every authenticated
-user may do everything" (RBAC is issue 15), so every review is answered as
-kube-apiserver ``--authorization-mode=AlwaysAllow`` answers it: ``allowed:
-true`` and no reason (asked of the real server: AlwaysAllow gives none), and a
-rules review lists ``*`` on everything. The selector attributes of
+Deliberate deviation: pykcm's server has no authorizer but its own rule (RBAC is
+issue 15): every authenticated user may do everything, an anonymous request may
+only ``get`` the public health and version paths (auth.py's ``ANONYMOUS_PATHS``,
+system:public-info-viewer's). A review answers that rule: for an authenticated
+subject as kube-apiserver ``--authorization-mode=AlwaysAllow`` answers, ``allowed:
+true`` and no reason (asked of the real server: AlwaysAllow gives none); for
+``system:anonymous`` (or a subject only in ``system:unauthenticated``) anything but
+those paths is ``allowed: false``, again with no reason (as RBAC's no-opinion). A
+rules review lists ``*`` on everything (its user is authenticated). The selector attributes of
 ``resourceAttributes`` (fieldSelector/labelSelector requirements) are not
 validated; the metadata answered carries no managedFields (pykcm keeps none).
 """
@@ -27,7 +31,11 @@ from typing import Any, Final
 import orjson
 
 from pykcm.apiserver import errors
-from pykcm.apiserver.auth import User
+from pykcm.apiserver.auth import ANONYMOUS_PATHS, User
+
+ANONYMOUS_USER: Final = "system:anonymous"
+UNAUTHENTICATED_GROUP: Final = "system:unauthenticated"
+AUTHENTICATED_GROUP: Final = "system:authenticated"
 
 __all__ = [
     "AUTHZ_GV",
@@ -92,10 +100,23 @@ def _meta(body: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in meta.items() if k != "managedFields" and v not in (None, "", {}, [])}
 
 
-def _answer(kind: str, meta: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
-    # AlwaysAllow: allowed, no reason (kube-apiserver's alwaysAllowAuthorizer says nothing).
+def _allowed(spec: Mapping[str, Any]) -> bool:
+    """pykcm's authorization rule (module doc) for the subject and attributes of ``spec``."""
+    groups = spec.get("groups") or []
+    anonymous = spec.get("user") == ANONYMOUS_USER or (
+        UNAUTHENTICATED_GROUP in groups and AUTHENTICATED_GROUP not in groups)
+    if not anonymous:
+        return True
+    nonres = spec.get("nonResourceAttributes")
+    return (isinstance(nonres, dict) and nonres.get("verb") == "get"
+            and nonres.get("path") in ANONYMOUS_PATHS)
+
+
+def _answer(kind: str, meta: dict[str, Any], spec: dict[str, Any],
+            allowed: bool = True) -> dict[str, Any]:
+    # Neither AlwaysAllow nor a no-opinion gives a reason.
     return {"kind": kind, "apiVersion": AUTHZ_GV, "metadata": meta, "spec": spec,
-            "status": {"allowed": True}}
+            "status": {"allowed": allowed}}
 
 
 def subject_access_review(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -106,7 +127,7 @@ def subject_access_review(body: Mapping[str, Any]) -> dict[str, Any]:
         causes.append(_cause("metadata", meta, "must be empty"))
     if causes:
         raise _invalid(causes)
-    return _answer("SubjectAccessReview", {}, spec)
+    return _answer("SubjectAccessReview", {}, spec, _allowed(spec))
 
 
 def local_subject_access_review(namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -130,7 +151,7 @@ def local_subject_access_review(namespace: str, body: Mapping[str, Any]) -> dict
                              "disallowed on this kind of request"))
     if causes:
         raise _invalid(causes)
-    return _answer("LocalSubjectAccessReview", {"namespace": namespace}, spec)
+    return _answer("LocalSubjectAccessReview", {"namespace": namespace}, spec, _allowed(spec))
 
 
 def self_subject_access_review(user: User | None, body: Mapping[str, Any]) -> dict[str, Any]:

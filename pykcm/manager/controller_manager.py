@@ -54,7 +54,14 @@ import socket
 import uuid
 from dataclasses import dataclass, replace
 
-from pykcm.client import Config, ConfigError, load_incluster_config, load_kube_config
+from pykcm.client import (
+    Client,
+    Config,
+    ConfigError,
+    default_user_agent,
+    load_incluster_config,
+    load_kube_config,
+)
 from pykcm.controller.event_recorder import EventBroadcaster
 from pykcm.informers import SharedInformerFactory, strip_managed_fields
 from pykcm.leaderelection import (
@@ -65,7 +72,8 @@ from pykcm.leaderelection import (
     LeaderElector,
     LeaseLock,
 )
-from pykcm.manager.context import ClientBuilder, ControllerContext
+from pykcm.manager.context import USER_AGENT_COMPONENT, ClientBuilder, ControllerContext
+from pykcm.manager.delegated_auth import DelegatedAuth
 from pykcm.manager.options import ControllerManagerOptions
 from pykcm.manager.registry import (
     ControllerDescriptor,
@@ -104,6 +112,33 @@ def load_config(options: ControllerManagerOptions) -> Config:
     if options.master:
         cfg = replace(cfg, host=options.master)
     return cfg
+
+
+def delegated_auth(options: ControllerManagerOptions, config: Config) -> DelegatedAuth:
+    """The TokenReview/SubjectAccessReview delegation of the HTTPS endpoints, with
+    upstream's client settings (QPS 200, burst 400, 10 s timeout). A kubeconfig not given
+    is the manager's own (upstream would look for the in-cluster config, and without one
+    refuse every request but the always-allowed paths)."""
+    o = options
+
+    def client_for(flag: str, path: str, what: str) -> Client:
+        if path:
+            cfg = load_kube_config(path)
+        else:
+            log.warning("No %s provided: %s with the manager's own kubeconfig", flag, what)
+            cfg = config
+        return Client(replace(cfg, qps=200.0, burst=400, timeout=10.0,
+                              user_agent=f"{cfg.user_agent or default_user_agent(USER_AGENT_COMPONENT)}/delegated-auth"))
+
+    return DelegatedAuth(
+        client_for("--authentication-kubeconfig", o.authentication_kubeconfig,
+                   "tokenreviews.authentication.k8s.io are created"),
+        client_for("--authorization-kubeconfig", o.authorization_kubeconfig,
+                   "subjectaccessreviews.authorization.k8s.io are created"),
+        always_allow_paths=o.authorization_always_allow_paths,
+        token_cache_ttl=o.authentication_token_webhook_cache_ttl,
+        allow_cache_ttl=o.authorization_webhook_cache_authorized_ttl,
+        deny_cache_ttl=o.authorization_webhook_cache_unauthorized_ttl)
 
 
 @dataclass
@@ -171,9 +206,15 @@ class ControllerManager:
         if self._stopping:
             self._stop.set()
         log.info("Starting pykcm controller-manager", extra={"identity": self.identity})
+        auth = delegated_auth(o, config) if o.secure_port else None
         self.server = ManagerServer(self.health, o.configz, bind_address=o.bind_address,
-                                    secure_port=o.secure_port, port=o.port)
-        await self.server.start()
+                                    secure_port=o.secure_port, port=o.port, auth=auth)
+        try:
+            await self.server.start()
+        except BaseException:
+            if auth is not None:
+                await auth.close()
+            raise
         builder = ClientBuilder(config, qps=o.kube_api_qps, burst=o.kube_api_burst,
                                 use_service_account_credentials=o.use_service_account_credentials)
         try:
@@ -183,6 +224,8 @@ class ControllerManager:
         finally:
             await builder.close()
             await self.server.stop()
+            if auth is not None:
+                await auth.close()
 
     async def _run_unelected(self, builder: ClientBuilder, enabled: list[str]) -> int:
         assert self._stop is not None and self._fatal_event is not None

@@ -29,7 +29,13 @@ endpoint controllers' ``--endpoint-updates-batch-period``,
 ``--mirroring-*`` (max 1000 addresses per subset), the service account ones
 (``--service-account-private-key-file``, ``--root-ca-file``,
 ``--legacy-service-account-token-clean-up-period`` (8760h),
-``--use-service-account-credentials``), ``--controller-shutdown-timeout`` (10s) and
+``--use-service-account-credentials``), the delegated authentication and
+authorization of the HTTPS endpoints (``--authentication-kubeconfig``,
+``--authentication-skip-lookup``, ``--authentication-tolerate-lookup-failure``,
+``--authentication-token-webhook-cache-ttl`` 10s, ``--authorization-kubeconfig``,
+``--authorization-always-allow-paths`` (/healthz,/readyz,/livez),
+``--authorization-webhook-cache-{authorized,unauthorized}-ttl`` 10s),
+``--controller-shutdown-timeout`` (10s) and
 ``-v/--v``. Durations are Go durations (``15s``, ``1m30s``, ``12h``);
 booleans take ``--flag``, ``--flag=true`` or ``--flag=false`` as pflag does.
 
@@ -37,8 +43,9 @@ pykcm-only flags:
 
 - ``--port N``: also serve the same endpoints over plain HTTP on
   ``--bind-address:N`` (0, the default, turns it off). This is the insecure
-  port kube-controller-manager had until v1.24; tests and ``pykcm up`` use
-  it with ``--secure-port=0``.
+  port kube-controller-manager had until v1.24, and as it did it serves without
+  authentication or authorization (the HTTPS port delegates both); tests use it
+  with ``--secure-port=0``.
 - ``--extra-controllers MODULE:FUNCTION`` (hidden, repeatable; a testing
   hook): ``FUNCTION(registry)`` is called to register more controller
   descriptors before ``--controllers`` is resolved, so a test can run its
@@ -163,6 +170,17 @@ class ControllerManagerOptions:
     bind_address: str = "0.0.0.0"
     secure_port: int = 10257
     port: int = 0
+    # delegated authentication/authorization of the HTTPS endpoints (k8s.io/apiserver's
+    # Delegating*Options; the kubeconfigs default to the manager's own, see delegated_auth.py)
+    authentication_kubeconfig: str = ""
+    authentication_skip_lookup: bool = False
+    authentication_tolerate_lookup_failure: bool = False
+    authentication_token_webhook_cache_ttl: float = 10.0
+    authorization_kubeconfig: str = ""
+    authorization_always_allow_paths: list[str] = field(
+        default_factory=lambda: ["/healthz", "/readyz", "/livez"])
+    authorization_webhook_cache_authorized_ttl: float = 10.0
+    authorization_webhook_cache_unauthorized_ttl: float = 10.0
     # built-in controllers (pkg/controller/*/config/v1alpha1/defaults.go)
     concurrent_replicaset_syncs: int = 5
     concurrent_deployment_syncs: int = 5
@@ -500,6 +518,38 @@ def add_flags(p: argparse.ArgumentParser, known: Sequence[str] = (),
     integer(s, "--port", o.port,
             "pykcm only: also serve plain HTTP on this port (kube-controller-manager's "
             "insecure port before v1.24); 0 turns it off")
+
+    a = p.add_argument_group("authentication and authorization flags (of the HTTPS endpoints)")
+    a.add_argument("--authentication-kubeconfig", default="", metavar="FILE",
+                   help="kubeconfig file pointing at the 'core' kubernetes server with enough "
+                   "rights to create tokenreviews.authentication.k8s.io (pykcm: default the "
+                   "manager's own --kubeconfig, with a warning)")
+    boolean(a, "--authentication-skip-lookup", o.authentication_skip_lookup,
+            "if false, the authentication-kubeconfig will be used to lookup missing "
+            "authentication configuration from the cluster (pykcm: no client certificates, "
+            "nothing to look up)")
+    boolean(a, "--authentication-tolerate-lookup-failure",
+            o.authentication_tolerate_lookup_failure,
+            "if true, failures to look up missing authentication configuration from the "
+            "cluster are not considered fatal (pykcm: nothing to look up)")
+    dur(a, "--authentication-token-webhook-cache-ttl", o.authentication_token_webhook_cache_ttl,
+        "the duration to cache responses from the webhook token authenticator")
+    a.add_argument("--authorization-kubeconfig", default="", metavar="FILE",
+                   help="kubeconfig file pointing at the 'core' kubernetes server with enough "
+                   "rights to create subjectaccessreviews.authorization.k8s.io (pykcm: "
+                   "default the manager's own --kubeconfig, with a warning)")
+    a.add_argument("--authorization-always-allow-paths",
+                   type=_flag_type("--authorization-always-allow-paths", _string_slice, "list"),
+                   action=_SliceAction, default=list(o.authorization_always_allow_paths),
+                   metavar="LIST", help="a list of HTTP paths to skip during authorization, "
+                   "i.e. these are authorized without contacting the 'core' kubernetes server "
+                   "(default /healthz,/readyz,/livez)")
+    dur(a, "--authorization-webhook-cache-authorized-ttl",
+        o.authorization_webhook_cache_authorized_ttl,
+        "the duration to cache 'authorized' responses from the webhook authorizer")
+    dur(a, "--authorization-webhook-cache-unauthorized-ttl",
+        o.authorization_webhook_cache_unauthorized_ttl,
+        "the duration to cache 'unauthorized' responses from the webhook authorizer")
 
     c = p.add_argument_group("controller flags")
     integer(c, "--concurrent-replicaset-syncs", o.concurrent_replicaset_syncs,

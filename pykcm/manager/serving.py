@@ -28,9 +28,15 @@ controllers start (the set is mutable, like upstream's), and starts a
 :class:`ManagerServer` on ``--bind-address``: HTTPS on ``--secure-port``
 with a self-signed certificate made at start-up (upstream
 ``MaybeDefaultWithSelfSignedCerts``: ``localhost``, 127.0.0.1 and the bind
-address), and plain HTTP on the pykcm-only ``--port``. Deviation: no
-authentication or authorization in front of ``/metrics`` and ``/configz``
-(upstream delegates them to the API server).
+address), and plain HTTP on the pykcm-only ``--port``.
+
+Every HTTPS request passes the delegated authentication and authorization of
+:mod:`pykcm.manager.delegated_auth` first (upstream's ``WithAuthentication`` and
+``WithAuthorization`` filters): 401 for a token the API server rejects, 403 when
+its SubjectAccessReview denies; ``--authorization-always-allow-paths``
+(``/healthz``, ``/readyz``, ``/livez`` and below them by default) go to anyone.
+The plain-HTTP ``--port`` is served without either, as kube-controller-manager's
+insecure port was (off by default).
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
 from pykcm.cache.metrics import REGISTRY as PYKCM_REGISTRY
+from pykcm.manager.delegated_auth import DelegatedAuth
 
 __all__ = [
     "CONFIGZ_NAME",
@@ -167,8 +174,10 @@ class ManagerServer:
     """The aiohttp server of the endpoints above, on one or two ports."""
 
     def __init__(self, checks: HealthChecks, configz: Callable[[], dict[str, Any]], *,
-                 bind_address: str, secure_port: int = 0, port: int = 0) -> None:
+                 bind_address: str, secure_port: int = 0, port: int = 0,
+                 auth: DelegatedAuth | None = None) -> None:
         self.checks = checks
+        self.auth = auth
         self._configz = configz
         self.bind_address = bind_address
         self.secure_port = secure_port
@@ -176,8 +185,26 @@ class ManagerServer:
         self._runner: web.AppRunner | None = None
         self.urls: list[str] = []
 
+    @web.middleware
+    async def _delegated_auth(self, request: web.Request,
+                              handler: Callable[[web.Request], Any]) -> web.StreamResponse:
+        """HTTPS requests: authenticated and authorized by the API server first."""
+        if self.auth is not None and request.secure:
+            refusal = await self.auth.check(request.headers.get("Authorization"),
+                                            request.method, request.path, request.path_qs)
+            if refusal is not None:
+                headers = {"X-Content-Type-Options": "nosniff"}
+                if isinstance(refusal.body, str):
+                    return web.Response(status=refusal.code, text=refusal.body,
+                                        content_type="text/plain", headers=headers)
+                # Go's json.Encoder ends the body with a newline
+                return web.Response(status=refusal.code, body=orjson.dumps(refusal.body) + b"\n",
+                                    content_type="application/json", headers=headers)
+        response: web.StreamResponse = await handler(request)
+        return response
+
     def _app(self) -> web.Application:
-        app = web.Application()
+        app = web.Application(middlewares=[self._delegated_auth])
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/healthz/{name}", self._healthz_one)
         app.router.add_get("/readyz", self._readyz)

@@ -125,3 +125,17 @@ def test_kubectl_auth_can_i(pykcm_apiserver: ServerThread) -> None:
     r = can_i("--list", "-n", "default")
     assert r.returncode == 0, r.stderr
     assert "selfsubjectaccessreviews.authorization.k8s.io" in r.stdout
+
+
+def test_anonymous_may_only_read_the_public_paths(pykcm_apiserver: ServerThread) -> None:
+    """pykcm's own rule (its server answers an anonymous request only on those paths)."""
+    def review(path: str, **subject: Any) -> bool:
+        code, body = _post(pykcm_apiserver, "/subjectaccessreviews", {"spec": {
+            "nonResourceAttributes": {"path": path, "verb": "get"}, **subject}})
+        assert code == 201
+        return bool(body["status"]["allowed"])
+
+    assert review("/healthz", user="system:anonymous")
+    assert not review("/metrics", user="system:anonymous")
+    assert not review("/metrics", groups=["system:unauthenticated"])
+    assert review("/metrics", user="alice", groups=["system:authenticated"])
