@@ -38,7 +38,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "against an API server until SIGINT/SIGTERM: pods get bound, run, become "
         "ready and finish as on real nodes. Annotations script a pod: "
         "sim.pykcm.io/run-seconds, sim.pykcm.io/exit-code, "
-        "sim.pykcm.io/ready-after-seconds, sim.pykcm.io/never-ready.")
+        "sim.pykcm.io/ready-after-seconds, sim.pykcm.io/never-ready. "
+        "sim.pykcm.io/heartbeat=stopped on a Node stops its heartbeat (Lease, status) and "
+        "its kubelet until the annotation is removed.")
     a.add_argument("--kubeconfig", metavar="PATH",
                    help="kubeconfig of the API server (default: KUBECONFIG, ~/.kube/config)")
     a.add_argument("--context", metavar="NAME", help="kubeconfig context to use")
