@@ -70,6 +70,9 @@ SERVED_KINDS: tuple[tuple[str, str, str], ...] = (
     ("", "v1", "ServiceAccount"),
     ("", "v1", "Endpoints"),
     ("", "v1", "PodTemplate"),
+    ("", "v1", "PersistentVolume"),
+    ("", "v1", "PersistentVolumeClaim"),
+    ("", "v1", "ReplicationController"),
     ("apps", "v1", "Deployment"),
     ("apps", "v1", "ReplicaSet"),
     ("apps", "v1", "StatefulSet"),
@@ -81,6 +84,7 @@ SERVED_KINDS: tuple[tuple[str, str, str], ...] = (
     ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
     ("events.k8s.io", "v1", "Event"),
     ("discovery.k8s.io", "v1", "EndpointSlice"),
+    ("storage.k8s.io", "v1", "StorageClass"),
 )
 # Kinds served without a List kind: subresource bodies and the create-only reviews.
 SUBRESOURCE_KINDS: tuple[tuple[str, str, str], ...] = (

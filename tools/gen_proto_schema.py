@@ -22,6 +22,7 @@ The expected layout (``--types-dir``, default ``/tmp/k8s-types``)::
     api/discovery/v1/types.go                k8s.io/api discovery/v1
     api/authentication/v1/types.go           k8s.io/api authentication/v1
     api/authorization/v1/types.go            k8s.io/api authorization/v1
+    api/storage/v1/types.go                  k8s.io/api storage/v1
     apimachinery/pkg/apis/meta/v1/types.go   k8s.io/apimachinery meta/v1
 
 Full upstream files work as well (comments, constants and functions are
@@ -118,6 +119,12 @@ PACKAGES: list[tuple[str, str, str, dict[str, str]]] = [
         "api/authorization/v1/types.go",
         "authorization.k8s.io/v1",
         {"metav1": "meta/v1"},
+    ),
+    (
+        "storage/v1",
+        "api/storage/v1/types.go",
+        "storage.k8s.io/v1",
+        {"metav1": "meta/v1", "v1": "core/v1"},
     ),
 ]
 

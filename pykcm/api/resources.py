@@ -128,6 +128,14 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
     _r("", "ServiceAccount", "serviceaccounts", short=("sa",), sub=("token",)),
     _r("", "Endpoints", "endpoints", short=("ep",)),
     _r("", "PodTemplate", "podtemplates", generation=True),
+    _r("", "PersistentVolume", "persistentvolumes", namespaced=False, short=("pv",),
+       sub=("status",)),
+    _r("", "PersistentVolumeClaim", "persistentvolumeclaims", short=("pvc",), sub=("status",)),
+    # core/v1 ReplicationControllers orphan their pods by default (the GC policy upstream
+    # keeps for compatibility, as for batch/v1 Jobs)
+    _r("", "ReplicationController", "replicationcontrollers", short=("rc",),
+       categories=("all",), sub=("scale", "status"), generation=True,
+       default_propagation="Orphan"),
     # apps/v1
     _r("apps", "Deployment", "deployments", short=("deploy",), categories=("all",),
        sub=("scale", "status"), generation=True),
@@ -168,6 +176,8 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
        sub=("status",), generation=True),
     # discovery.k8s.io/v1
     _r("discovery.k8s.io", "EndpointSlice", "endpointslices", generation=True),
+    # storage.k8s.io/v1
+    _r("storage.k8s.io", "StorageClass", "storageclasses", namespaced=False, short=("sc",)),
 )
 
 

@@ -580,6 +580,37 @@ def _default_replicaset(obj: Obj, create: bool) -> None:
     _dict(obj, "status").setdefault("replicas", 0)
 
 
+def _default_replication_controller(obj: Obj, create: bool) -> None:
+    """SetDefaults_ReplicationController: the selector and the labels default to the
+    template's labels; one replica."""
+    spec = _dict(obj, "spec")
+    tmpl = spec.get("template")
+    if isinstance(tmpl, dict):
+        tlabels = (tmpl.get("metadata") or {}).get("labels") if isinstance(
+            tmpl.get("metadata"), dict) else None
+        if tlabels:
+            if not spec.get("selector"):
+                spec["selector"] = dict(tlabels)
+            meta = _dict(obj, "metadata")
+            if not meta.get("labels"):
+                meta["labels"] = dict(tlabels)
+        default_pod_template(tmpl)
+    _setdefault(spec, "replicas", 1)
+    _REPLICASET_SPEC.apply(spec)
+    _dict(obj, "status").setdefault("replicas", 0)
+
+
+def _default_volume_kind(kind: str) -> Callable[[Obj, bool], None]:
+    """The storage kinds' defaulters live in pykcm.apiserver.volumes (imported late: it
+    imports this module)."""
+    def default(obj: Obj, create: bool) -> None:
+        from pykcm.apiserver import volumes
+        {"PersistentVolume": volumes.default_pv,
+         "PersistentVolumeClaim": volumes.default_pvc,
+         "StorageClass": volumes.default_storage_class}[kind](obj, create)
+    return default
+
+
 def _default_pvc_template(pvc: Obj) -> None:
     _setdefault(pvc, "apiVersion", "v1")
     _setdefault(pvc, "kind", "PersistentVolumeClaim")
@@ -888,6 +919,10 @@ _DEFAULTERS: Final[dict[str, Callable[[Obj, bool], None]]] = {
     "EndpointSlice": _default_endpoint_slice,
     "Node": _default_node,
     "Event": _default_event,
+    "ReplicationController": _default_replication_controller,
+    "PersistentVolume": _default_volume_kind("PersistentVolume"),
+    "PersistentVolumeClaim": _default_volume_kind("PersistentVolumeClaim"),
+    "StorageClass": _default_volume_kind("StorageClass"),
 }
 
 
@@ -943,6 +978,10 @@ _ZERO_FIELDS: Final[dict[tuple[str, str], dict[str, Any]]] = {
     ("batch", "CronJob"): {"spec": {"schedule": "", "jobTemplate": {
         "metadata": {}, "spec": {"template": _NO_CONTAINERS}}}, "status": {}},
     ("coordination.k8s.io", "Lease"): {"spec": {}},
+    ("", "PersistentVolume"): {"spec": {}, "status": {}},
+    ("", "PersistentVolumeClaim"): {"spec": {"resources": {}}, "status": {}},
+    ("", "ReplicationController"): {"spec": {}, "status": {"replicas": 0}},
+    ("storage.k8s.io", "StorageClass"): {"provisioner": ""},
     ("discovery.k8s.io", "EndpointSlice"): {"addressType": "", "endpoints": None,
                                             "ports": None},
     ("events.k8s.io", "Event"): {"eventTime": None, "regarding": {}, "deprecatedSource": {},

@@ -162,7 +162,8 @@ def _with_warnings(request: web.Request, resp: web.StreamResponse) -> web.Stream
 
 
 # Registries that answer a DELETE with the deleted object, not a Status (ReturnDeletedObject).
-_RETURNS_DELETED = frozenset({"Pod", "Service", "ServiceAccount", "PodTemplate", "Namespace"})
+_RETURNS_DELETED = frozenset({"Pod", "Service", "ServiceAccount", "PodTemplate", "Namespace",
+                              "PersistentVolume", "PersistentVolumeClaim", "StorageClass"})
 
 
 def _bool(v: str | None) -> bool | None:
@@ -547,7 +548,8 @@ class APIHandlers:
             del_opts.dry_run = del_opts.dry_run or dry
             _warn_job_orphaning(request, res, del_opts)
             deleted, entry = await rest.delete(res, ns, info.name, del_opts)
-            if deleted and not (res.kind in _RETURNS_DELETED and not res.group):
+            if deleted and not (res.kind in _RETURNS_DELETED
+                                and res.group in ("", "storage.k8s.io")):
                 return json_response(deleted_status(res, entry.obj))
             return json_response(entry.raw)
         if verb == "deletecollection":
@@ -1277,7 +1279,10 @@ def to_scale(res: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     sel = spec.get("selector")
-    if isinstance(sel, dict):
+    if isinstance(sel, dict) and res.kind == "ReplicationController":
+        # a ReplicationController's selector is a plain label map
+        selector = str(selector_from_label_selector({"matchLabels": sel}))
+    elif isinstance(sel, dict):
         selector = str(selector_from_label_selector(sel))
     else:
         selector = ""

@@ -47,7 +47,7 @@ from pykcm.api.patch import (
 from pykcm.api.patch._errors import go_repr
 from pykcm.api.resources import ResourceInfo, ResourceRegistry
 from pykcm.api.validation import go_quote
-from pykcm.apiserver import admission, crd_strategy, errors, go_json, strategy
+from pykcm.apiserver import admission, crd_strategy, errors, go_json, storage_admission, strategy
 from pykcm.apiserver import selectable_fields as _selectable
 from pykcm.apiserver.custom_resources import (
     CLEANUP_FINALIZER,
@@ -197,7 +197,8 @@ class RESTStorage:
                 for f in sorted(fsel.fields()):
                     if f not in allowed:
                         raise errors.bad_request(f"field label not supported: {f}")
-            elif info.group in ("", "apps", "batch", "coordination.k8s.io", "discovery.k8s.io"):
+            elif info.group in ("", "apps", "batch", "coordination.k8s.io", "discovery.k8s.io",
+                                "storage.k8s.io"):
                 msg = _selectable.check_field_selector(info.kind, fsel)
                 if msg:
                     raise errors.bad_request(msg)
@@ -359,6 +360,7 @@ class RESTStorage:
             await admission.service_account(obj, namespace, requested_name,
                                             self._service_account_lookup(namespace))
         admission.admit(info, obj, None, name=requested_name)
+        self._storage_admission(info, obj, None)
         causes = (validate(obj) if validate is not None
                   else strategy.validate_create(info, obj, crv))
         if causes:
@@ -404,6 +406,22 @@ class RESTStorage:
             done = await self.store.write(rs, key, accepted, entry)
             self._crd_changed(done.obj)
         return entry
+
+    def _storage_admission(self, info: ResourceInfo, obj: dict[str, Any],
+                           old: dict[str, Any] | None) -> None:
+        """DefaultStorageClass, StorageObjectInUseProtection, PersistentVolumeClaimResize."""
+        if info.group or info.kind not in ("PersistentVolume", "PersistentVolumeClaim"):
+            return
+        sc = self.registry.get("storage.k8s.io", "v1", "storageclasses")
+
+        def lookup(name: str) -> dict[str, Any] | None:
+            entry = self.rs(sc).get(object_key("", name)) if sc is not None else None
+            return entry.obj if entry is not None else None
+
+        def classes() -> list[dict[str, Any]]:
+            return [e.obj for e in self.rs(sc).items.values()] if sc is not None else []
+
+        storage_admission.admit(info, obj, old, lookup, classes)
 
     def _service_account_lookup(self, namespace: str) -> admission.ServiceAccountLookup:
         """The namespace's committed ServiceAccounts by name (the admission plugin's lister)."""
@@ -644,6 +662,8 @@ class RESTStorage:
         # before the strategy's PrepareForUpdate: the generation then compares defaulted specs.
         strategy.apply_defaults(info, obj, create=False, crv=crv)
         admission.admit(info, obj, old, subresource)
+        if not subresource:
+            self._storage_admission(info, obj, old)
         new = strategy.prepare_for_update(info, obj, old, subresource, custom=crv is not None)
         if info.kind == "Service" and not info.group and new is obj:
             self._update_service_type(info, name, new, old)
@@ -899,7 +919,8 @@ def _go_json_type(v: Any) -> str:
 
 # The Go package of each group's internal types (named in conversion errors).
 _INTERNAL_PACKAGE = {"": "core", "events.k8s.io": "core", "coordination.k8s.io": "coordination",
-                     "apiextensions.k8s.io": "apiextensions", "discovery.k8s.io": "discovery"}
+                     "apiextensions.k8s.io": "apiextensions", "discovery.k8s.io": "discovery",
+                     "storage.k8s.io": "storage"}
 
 
 def type_meta_error(info: ResourceInfo, api_version: str, kind: str,

@@ -17,6 +17,7 @@ from pykcm.api.timestamps import format_time
 from pykcm.apiserver import crd_strategy as _crd
 from pykcm.apiserver import defaults as _defaults
 from pykcm.apiserver import validation as _validation
+from pykcm.apiserver import volumes as _volumes
 from pykcm.apiserver.custom_resources import CRD_GROUP, CustomResourceVersion
 
 
@@ -98,7 +99,8 @@ def validate_event_v1_update(new: dict[str, Any], old: dict[str, Any]) -> list[d
     return _as_status_causes(_validation.validate_event_v1_update(new, old))
 
 
-_BUILTIN_GROUPS = frozenset({"", "apps", "batch", "coordination.k8s.io", "discovery.k8s.io"})
+_BUILTIN_GROUPS = frozenset({"", "apps", "batch", "coordination.k8s.io", "discovery.k8s.io",
+                             "storage.k8s.io"})
 
 # Metadata the system owns: a write can never change it (BeforeUpdate).
 _SYSTEM_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
@@ -114,14 +116,21 @@ def prepare_for_create(info: ResourceInfo, obj: dict[str, Any]) -> None:
         meta["generation"] = 1
     else:
         meta.pop("generation", None)
-    if info.status_subresource and info.kind not in ("Pod", "Namespace", "Node", "Service"):
+    if info.status_subresource and info.kind not in (
+            "Pod", "Namespace", "Node", "Service", "PersistentVolume", "PersistentVolumeClaim"):
         # Workload status is the controllers' to write, never the creator's.
         obj.pop("status", None)
     if info.kind == "DaemonSet" and info.group == "apps":
         _set_template_generation(obj, max(1, _template_generation(meta)))
     if info.kind == "EndpointSlice":
         _drop_topology_on_v1(obj, None)
-    if info.kind == "Pod":
+    if info.kind in ("PersistentVolume", "PersistentVolumeClaim") and not info.group:
+        # their PrepareForCreate: the status is the server's (phase Pending by defaulting),
+        # a PersistentVolume's first phase stamped
+        obj["status"] = {}
+        if info.kind == "PersistentVolume":
+            _volumes.prepare_pv_status(obj, None, now_rfc3339())
+    elif info.kind == "Pod":
         # PodStrategy.PrepareForCreate: a new pod's status is the server's
         # (defaulting then sets phase Pending and the QoS class).
         obj["status"] = {}
@@ -149,6 +158,8 @@ def prepare_for_update(
             result["status"] = new["status"]
         else:
             result.pop("status", None)
+        if info.kind == "PersistentVolume" and not info.group:
+            _volumes.prepare_pv_status(result, old, now_rfc3339())
         if info.kind == "Namespace":
             # A namespace status write cannot revive a terminating namespace.
             pass

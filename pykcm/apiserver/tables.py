@@ -1398,6 +1398,191 @@ def _scale_row(obj: Obj, now: int) -> _Row:
     ])
 
 
+_PERSISTENT_VOLUME_COLUMNS: Final = (
+    _NAME_COL,
+    _col("Capacity", "string",
+         "capacity is the description of the persistent volume's resources and capacity. "
+         "More info: https://kubernetes.io/docs/concepts/storage/persistent-"
+         "volumes#capacity"),
+    _col("Access Modes", "string",
+         "accessModes contains all ways the volume can be mounted. More info: "
+         "https://kubernetes.io/docs/concepts/storage/persistent-volumes#access-modes"),
+    _col("Reclaim Policy", "string",
+         "persistentVolumeReclaimPolicy defines what happens to a persistent volume when "
+         "released from its claim. Valid options are Retain (default for manually created "
+         "PersistentVolumes), Delete (default for dynamically provisioned "
+         "PersistentVolumes), and Recycle (deprecated). Recycle must be supported by the "
+         "volume plugin underlying this PersistentVolume. More info: "
+         "https://kubernetes.io/docs/concepts/storage/persistent-volumes#reclaiming"),
+    _col("Status", "string",
+         "phase indicates if a volume is available, bound to a claim, or released by a "
+         "claim. More info: https://kubernetes.io/docs/concepts/storage/persistent-"
+         "volumes#phase"),
+    _col("Claim", "string",
+         "claimRef is part of a bi-directional binding between PersistentVolume and "
+         "PersistentVolumeClaim. Expected to be non-nil when bound. claim.VolumeName is "
+         "the authoritative bind between PV and PVC. More info: "
+         "https://kubernetes.io/docs/concepts/storage/persistent-volumes#binding"),
+    _col("StorageClass", "string",
+         "StorageClass of the pv"),
+    _col("VolumeAttributesClass", "string",
+         "VolumeAttributesClass of the pv"),
+    _col("Reason", "string",
+         "reason is a brief CamelCase string that describes any failure and is meant for "
+         "machine parsing and tidy display in the CLI."),
+    _AGE_COL,
+    _col("VolumeMode", "string",
+         "volumeMode defines if a volume is intended to be used with a formatted "
+         "filesystem or to remain in raw block state. Value of Filesystem is implied when "
+         "not included in spec.", priority=1),
+)
+
+_PERSISTENT_VOLUME_CLAIM_COLUMNS: Final = (
+    _NAME_COL,
+    _col("Status", "string",
+         "phase represents the current phase of PersistentVolumeClaim."),
+    _col("Volume", "string",
+         "volumeName is the binding reference to the PersistentVolume backing this claim."),
+    _col("Capacity", "string",
+         "capacity represents the actual resources of the underlying volume."),
+    _col("Access Modes", "string",
+         "accessModes contains the actual access modes the volume backing the PVC has. "
+         "More info: https://kubernetes.io/docs/concepts/storage/persistent-"
+         "volumes#access-modes-1"),
+    _col("StorageClass", "string",
+         "StorageClass of the pvc"),
+    _col("VolumeAttributesClass", "string",
+         "VolumeAttributesClass of the pvc"),
+    _AGE_COL,
+    _col("VolumeMode", "string",
+         "volumeMode defines what type of volume is required by the claim. Value of "
+         "Filesystem is implied when not included in claim spec.", priority=1),
+)
+
+_REPLICATION_CONTROLLER_COLUMNS: Final = (
+    _NAME_COL,
+    _col("Desired", "integer",
+         "Replicas is the number of desired replicas. This is a pointer to distinguish "
+         "between explicit zero and unspecified. Defaults to 1. More info: https://kuberne"
+         "tes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-"
+         "replicationcontroller"),
+    _col("Current", "integer",
+         "Replicas is the most recently observed number of replicas. More info: https://ku"
+         "bernetes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-"
+         "replicationcontroller"),
+    _col("Ready", "integer",
+         "The number of ready replicas for this replication controller."),
+    _AGE_COL,
+    _col("Containers", "string",
+         "Names of each container in the template.", priority=1),
+    _col("Images", "string",
+         "Images referenced by each container in the template.", priority=1),
+    _col("Selector", "string",
+         "Selector is a label query over pods that should match the Replicas count. If "
+         "Selector is empty, it is defaulted to the labels present on the Pod template. "
+         "Label keys and values that must match in order to be controlled by this "
+         "replication controller, if empty defaulted to labels on Pod template. More info:"
+         " https://kubernetes.io/docs/concepts/overview/working-with-"
+         "objects/labels/#label-selectors", priority=1),
+)
+
+_STORAGE_CLASS_COLUMNS: Final = (
+    _NAME_COL,
+    _col("Provisioner", "string",
+         "provisioner indicates the type of the provisioner."),
+    _col("ReclaimPolicy", "string",
+         "reclaimPolicy controls the reclaimPolicy for dynamically provisioned "
+         "PersistentVolumes of this storage class. Defaults to Delete."),
+    _col("VolumeBindingMode", "string",
+         "volumeBindingMode indicates how PersistentVolumeClaims should be provisioned and"
+         " bound.  When unset, VolumeBindingImmediate is used. This field is only honored "
+         "by servers that enable the VolumeScheduling feature."),
+    _col("AllowVolumeExpansion", "string",
+         "allowVolumeExpansion shows whether the storage class allow volume expand."),
+    _AGE_COL,
+)
+
+
+_ACCESS_MODE_SHORT: Final = (("ReadWriteOnce", "RWO"), ("ReadOnlyMany", "ROX"),
+                             ("ReadWriteMany", "RWX"), ("ReadWriteOncePod", "RWOP"))
+
+
+def _access_modes(modes: Any) -> str:
+    """GetAccessModesAsString: the short names in a fixed order, each once."""
+    have = set(modes) if isinstance(modes, list) else set()
+    return ",".join(short for mode, short in _ACCESS_MODE_SHORT if mode in have)
+
+
+def _deleting(obj: Obj) -> bool:
+    return bool(_d(obj.get("metadata")).get("deletionTimestamp"))
+
+
+def _unset(v: Any) -> str:
+    return "<unset>" if v is None else str(v)
+
+
+def _persistent_volume_row(obj: Obj, now: int) -> _Row:
+    spec = _d(obj.get("spec"))
+    status = _d(obj.get("status"))
+    ref = _d(spec.get("claimRef"))
+    claim = f"{ref.get('namespace', '')}/{ref.get('name', '')}" if spec.get("claimRef") else ""
+    cls = (_d(_d(obj.get("metadata")).get("annotations"))
+           .get("volume.beta.kubernetes.io/storage-class") or spec.get("storageClassName") or "")
+    phase = "Terminating" if _deleting(obj) else str(status.get("phase") or "")
+    return _Row([
+        _name(obj), str(_d(spec.get("capacity")).get("storage") or "0"),
+        _access_modes(spec.get("accessModes")),
+        str(spec.get("persistentVolumeReclaimPolicy") or ""), phase, claim, str(cls),
+        _unset(spec.get("volumeAttributesClassName")), str(status.get("reason") or ""),
+        _age(obj, now), _unset(spec.get("volumeMode")),
+    ])
+
+
+def _persistent_volume_claim_row(obj: Obj, now: int) -> _Row:
+    spec = _d(obj.get("spec"))
+    status = _d(obj.get("status"))
+    phase = "Terminating" if _deleting(obj) else str(status.get("phase") or "")
+    capacity = modes = ""
+    if spec.get("volumeName"):
+        modes = _access_modes(status.get("accessModes"))
+        capacity = str(_d(status.get("capacity")).get("storage") or "0")
+    cls = (_d(_d(obj.get("metadata")).get("annotations"))
+           .get("volume.beta.kubernetes.io/storage-class") or spec.get("storageClassName") or "")
+    return _Row([
+        _name(obj), phase, str(spec.get("volumeName") or ""), capacity, modes, str(cls),
+        _unset(spec.get("volumeAttributesClassName")), _age(obj, now),
+        _unset(spec.get("volumeMode")),
+    ])
+
+
+def _replication_controller_row(obj: Obj, now: int) -> _Row:
+    spec = _d(obj.get("spec"))
+    status = _d(obj.get("status"))
+    names, images = _layout_container_cells(_pod_template_spec(obj).get("containers"))
+    return _Row([
+        _name(obj), _i(spec.get("replicas"), 1), _i(status.get("replicas")),
+        _i(status.get("readyReplicas")), _age(obj, now), names, images,
+        _format_labels(spec.get("selector")),
+    ])
+
+
+_DEFAULT_CLASS_ANNOTATIONS: Final = ("storageclass.kubernetes.io/is-default-class",
+                                     "storageclass.beta.kubernetes.io/is-default-class")
+
+
+def _storage_class_row(obj: Obj, now: int) -> _Row:
+    annotations = _d(_d(obj.get("metadata")).get("annotations"))
+    name = _name(obj)
+    if any(annotations.get(a) == "true" for a in _DEFAULT_CLASS_ANNOTATIONS):
+        name += " (default)"
+    expansion = obj.get("allowVolumeExpansion")
+    return _Row([
+        name, str(obj.get("provisioner") or ""), str(obj.get("reclaimPolicy") or "Delete"),
+        str(obj.get("volumeBindingMode") or "Immediate"),
+        expansion is True, _age(obj, now),
+    ])
+
+
 def _default_row(obj: Obj, now: int) -> _Row:
     return _Row([_name(obj), _rfc3339_utc(_d(obj.get("metadata")).get("creationTimestamp"))])
 
@@ -1424,6 +1609,12 @@ _PRINTERS: Final[dict[tuple[str, str], tuple[tuple[dict[str, Any], ...], _Printe
     ("batch", "CronJob"): (_CRON_JOB_COLUMNS, _cron_job_row),
     ("coordination.k8s.io", "Lease"): (_LEASE_COLUMNS, _lease_row),
     ("autoscaling", "Scale"): (_SCALE_COLUMNS, _scale_row),
+    ("", "PersistentVolume"): (_PERSISTENT_VOLUME_COLUMNS, _persistent_volume_row),
+    ("", "PersistentVolumeClaim"): (_PERSISTENT_VOLUME_CLAIM_COLUMNS,
+                                    _persistent_volume_claim_row),
+    ("", "ReplicationController"): (_REPLICATION_CONTROLLER_COLUMNS,
+                                    _replication_controller_row),
+    ("storage.k8s.io", "StorageClass"): (_STORAGE_CLASS_COLUMNS, _storage_class_row),
 }
 
 

@@ -879,6 +879,43 @@ def _update_replicaset(new: Obj, old: Obj) -> list[Cause]:
     return errs
 
 
+def _validate_rc_spec(spec: Mapping[str, Any]) -> list[Cause]:
+    """ValidateReplicationControllerSpec: a non-empty selector matching the template."""
+    errs = _nonneg(spec, "minReadySeconds", "spec.minReadySeconds")
+    sel = _m(spec.get("selector"))
+    if not sel:
+        errs.append(required("spec.selector", ""))
+    errs.extend(_nonneg(spec, "replicas", "spec.replicas"))
+    tmpl = spec.get("template")
+    if tmpl is None:
+        errs.append(required("spec.template", ""))
+        return errs
+    compiled = selector_from_label_selector({"matchLabels": dict(sel)}) if sel else None
+    errs.extend(_validate_template_for_replicaset(_m(tmpl), compiled, "spec.template",
+                                                  "ReplicationController"))
+    return errs
+
+
+def _create_replication_controller(obj: Obj) -> list[Cause]:
+    return (_validate_meta("ReplicationController", obj)
+            + _validate_rc_spec(_m(obj.get("spec"))))
+
+
+def _update_replication_controller(new: Obj, old: Obj) -> list[Cause]:
+    errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
+    errs.extend(_validate_rc_spec(_m(new.get("spec"))))
+    return errs
+
+
+def _volume_check(name: str) -> Any:
+    """The storage kinds' checks live in pykcm.apiserver.volumes (imported late)."""
+    def check(*objs: Obj) -> list[Cause]:
+        from pykcm.apiserver import volumes
+        fn: Callable[..., list[Cause]] = getattr(volumes, name)
+        return fn(*objs)
+    return check
+
+
 def _create_statefulset(obj: Obj) -> list[Cause]:
     return (_validate_meta("StatefulSet", obj, name_is_dns_label)
             + _validate_statefulset_spec(_m(obj.get("spec"))))
@@ -2520,6 +2557,10 @@ _CREATE: Final[dict[str, Callable[[Obj], list[Cause]]]] = {
     "PodTemplate": _create_pod_template,
     "Endpoints": _create_endpoints,
     "EndpointSlice": _create_endpoint_slice,
+    "ReplicationController": _create_replication_controller,
+    "PersistentVolume": _volume_check("validate_pv_create"),
+    "PersistentVolumeClaim": _volume_check("validate_pvc_create"),
+    "StorageClass": _volume_check("validate_storage_class_create"),
 }
 
 _UPDATE: Final[dict[str, Callable[[Obj, Obj], list[Cause]]]] = {
@@ -2541,6 +2582,10 @@ _UPDATE: Final[dict[str, Callable[[Obj, Obj], list[Cause]]]] = {
     "PodTemplate": _update_pod_template,
     "Endpoints": _update_endpoints,
     "EndpointSlice": _update_endpoint_slice,
+    "ReplicationController": _update_replication_controller,
+    "PersistentVolume": _volume_check("validate_pv_update"),
+    "PersistentVolumeClaim": _volume_check("validate_pvc_update"),
+    "StorageClass": _volume_check("validate_storage_class_update"),
 }
 
 _STATUS: Final[dict[str, Callable[[Obj, Obj], list[Cause]]]] = {
@@ -2552,6 +2597,8 @@ _STATUS: Final[dict[str, Callable[[Obj, Obj], list[Cause]]]] = {
     "Namespace": _status_namespace,
     "Pod": _status_pod,
     "Service": _status_service,
+    "ReplicationController": _status_replicaset,
+    "PersistentVolumeClaim": _volume_check("validate_pvc_status"),
 }
 
 

@@ -94,6 +94,7 @@ from pykcm.informers.typed import (
     CoreV1Informers,
     DiscoveryV1Informers,
     EventsV1Informers,
+    StorageV1Informers,
 )
 
 if TYPE_CHECKING:
@@ -189,6 +190,7 @@ class SharedInformerFactory:
         self._coordination_v1 = CoordinationV1Informers(self)
         self._events_v1 = EventsV1Informers(self)
         self._discovery_v1 = DiscoveryV1Informers(self)
+        self._storage_v1 = StorageV1Informers(self)
         self._apiextensions_v1 = ApiextensionsV1Informers(self)
 
     # --- settings -----------------------------------------------------------
@@ -245,6 +247,11 @@ class SharedInformerFactory:
     def discovery_v1(self) -> DiscoveryV1Informers:
         """discovery.k8s.io/v1: ``endpointslices``."""
         return self._discovery_v1
+
+    @property
+    def storage_v1(self) -> StorageV1Informers:
+        """storage.k8s.io/v1: ``storageclasses``."""
+        return self._storage_v1
 
     @property
     def apiextensions_v1(self) -> ApiextensionsV1Informers:

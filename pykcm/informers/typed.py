@@ -66,9 +66,22 @@ class CoreV1Informers(GroupVersionInformers):
 
     GROUP = ""
     VERSION = "v1"
-    RESOURCES = ("configmaps", "endpoints", "events", "namespaces", "nodes", "pods",
-                 "podtemplates", "secrets", "serviceaccounts", "services")
+    RESOURCES = ("configmaps", "endpoints", "events", "namespaces", "nodes",
+                 "persistentvolumeclaims", "persistentvolumes", "pods", "podtemplates",
+                 "replicationcontrollers", "secrets", "serviceaccounts", "services")
     __slots__ = ()
+
+    @property
+    def persistentvolumeclaims(self) -> GenericInformer:
+        return self._get("persistentvolumeclaims")
+
+    @property
+    def persistentvolumes(self) -> GenericInformer:
+        return self._get("persistentvolumes")
+
+    @property
+    def replicationcontrollers(self) -> GenericInformer:
+        return self._get("replicationcontrollers")
 
     @property
     def configmaps(self) -> GenericInformer:
@@ -197,6 +210,19 @@ class DiscoveryV1Informers(GroupVersionInformers):
         return self._get("endpointslices")
 
 
+class StorageV1Informers(GroupVersionInformers):
+    """storage.k8s.io/v1 (client-go ``informers/storage/v1``)."""
+
+    GROUP = "storage.k8s.io"
+    VERSION = "v1"
+    RESOURCES = ("storageclasses",)
+    __slots__ = ()
+
+    @property
+    def storageclasses(self) -> GenericInformer:
+        return self._get("storageclasses")
+
+
 class ApiextensionsV1Informers(GroupVersionInformers):
     """apiextensions.k8s.io/v1 (apiextensions-apiserver's generated informers)."""
 
@@ -218,5 +244,6 @@ GROUP_VERSION_ACCESSORS: dict[str, type[GroupVersionInformers]] = {
     "events_v1": EventsV1Informers,
     "discovery_v1": DiscoveryV1Informers,
     "apiextensions_v1": ApiextensionsV1Informers,
+    "storage_v1": StorageV1Informers,
 }
 """The factory attribute of each group version's accessors."""

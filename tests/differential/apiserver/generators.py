@@ -112,6 +112,17 @@ RESOURCES = [
         "EndpointSlice", "discovery.k8s.io/v1", {
             "addressType": "IPv4", "endpoints": [{"addresses": ["10.1.2.3"]}],
             "ports": [{"port": 80}]}),
+    Res("persistentvolumes", "/api/v1/persistentvolumes", "PersistentVolume", "v1", {
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                 "hostPath": {"path": "/tmp/dt"}}}),
+    Res("persistentvolumeclaims", "/api/v1/namespaces/{ns}/persistentvolumeclaims",
+        "PersistentVolumeClaim", "v1", {"spec": {
+            "accessModes": ["ReadWriteOnce"], "storageClassName": "",
+            "resources": {"requests": {"storage": "1Gi"}}}}),
+    Res("replicationcontrollers", "/api/v1/namespaces/{ns}/replicationcontrollers",
+        "ReplicationController", "v1", {"spec": {"replicas": 0, "template": TEMPLATE}}),
+    Res("storageclasses", "/apis/storage.k8s.io/v1/storageclasses", "StorageClass",
+        "storage.k8s.io/v1", {"provisioner": "dt.example.com/p"}),
     Res("eventsv1", "/apis/events.k8s.io/v1/namespaces/{ns}/events", "Event", "events.k8s.io/v1",
         {"eventTime": "2026-01-02T03:04:05.000000Z", "reportingController": "dt.example.com/c",
          "reportingInstance": "i-1", "action": "Testing", "reason": "Tested", "type": "Normal",
