@@ -400,15 +400,15 @@ WORKLOAD_CONTROLLERS = ("cronjob-controller", "daemonset-controller", "deploymen
                         "endpoints-controller", "endpointslice-controller",
                         "endpointslice-mirroring-controller",
                         "garbage-collector-controller", "job-controller", "namespace-controller",
-                        "node-lifecycle-controller", "pod-garbage-collector-controller",
-                        "replicaset-controller", "replicationcontroller-controller",
-                        "statefulset-controller", "taint-eviction-controller",
+                        "pod-garbage-collector-controller", "replicaset-controller",
+                        "replicationcontroller-controller", "statefulset-controller",
                         "ttl-after-finished-controller", "ttl-controller")
 """The controllers that act on what a test creates (workloads, Services, deletion): a real
 API server shared by tests that run their own controllers in-process gets every other
-controller from the real kube-controller-manager (service accounts, root CA, ...). Node
-lifecycle and taint eviction are left to the tests too: their nodes stop heartbeating
-on purpose, with shortened grace periods."""
+controller from the real kube-controller-manager (service accounts, root CA, node
+lifecycle, ...). Node lifecycle stays there: kube-apiserver's TaintNodesByCondition
+admission gives every new Node the ``not-ready:NoSchedule`` taint, which only that
+controller removes once the node is Ready (the tests' simulated nodes need it)."""
 
 TOKEN_CONTROLLER = "serviceaccount-token-controller"
 """kube-controller-manager starts it whatever ``--controllers`` says, whenever it has
@@ -697,7 +697,8 @@ class KubeCluster:
                 self.url = self.embedded.url
                 self.ca_file = str(Path(self.embedded.data_dir) / "pki" / "ca.crt")
                 self.token = (Path(self.embedded.data_dir) / "admin.token").read_text().strip()
-            self.start_manager(timeout)
+            if self.manager is None:
+                self.start_manager(timeout)
         except BaseException:
             self.stop()
             raise
@@ -712,6 +713,9 @@ class KubeCluster:
         if self._want_support:
             self.support = support_controller_manager(self.cp).start(timeout)
         if self.nodes > 0:
+            # The sim is ready once its Nodes lost the not-ready taint kube-apiserver gives
+            # them, which the node lifecycle controller (the manager under test's) removes.
+            self.start_manager(timeout)
             self.sim = PykcmProcess.sim(
                 self.kubeconfig_path, self.work_dir / "logs" / "sim.log", nodes=self.nodes,
                 max_pods=self.max_pods, api=(self.url, self.token, self.ca_file)).start(timeout)

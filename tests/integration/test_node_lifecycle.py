@@ -7,6 +7,12 @@ Unknown, gets the ``unreachable`` taints, its pods are evicted after their (shor
 tolerationSeconds and their ReplicaSet replaces them on the other nodes; back to life,
 its taints go. Each test's nodes carry a label of its own and the controllers' node
 informer selects it, so nodes other tests left in the cluster are not touched.
+
+On the real kube-apiserver the session's real kube-controller-manager runs its own node
+lifecycle and taint eviction controllers beside these (tests' simulated nodes need the
+former to lose kube-apiserver's ``not-ready`` taint); with their 50 s grace period they
+only echo what pykcm's controllers did (the same taints; an eviction either may record).
+The differential test (tests/e2e/test_differential_node_lifecycle.py) runs them apart.
 """
 
 from __future__ import annotations
