@@ -37,8 +37,9 @@ Reproduced, because clients see their effect on every pod:
 
 Deliberately not reproduced (see tests/differential/apiserver/allowlist.yaml):
 TaintNodesByCondition (its not-ready
-taint on new Nodes needs the node lifecycle controller to lift it, which
-pykcm lacks: the simulated nodes would never take pods), LimitRanger,
+taint on new Nodes needs the node lifecycle controller to lift it: the
+simulator runs on this server without any controller manager in tests and
+``pykcm up --no-controller-manager``, where its nodes would never take pods), LimitRanger,
 ResourceQuota and PodSecurity (their objects are not served).
 """
 
