@@ -334,6 +334,36 @@ async def _taint_eviction(ctx: ControllerContext, name: str) -> RunnableControll
         recorder=ctx.event_recorder("taint-eviction-controller"))
 
 
+async def _persistentvolume_binder(ctx: ControllerContext, name: str
+                                   ) -> RunnableController | None:
+    from pykcm.controllers.persistentvolume import PersistentVolumeController
+
+    f = ctx.informer_factory
+    return PersistentVolumeController(
+        claim_informer=f.core_v1.persistentvolumeclaims, volume_informer=f.core_v1.persistentvolumes,
+        class_informer=f.storage_v1.storageclasses,
+        client=ctx.client_builder.client("persistent-volume-binder"),
+        recorder=ctx.event_recorder("persistent-volume-binder", "persistentvolume-controller"),
+        sync_period=ctx.options.pvclaimbinder_sync_period)
+
+
+async def _pvc_protection(ctx: ControllerContext, name: str) -> RunnableController | None:
+    from pykcm.controllers.pvcprotection import PVCProtectionController
+
+    f = ctx.informer_factory
+    return PVCProtectionController(
+        claim_informer=f.core_v1.persistentvolumeclaims, pod_informer=f.core_v1.pods,
+        client=ctx.client_builder.client("pvc-protection-controller"))
+
+
+async def _pv_protection(ctx: ControllerContext, name: str) -> RunnableController | None:
+    from pykcm.controllers.pvprotection import PVProtectionController
+
+    return PVProtectionController(
+        volume_informer=ctx.informer_factory.core_v1.persistentvolumes,
+        client=ctx.client_builder.client("pv-protection-controller"))
+
+
 async def _ttl_after_finished(ctx: ControllerContext, name: str) -> RunnableController | None:
     from pykcm.controllers.ttlafterfinished import TTLAfterFinishedController
 
@@ -382,6 +412,12 @@ def register_builtin_controllers(registry: ControllerRegistry) -> None:
         ControllerDescriptor("ttl-controller", _ttl, aliases=("ttl",), concurrency=5),
         ControllerDescriptor("node-lifecycle-controller", _node_lifecycle,
                              aliases=("nodelifecycle",), concurrency=1),
+        ControllerDescriptor("persistentvolume-binder-controller", _persistentvolume_binder,
+                             aliases=("persistentvolume-binder",), concurrency=1),
+        ControllerDescriptor("persistentvolumeclaim-protection-controller", _pvc_protection,
+                             aliases=("pvc-protection",), concurrency=1),
+        ControllerDescriptor("persistentvolume-protection-controller", _pv_protection,
+                             aliases=("pv-protection",), concurrency=1),
         ControllerDescriptor("ttl-after-finished-controller", _ttl_after_finished,
                              aliases=("ttl-after-finished",),
                              concurrency="concurrent_ttl_after_finished_syncs"),

@@ -20,6 +20,7 @@ Flags pykcm has, with upstream's names and defaults: ``--kubeconfig``,
 (0.0.0.0), ``--secure-port`` (10257; 0 turns HTTPS serving off),
 ``--concurrent-*-syncs`` of the built-in controllers (``--concurrent_rc_syncs`` too, as
 upstream spells it), ``--terminated-pod-gc-threshold`` (12500), ``--enable-garbage-collector``,
+``--pvclaimbinder-sync-period`` (15s),
 ``--namespace-sync-period``, the node lifecycle ones (``--node-monitor-period`` 5s,
 ``--node-monitor-grace-period`` 50s, ``--node-startup-grace-period`` 60s,
 ``--node-eviction-rate`` 0.1, ``--secondary-node-eviction-rate`` 0.01,
@@ -195,6 +196,7 @@ class ControllerManagerOptions:
     concurrent_statefulset_syncs: int = 5
     concurrent_rc_syncs: int = 5
     terminated_pod_gc_threshold: int = 12500
+    pvclaimbinder_sync_period: float = 15.0
     # node lifecycle (nodelifecycle/config/v1alpha1/defaults.go; KubeCloudShared's period)
     node_monitor_period: float = 5.0
     node_monitor_grace_period: float = 50.0
@@ -380,6 +382,8 @@ class ControllerManagerOptions:
             "KubeCloudShared": {
                 "UseServiceAccountCredentials": self.use_service_account_credentials,
                 "NodeMonitorPeriod": d(self.node_monitor_period)},
+            "PersistentVolumeBinderController": {
+                "PVClaimBinderSyncPeriod": d(self.pvclaimbinder_sync_period)},
             "NodeLifecycleController": {
                 "NodeEvictionRate": self.node_eviction_rate,
                 "SecondaryNodeEvictionRate": self.secondary_node_eviction_rate,
@@ -583,6 +587,8 @@ def add_flags(p: argparse.ArgumentParser, known: Sequence[str] = (),
     integer(c, "--concurrent-ttl-after-finished-syncs", o.concurrent_ttl_after_finished_syncs,
             "the number of ttl-after-finished-controller workers that are allowed to sync "
             "concurrently")
+    dur(c, "--pvclaimbinder-sync-period", o.pvclaimbinder_sync_period,
+        "the period for syncing persistent volumes and persistent volume claims")
     dur(c, "--node-monitor-period", o.node_monitor_period,
         "the period for syncing NodeStatus in cloud-node-lifecycle-controller")
     dur(c, "--node-monitor-grace-period", o.node_monitor_grace_period,

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from decimal import Decimal, InvalidOperation
-from functools import lru_cache
 from typing import Any, Final
+
+from pykcm.api.quantity import parse_quantity
 
 __all__ = [
     "DEFAULT_MEMORY_REQUEST",
@@ -49,47 +49,6 @@ DEFAULT_MILLI_CPU_REQUEST: Final = 100
 """What a container without a cpu request counts as when scoring (upstream's 100m)."""
 DEFAULT_MEMORY_REQUEST: Final = 200 * 1024 * 1024
 """What a container without a memory request counts as when scoring (upstream's 200Mi)."""
-
-_BINARY: Final = {"Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40,
-                  "Pi": 2 ** 50, "Ei": 2 ** 60}
-_DECIMAL: Final = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"),
-                   "": Decimal(1), "k": Decimal("1e3"), "M": Decimal("1e6"),
-                   "G": Decimal("1e9"), "T": Decimal("1e12"), "P": Decimal("1e15"),
-                   "E": Decimal("1e18")}
-
-
-@lru_cache(maxsize=1024)
-def _parse_str(s: str) -> Decimal | None:
-    s = s.strip()
-    if not s:
-        return None
-    i = len(s)
-    # The suffix is the trailing run of letters, or an exponent "e3" / "E-2".
-    while i > 0 and s[i - 1].isalpha():
-        i -= 1
-    number, suffix = s[:i], s[i:]
-    try:
-        if suffix in _BINARY:
-            return Decimal(number) * _BINARY[suffix]
-        if suffix in _DECIMAL:
-            return Decimal(number) * _DECIMAL[suffix]
-        return Decimal(s)  # "1e3", "1E-2": Decimal reads exponents itself
-    except InvalidOperation:
-        return None
-
-
-def parse_quantity(q: Any) -> Decimal | None:
-    """The value of a ``resource.Quantity`` ("100m", "1Gi", "1e3", 2); None if malformed."""
-    if isinstance(q, bool):
-        return None
-    if isinstance(q, int):
-        return Decimal(q)
-    if isinstance(q, float):
-        return Decimal(str(q))
-    if isinstance(q, str):
-        return _parse_str(q)
-    return None
-
 
 def quantity_units(name: str, q: Any) -> int:
     """A quantity as the scheduler's integer: millicores for cpu, else whole units.

@@ -400,6 +400,9 @@ WORKLOAD_CONTROLLERS = ("cronjob-controller", "daemonset-controller", "deploymen
                         "endpoints-controller", "endpointslice-controller",
                         "endpointslice-mirroring-controller",
                         "garbage-collector-controller", "job-controller", "namespace-controller",
+                        "persistentvolume-binder-controller",
+                        "persistentvolume-protection-controller",
+                        "persistentvolumeclaim-protection-controller",
                         "pod-garbage-collector-controller", "replicaset-controller",
                         "replicationcontroller-controller", "statefulset-controller",
                         "ttl-after-finished-controller", "ttl-controller")

@@ -36,9 +36,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.upstream]
 
 
 UNSERVED_KINDS = (
-    "PersistentVolumeClaim", "PersistentVolume", "ReplicationController", "ResourceQuota",
-    "HorizontalPodAutoscaler", "PodDisruptionBudget",
-    "CertificateSigningRequest", "ClusterRole", "StorageClass", "CSINode", "CSIDriver",
+    "ResourceQuota", "HorizontalPodAutoscaler", "PodDisruptionBudget",
+    "CertificateSigningRequest", "ClusterRole", "CSINode", "CSIDriver",
     "VolumeAttachment", "VolumeAttributesClass", "ServiceCIDR", "IPAddress",
     "ValidatingAdmissionPolicy", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate",
     "DeviceClass")

@@ -2,8 +2,7 @@
 server, each test in a namespace of its own (nodes are cluster-wide: the tests make their
 own and delete them).
 
-ReplicationControllers are served by the real kube-apiserver only (pykcm's serves them
-later): that test runs there. The pod GC and the TTL controller run on both.
+Every test runs on both API servers.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from pykcm.controllers.podgc import PodGCController
 from pykcm.controllers.replication import REPLICATION_CONTROLLERS, ReplicationManager
 from pykcm.controllers.ttl import OBJECT_TTL_ANNOTATION, TTLController
 from pykcm.informers import SharedInformerFactory
-from tests.conftest import UPSTREAM, Backend, create_namespace
+from tests.conftest import Backend, create_namespace
 from tests.integration.test_replicaset_controller import eventually, set_ready
 
 
@@ -57,7 +56,6 @@ async def live_pods(client: Client, ns: str) -> list[dict[str, Any]]:
             if not p["metadata"].get("deletionTimestamp")]
 
 
-@pytest.mark.parametrize("apiserver", [pytest.param("kube", marks=UPSTREAM)], indirect=True)
 async def test_replication_controller_runs_the_replica_set_algorithm(
         client: Client, ns: str) -> None:
     factory = SharedInformerFactory(client, namespace=ns, name="")
