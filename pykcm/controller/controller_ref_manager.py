@@ -50,6 +50,7 @@ import datetime as _dt
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.labels import LabelSelector
 from pykcm.api.owner_refs import get_controller_of, new_controller_ref
 from pykcm.client.errors import is_invalid, is_not_found
@@ -93,11 +94,6 @@ def _aggregate_message(errors: Sequence[BaseException]) -> str:
     return "[" + ", ".join(seen) + "]"
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
-
-
 def _go_time(ts: str) -> str:
     """An RFC 3339 timestamp as Go prints a time.Time (``2006-01-02 15:04:05 +0000 UTC``)."""
     try:
@@ -121,7 +117,7 @@ def recheck_deletion_timestamp(
             raise
         except Exception as exc:
             raise RuntimeError(f"can't recheck DeletionTimestamp: {exc}") from exc
-        meta = _meta(obj)
+        meta = meta_of(obj)
         ts = meta.get("deletionTimestamp")
         if ts:
             raise RuntimeError(f"{meta.get('namespace', '')}/{meta.get('name', '')} "
@@ -198,7 +194,7 @@ class BaseControllerRefManager:
                            adopt: Callable[[Mapping[str, Any]], Awaitable[None]],
                            release: Callable[[Mapping[str, Any]], Awaitable[None]]) -> bool:
         """Whether we own ``obj`` after reconciling it (see the module table); raises on failure."""
-        cmeta = _meta(self.controller)
+        cmeta = meta_of(self.controller)
         ref = get_controller_of(obj)
         if ref is not None:
             if ref.get("uid") != cmeta.get("uid"):
@@ -221,7 +217,7 @@ class BaseControllerRefManager:
         # An orphan.
         if cmeta.get("deletionTimestamp") or not match(obj):
             return False
-        ometa = _meta(obj)
+        ometa = meta_of(obj)
         if ometa.get("deletionTimestamp"):
             return False
         ns = cmeta.get("namespace")
@@ -299,7 +295,7 @@ class PodControllerRefManager(BaseControllerRefManager):
         selector = self.selector
 
         def match(pod: Mapping[str, Any]) -> bool:
-            if not selector.matches(_meta(pod).get("labels") or {}):
+            if not selector.matches(meta_of(pod).get("labels") or {}):
                 return False
             return all(f(pod) for f in filters)
 
@@ -307,7 +303,7 @@ class PodControllerRefManager(BaseControllerRefManager):
 
     async def adopt_pod(self, pod: Mapping[str, Any]) -> None:
         """Patch the pod to add our controller reference (after ``can_adopt``)."""
-        meta = _meta(pod)
+        meta = meta_of(pod)
         try:
             await self.can_adopt()
         except Exception as exc:
@@ -321,9 +317,9 @@ class PodControllerRefManager(BaseControllerRefManager):
 
     async def release_pod(self, pod: Mapping[str, Any]) -> None:
         """Patch the pod to remove our reference; NotFound and Invalid are not errors."""
-        meta = _meta(pod)
+        meta = meta_of(pod)
         patch = delete_owner_ref_strategic_merge_patch(
-            str(meta.get("uid", "")), [str(_meta(self.controller).get("uid", ""))],
+            str(meta.get("uid", "")), [str(meta_of(self.controller).get("uid", ""))],
             self.finalizers)
 
         async def send() -> None:
@@ -349,14 +345,14 @@ class ReplicaSetControllerRefManager(BaseControllerRefManager):
         selector = self.selector
 
         def match(rs: Mapping[str, Any]) -> bool:
-            return selector.matches(_meta(rs).get("labels") or {})
+            return selector.matches(meta_of(rs).get("labels") or {})
 
         return await self._claim_all(sets, match, self.adopt_replica_set,
                                      self.release_replica_set)
 
     async def adopt_replica_set(self, rs: Mapping[str, Any]) -> None:
         """Patch the ReplicaSet to add our controller reference (after ``can_adopt``)."""
-        meta = _meta(rs)
+        meta = meta_of(rs)
         try:
             await self.can_adopt()
         except Exception as exc:
@@ -369,9 +365,9 @@ class ReplicaSetControllerRefManager(BaseControllerRefManager):
 
     async def release_replica_set(self, rs: Mapping[str, Any]) -> None:
         """Patch the ReplicaSet to remove our reference; NotFound and Invalid are not errors."""
-        meta = _meta(rs)
+        meta = meta_of(rs)
         patch = delete_owner_ref_strategic_merge_patch(
-            str(meta.get("uid", "")), [str(_meta(self.controller).get("uid", ""))])
+            str(meta.get("uid", "")), [str(meta_of(self.controller).get("uid", ""))])
 
         async def send() -> None:
             await self.rs_control.patch_replica_set(str(meta.get("namespace", "")),

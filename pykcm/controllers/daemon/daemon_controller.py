@@ -55,7 +55,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from pykcm.api.labels import SelectorParseError, selector_from_label_selector
+from pykcm.api.accessors import meta_of, spec_of, status_of
+from pykcm.api.labels import selector_from_label_selector
 from pykcm.api.owner_refs import get_controller_of, new_controller_ref
 from pykcm.api.pod_util import is_pod_available, is_pod_ready, is_pod_terminal
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
@@ -76,6 +77,7 @@ from pykcm.controller.controller_ref_manager import (
 )
 from pykcm.controller.event_recorder import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder
 from pykcm.controller.expectations import ControllerExpectations
+from pykcm.controller.owner_resolver import OwnerResolver
 from pykcm.controller.pod_control import PodControl, RealPodControl
 from pykcm.controllers.daemon.update import cleanup_history, construct_history, rolling_update
 from pykcm.controllers.daemon.util import (
@@ -124,35 +126,23 @@ SUCCEEDED_DAEMON_POD_REASON: Final = "SucceededDaemonPod"
 _NAMESPACE_TERMINATING_CAUSE: Final = "NamespaceTerminating"
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
 
-
-def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    s = obj.get("spec")
-    return s if isinstance(s, Mapping) else {}
-
-
-def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    s = obj.get("status")
-    return s if isinstance(s, Mapping) else {}
 
 
 def _failed_pods_backoff_key(ds: Mapping[str, Any], node_name: str) -> str:
-    return f"{_meta(ds).get('uid')}/{int(_status(ds).get('observedGeneration') or 0)}/{node_name}"
+    return f"{meta_of(ds).get('uid')}/{int(status_of(ds).get('observedGeneration') or 0)}/{node_name}"
 
 
 def get_unscheduled_pods_without_node(nodes: Sequence[Mapping[str, Any]],
                                       node_to_daemon_pods: Mapping[str, Sequence[Any]]
                                       ) -> list[str]:
     """Names of the unscheduled pods meant for nodes that no longer exist."""
-    running = {str(_meta(n).get("name")) for n in nodes}
+    running = {str(meta_of(n).get("name")) for n in nodes}
     out: list[str] = []
     for node_name, pods in node_to_daemon_pods.items():
         if node_name in running:
             continue
-        out.extend(str(_meta(p).get("name")) for p in pods if not _spec(p).get("nodeName"))
+        out.extend(str(meta_of(p).get("name")) for p in pods if not spec_of(p).get("nodeName"))
     return out
 
 
@@ -190,6 +180,7 @@ class DaemonSetsController(ControllerHost):
         ds_inf = ds_informer.informer
         self.ds_indexer = ds_inf.get_indexer()
         self.ds_lister = ds_informer.lister
+        self.owners = OwnerResolver(DS_KIND, ds_informer)
         reg = ds_inf.add_event_handler(ResourceEventHandlerFuncs(
             add_func=self.add_daemonset, update_func=self.update_daemonset,
             delete_func=self.delete_daemonset))
@@ -248,31 +239,12 @@ class DaemonSetsController(ControllerHost):
 
     def resolve_controller_ref(self, namespace: str,
                                ref: Mapping[str, Any]) -> Mapping[str, Any] | None:
-        if ref.get("kind") != DS_KIND:
-            return None
-        ds = self.ds_indexer.get_by_key(f"{namespace}/{ref.get('name', '')}")
-        if ds is None or _meta(ds).get("uid") != ref.get("uid"):
-            return None
-        found: Mapping[str, Any] = ds
-        return found
+        return self.owners.resolve(namespace, ref)
 
     def _matching_daemon_sets(self, obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         """The DaemonSets of ``obj``'s namespace whose selector matches its labels
         (upstream GetPodDaemonSets / GetHistoryDaemonSets)."""
-        meta = _meta(obj)
-        labels = meta.get("labels")
-        if not labels:
-            return []
-        out: list[Mapping[str, Any]] = []
-        for ds in self.ds_lister.by_namespace(str(meta.get("namespace") or "")).list():
-            try:
-                sel = selector_from_label_selector(_spec(ds).get("selector"))
-            except SelectorParseError:
-                continue
-            if sel.empty or not sel.matches(labels):
-                continue
-            out.append(ds)
-        return out
+        return self.owners.selecting(obj)
 
     def _enqueue(self, ds: Mapping[str, Any]) -> None:
         self.queue.add(meta_namespace_key(ds))
@@ -284,7 +256,7 @@ class DaemonSetsController(ControllerHost):
         self._enqueue(ds)
 
     def update_daemonset(self, old: Any, cur: Any) -> None:
-        if _meta(cur).get("uid") != _meta(old).get("uid"):
+        if meta_of(cur).get("uid") != meta_of(old).get("uid"):
             self.delete_daemonset(DeletedFinalStateUnknown(meta_namespace_key(old), old))
         log.debug("Updating daemon set %s", meta_namespace_key(old))
         self._enqueue(cur)
@@ -302,7 +274,7 @@ class DaemonSetsController(ControllerHost):
     # -- ControllerRevision handlers -----------------------------------------------------------
 
     def add_history(self, history: Any) -> None:
-        meta = _meta(history)
+        meta = meta_of(history)
         if meta.get("deletionTimestamp"):
             self.delete_history(history)
             return
@@ -315,23 +287,12 @@ class DaemonSetsController(ControllerHost):
             self._enqueue(ds)
 
     def update_history(self, old: Any, cur: Any) -> None:
-        old_meta, cur_meta = _meta(old), _meta(cur)
+        old_meta, cur_meta = meta_of(old), meta_of(cur)
         if cur_meta.get("resourceVersion") == old_meta.get("resourceVersion"):
             return
-        cur_ref, old_ref = get_controller_of(cur), get_controller_of(old)
-        ref_changed = (dict(cur_ref) if cur_ref else None) != (dict(old_ref) if old_ref else None)
-        if ref_changed and old_ref is not None:
-            ds = self.resolve_controller_ref(str(old_meta.get("namespace") or ""), old_ref)
+        update = self.owners.updated(old, cur)
+        for ds in (update.previous, update.current, *update.candidates):
             if ds is not None:
-                self._enqueue(ds)
-        if cur_ref is not None:
-            ds = self.resolve_controller_ref(str(cur_meta.get("namespace") or ""), cur_ref)
-            if ds is not None:
-                self._enqueue(ds)
-            return
-        label_changed = (cur_meta.get("labels") or {}) != (old_meta.get("labels") or {})
-        if label_changed or ref_changed:
-            for ds in self._matching_daemon_sets(cur):
                 self._enqueue(ds)
 
     def delete_history(self, obj: Any) -> None:
@@ -339,17 +300,14 @@ class DaemonSetsController(ControllerHost):
         if not isinstance(history, Mapping):
             log.error("couldn't get object from tombstone %r", obj)
             return
-        ref = get_controller_of(history)
-        if ref is None:
-            return
-        ds = self.resolve_controller_ref(str(_meta(history).get("namespace") or ""), ref)
+        ds = self.owners.owner_of(history)
         if ds is not None:
             self._enqueue(ds)
 
     # -- Pod handlers --------------------------------------------------------------------------
 
     def add_pod(self, pod: Any) -> None:
-        meta = _meta(pod)
+        meta = meta_of(pod)
         if meta.get("deletionTimestamp"):
             self.delete_pod(pod)
             return
@@ -366,43 +324,33 @@ class DaemonSetsController(ControllerHost):
             self._enqueue(ds)
 
     def update_pod(self, old: Any, cur: Any) -> None:
-        old_meta, cur_meta = _meta(old), _meta(cur)
+        old_meta, cur_meta = meta_of(old), meta_of(cur)
         if cur_meta.get("resourceVersion") == old_meta.get("resourceVersion"):
             return
         if cur_meta.get("deletionTimestamp"):
+            # Unlike the ReplicaSet handler, no word to the owner of the old labels:
+            # upstream's DaemonSet updatePod has none.
             self.delete_pod(cur)
             return
-        cur_ref, old_ref = get_controller_of(cur), get_controller_of(old)
-        ref_changed = (dict(cur_ref) if cur_ref else None) != (dict(old_ref) if old_ref else None)
-        if ref_changed and old_ref is not None:
-            ds = self.resolve_controller_ref(str(old_meta.get("namespace") or ""), old_ref)
-            if ds is not None:
-                self._enqueue(ds)
-        if cur_ref is not None:
-            ds = self.resolve_controller_ref(str(cur_meta.get("namespace") or ""), cur_ref)
-            if ds is None:
-                return
+        update = self.owners.updated(old, cur)
+        if update.previous is not None:
+            self._enqueue(update.previous)
+        ds = update.current
+        if ds is not None:
             self._enqueue(ds)
-            min_ready = int(_spec(ds).get("minReadySeconds") or 0)
+            min_ready = int(spec_of(ds).get("minReadySeconds") or 0)
             if min_ready > 0 and not is_pod_ready(old) and is_pod_ready(cur):
                 # A second more, against milliseconds of skew (as upstream).
                 self.queue.add_after(meta_namespace_key(ds), float(min_ready) + 1.0)
-            return
-        dss = self._matching_daemon_sets(cur)
-        label_changed = (cur_meta.get("labels") or {}) != (old_meta.get("labels") or {})
-        if dss and (label_changed or ref_changed):
-            for ds in dss:
-                self._enqueue(ds)
+        for ds in update.candidates:
+            self._enqueue(ds)
 
     def delete_pod(self, obj: Any) -> None:
         pod = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
         if not isinstance(pod, Mapping):
             log.error("couldn't get object from tombstone %r", obj)
             return
-        ref = get_controller_of(pod)
-        if ref is None:
-            return
-        ds = self.resolve_controller_ref(str(_meta(pod).get("namespace") or ""), ref)
+        ds = self.owners.owner_of(pod)
         if ds is None:
             return
         key = meta_namespace_key(ds)
@@ -412,13 +360,13 @@ class DaemonSetsController(ControllerHost):
     # -- Node handlers -------------------------------------------------------------------------
 
     def add_node(self, node: Any) -> None:
-        self.node_update_queue.add(str(_meta(node).get("name")))
+        self.node_update_queue.add(str(meta_of(node).get("name")))
 
     def update_node(self, old: Any, cur: Any) -> None:
-        if ((_meta(old).get("labels") or {}) == (_meta(cur).get("labels") or {})
-                and list(_spec(old).get("taints") or ()) == list(_spec(cur).get("taints") or ())):
+        if ((meta_of(old).get("labels") or {}) == (meta_of(cur).get("labels") or {})
+                and list(spec_of(old).get("taints") or ()) == list(spec_of(cur).get("taints") or ())):
             return
-        self.node_update_queue.add(str(_meta(cur).get("name")))
+        self.node_update_queue.add(str(meta_of(cur).get("name")))
 
     async def sync_node_update(self, node_name: str) -> None:
         """Enqueue the DaemonSets whose placement on ``node_name`` may have changed."""
@@ -430,30 +378,30 @@ class DaemonSetsController(ControllerHost):
             ref = get_controller_of(pod)
             if ref is None or ref.get("kind") != DS_KIND:
                 continue
-            pods_by_ds.setdefault(f"{_meta(pod).get('namespace')}/{ref.get('name')}",
+            pods_by_ds.setdefault(f"{meta_of(pod).get('namespace')}/{ref.get('name')}",
                                   []).append(pod)
         for ds in self.ds_lister.list():
             should_run, should_continue = node_should_run_daemon_pod(node, ds)
             key = meta_namespace_key(ds)
             scheduled = bool(pods_by_ds.get(key))
             if ((should_run and not scheduled) or (not should_continue and scheduled)
-                    or (scheduled and int(_status(ds).get("numberMisscheduled") or 0) > 0)):
+                    or (scheduled and int(status_of(ds).get("numberMisscheduled") or 0) > 0)):
                 self.queue.add(key)
 
     # -- reading the DaemonSet's pods ----------------------------------------------------------
 
     async def get_daemon_pods(self, ds: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         """The DaemonSet's pods after adopting matching orphans and releasing the rest."""
-        selector = selector_from_label_selector(_spec(ds).get("selector"))
+        selector = selector_from_label_selector(spec_of(ds).get("selector"))
         pods = filter_pods_by_owner(self.pod_indexer, ds, DS_KIND, True)
-        meta = _meta(ds)
+        meta = meta_of(ds)
         ns, name, uid = str(meta.get("namespace") or ""), str(meta.get("name")), meta.get("uid")
 
         async def fresh() -> Mapping[str, Any]:
             got = await self.client.get("daemonsets", name, ns)
-            if _meta(got).get("uid") != uid:
+            if meta_of(got).get("uid") != uid:
                 raise RuntimeError(f"original DaemonSet {ns}/{name} is gone: got uid "
-                                   f"{_meta(got).get('uid')}, wanted {uid}")
+                                   f"{meta_of(got).get('uid')}, wanted {uid}")
             return got
 
         manager = PodControllerRefManager(self.pod_control, ds, selector, DS_API_VERSION,
@@ -467,20 +415,20 @@ class DaemonSetsController(ControllerHost):
         out: dict[str, list[Mapping[str, Any]]] = {}
         for pod in await self.get_daemon_pods(ds):
             if (not include_deleted_terminal and is_pod_terminal(pod)
-                    and _meta(pod).get("deletionTimestamp")):
+                    and meta_of(pod).get("deletionTimestamp")):
                 # Being removed by the kubelet or the pod GC: nothing left to do with it.
                 continue
             try:
                 node_name = get_target_node_name(pod)
             except ValueError:
                 log.debug("Failed to get target node name of Pod %s in DaemonSet %s",
-                          _meta(pod).get("name"), meta_namespace_key(ds))
+                          meta_of(pod).get("name"), meta_namespace_key(ds))
                 continue
             out.setdefault(node_name, []).append(pod)
         return out
 
     def _nodes(self) -> list[Mapping[str, Any]]:
-        return sorted(self.node_lister.list(), key=lambda n: str(_meta(n).get("name") or ""))
+        return sorted(self.node_lister.list(), key=lambda n: str(meta_of(n).get("name") or ""))
 
     # -- manage ----------------------------------------------------------------------------------
 
@@ -490,7 +438,7 @@ class DaemonSetsController(ControllerHost):
                                ) -> tuple[list[str], list[str]]:
         """(nodes needing a pod, pods to delete) for one node (upstream podsShouldBeOnNode)."""
         should_run, should_continue = node_should_run_daemon_pod(node, ds, view)
-        node_name = str(_meta(node).get("name") or "")
+        node_name = str(meta_of(node).get("name") or "")
         daemon_pods = node_to_daemon_pods.get(node_name)
         needing: list[str] = []
         to_delete: list[str] = []
@@ -499,10 +447,10 @@ class DaemonSetsController(ControllerHost):
         elif should_continue:
             running: list[Mapping[str, Any]] = []
             for pod in daemon_pods or ():
-                pmeta = _meta(pod)
+                pmeta = meta_of(pod)
                 if pmeta.get("deletionTimestamp"):
                     continue
-                phase = _status(pod).get("phase")
+                phase = status_of(pod).get("phase")
                 if phase == "Failed":
                     backoff_key = _failed_pods_backoff_key(ds, node_name)
                     now = self.clock()
@@ -527,7 +475,7 @@ class DaemonSetsController(ControllerHost):
             if not allows_surge(ds):
                 if len(running) > 1:
                     running.sort(key=pod_by_creation_timestamp_and_phase_key)
-                    to_delete.extend(str(_meta(p).get("name")) for p in running[1:])
+                    to_delete.extend(str(meta_of(p).get("name")) for p in running[1:])
             elif len(running) <= 1:
                 if not running and should_run:
                     needing.append(node_name)
@@ -538,7 +486,7 @@ class DaemonSetsController(ControllerHost):
                 oldest_new: Mapping[str, Any] | None = None
                 oldest_old: Mapping[str, Any] | None = None
                 for pod in running:
-                    if (_meta(pod).get("labels") or {}).get(
+                    if (meta_of(pod).get("labels") or {}).get(
                             DEFAULT_DAEMONSET_UNIQUE_LABEL_KEY) == hash_:
                         if oldest_new is None:
                             oldest_new = pod
@@ -546,17 +494,17 @@ class DaemonSetsController(ControllerHost):
                     elif oldest_old is None:
                         oldest_old = pod
                         continue
-                    to_delete.append(str(_meta(pod).get("name")))
+                    to_delete.append(str(meta_of(pod).get("name")))
                 if oldest_new is not None and oldest_old is not None:
-                    min_ready = int(_spec(ds).get("minReadySeconds") or 0)
+                    min_ready = int(spec_of(ds).get("minReadySeconds") or 0)
                     if not is_pod_ready(oldest_old) or is_pod_available(
                             oldest_new, min_ready, self.clock()):
-                        to_delete.append(str(_meta(oldest_old).get("name")))
+                        to_delete.append(str(meta_of(oldest_old).get("name")))
         elif daemon_pods is not None:
             for pod in daemon_pods:
-                if _meta(pod).get("deletionTimestamp"):
+                if meta_of(pod).get("deletionTimestamp"):
                     continue
-                to_delete.append(str(_meta(pod).get("name")))
+                to_delete.append(str(meta_of(pod).get("name")))
         return needing, to_delete
 
     async def manage(self, ds: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]],
@@ -583,8 +531,8 @@ class DaemonSetsController(ControllerHost):
         # Before the writes: the informer may deliver the new pods first.
         self.expectations.set_expectations(key, create_diff, delete_diff)
         errors: list[BaseException] = []
-        namespace = str(_meta(ds).get("namespace") or "")
-        template = create_pod_template(_spec(ds).get("template") or {},
+        namespace = str(meta_of(ds).get("namespace") or "")
+        template = create_pod_template(spec_of(ds).get("template") or {},
                                        get_template_generation(ds), hash_)
         controller_ref = new_controller_ref(ds, DS_API_VERSION, DS_KIND)
 
@@ -648,12 +596,12 @@ class DaemonSetsController(ControllerHost):
         node_to_daemon_pods = await self.get_nodes_to_daemon_pods(ds, False)
         view = daemon_pod(ds)
         now = self.clock()
-        min_ready = int(_spec(ds).get("minReadySeconds") or 0)
+        min_ready = int(spec_of(ds).get("minReadySeconds") or 0)
         generation = get_template_generation(ds)
         desired = current = misscheduled = ready = updated = available = 0
         for node in nodes:
             should_run, _ = node_should_run_daemon_pod(node, ds, view)
-            pods = node_to_daemon_pods.get(str(_meta(node).get("name") or "")) or []
+            pods = node_to_daemon_pods.get(str(meta_of(node).get("name") or "")) or []
             if should_run:
                 desired += 1
                 if not pods:
@@ -679,13 +627,13 @@ class DaemonSetsController(ControllerHost):
 
     async def _store_status(self, ds: Mapping[str, Any], counts: Mapping[str, int],
                             update_observed_gen: bool) -> None:
-        status = _status(ds)
-        generation = int(_meta(ds).get("generation") or 0)
+        status = status_of(ds)
+        generation = int(meta_of(ds).get("generation") or 0)
         if (all(int(status.get(k) or 0) == v for k, v in counts.items())
                 and int(status.get("observedGeneration") or 0) >= generation):
             return
         to_update: dict[str, Any] = dict(ds)
-        meta = _meta(ds)
+        meta = meta_of(ds)
         ns, name = str(meta.get("namespace") or ""), str(meta.get("name"))
         attempt = 0
         while True:
@@ -724,18 +672,18 @@ class DaemonSetsController(ControllerHost):
             self.expectations.delete_expectations(key)
             return
         nodes = self._nodes()
-        selector = _spec(ds).get("selector")
+        selector = spec_of(ds).get("selector")
         if isinstance(selector, Mapping) and not selector.get("matchLabels") \
                 and not selector.get("matchExpressions"):
             self.recorder.event(ds, EVENT_TYPE_WARNING, SELECTING_ALL_REASON,
                                 "This daemon set is selecting all pods. A non-empty selector "
                                 "is required.")
             return
-        if _meta(ds).get("deletionTimestamp"):
+        if meta_of(ds).get("deletionTimestamp"):
             # Its revisions may be going away with it: no status worth computing.
             return
         cur, old = await construct_history(self, ds)
-        hash_ = str((_meta(cur).get("labels") or {}).get(DEFAULT_DAEMONSET_UNIQUE_LABEL_KEY, ""))
+        hash_ = str((meta_of(cur).get("labels") or {}).get(DEFAULT_DAEMONSET_UNIQUE_LABEL_KEY, ""))
         if not self.expectations.satisfied_expectations(key):
             await self.update_daemon_set_status(ds, nodes, hash_, False)
             return
@@ -743,7 +691,7 @@ class DaemonSetsController(ControllerHost):
         try:
             await self.manage(ds, nodes, hash_)
             if self.expectations.satisfied_expectations(key):
-                strategy = (_spec(ds).get("updateStrategy") or {}).get("type")
+                strategy = (spec_of(ds).get("updateStrategy") or {}).get("type")
                 if strategy == "RollingUpdate":
                     await rolling_update(self, ds, nodes, hash_)
             try:

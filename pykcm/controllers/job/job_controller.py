@@ -55,6 +55,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.labels import LabelSelector, SelectorParseError, selector_from_label_selector
 from pykcm.api.owner_refs import get_controller_of, is_controlled_by, new_controller_ref
 from pykcm.api.pod_util import is_pod_ready, parse_time
@@ -81,6 +82,7 @@ from pykcm.controller.controller_ref_manager import (
 )
 from pykcm.controller.event_recorder import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder
 from pykcm.controller.expectations import ControllerExpectations
+from pykcm.controller.owner_resolver import OwnerResolver
 from pykcm.controller.pod_control import PodControl, RealPodControl
 from pykcm.controller.slow_start import SLOW_START_INITIAL_BATCH_SIZE
 from pykcm.controllers.job.backoff import (
@@ -182,13 +184,8 @@ _NAMESPACE_TERMINATING_CAUSE: Final = "NamespaceTerminating"
 Pod = Mapping[str, Any]
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    m: Mapping[str, Any] = obj.get("metadata") or {}
-    return m
-
-
 def _uid(obj: Mapping[str, Any]) -> str:
-    return str(_meta(obj).get("uid") or "")
+    return str(meta_of(obj).get("uid") or "")
 
 
 def _has_status_cause(exc: BaseException, cause_type: str) -> bool:
@@ -196,7 +193,7 @@ def _has_status_cause(exc: BaseException, cause_type: str) -> bool:
 
 
 def _job_key(job: Mapping[str, Any]) -> str:
-    meta = _meta(job)
+    meta = meta_of(job)
     return f"{meta.get('namespace')}/{meta.get('name')}"
 
 
@@ -344,6 +341,7 @@ class JobController:
 
         job_inf = job_informer.informer
         self.job_lister = job_informer.lister
+        self.owners = OwnerResolver(JOB_KIND, job_informer)
         reg = job_inf.add_event_handler(ResourceEventHandlerFuncs(
             add_func=self.add_job, update_func=self.update_job, delete_func=self.delete_job))
         self.controller.add_synced(reg.has_synced)
@@ -390,33 +388,14 @@ class JobController:
     def resolve_controller_ref(self, namespace: str,
                                ref: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """The cached Job ``ref`` names, if it is a Job and its UID matches."""
-        if ref.get("kind") != JOB_KIND:
-            return None
-        try:
-            job: Mapping[str, Any] = self.job_lister.by_namespace(namespace).get(
-                str(ref.get("name")))
-        except ApiError:
-            return None
-        if _uid(job) != ref.get("uid"):
-            return None
-        return job
+        return self.owners.resolve(namespace, ref)
 
     def get_pod_jobs(self, pod: Pod) -> list[Mapping[str, Any]]:
         """The cached Jobs whose selector matches the pod's labels (GetPodJobs)."""
-        labels = _meta(pod).get("labels") or {}
-        if not labels:
-            return []
-        out: list[Mapping[str, Any]] = []
-        for job in self.job_lister.by_namespace(str(_meta(pod).get("namespace") or "")).list():
-            try:
-                sel = selector_from_label_selector((job.get("spec") or {}).get("selector"))
-            except SelectorParseError:
-                continue
-            if sel.empty or not sel.matches(labels):
-                continue
-            out.append(job)
+        out = self.owners.selecting(pod)
         if len(out) > 1:
-            log.error("user error! more than one job is selecting pods with labels: %s", labels)
+            log.error("user error! more than one job is selecting pods with labels: %s",
+                      meta_of(pod).get("labels"))
         return out
 
     # -- enqueueing ------------------------------------------------------------------------
@@ -449,7 +428,7 @@ class JobController:
         self.enqueue_sync_job_immediately(job)
 
     def update_job(self, old: Any, cur: Any) -> None:
-        if _meta(cur).get("generation") == _meta(old).get("generation"):
+        if meta_of(cur).get("generation") == meta_of(old).get("generation"):
             # Status-only changes (often caused by pod events) are batched.
             self.enqueue_sync_job_batched(cur)
         else:
@@ -486,20 +465,20 @@ class JobController:
         except SelectorParseError as exc:
             log.error("parsing deleted job selector: %s", exc)
             return
-        for pod in self.pod_lister.by_namespace(str(_meta(job).get("namespace") or "")).list(sel):
+        for pod in self.pod_lister.by_namespace(str(meta_of(job).get("namespace") or "")).list(sel):
             if is_controlled_by(pod, job) and has_job_tracking_finalizer(pod):
                 self.enqueue_orphan_pod(pod)
 
     # -- Pod event handlers ----------------------------------------------------------------
 
     def add_pod(self, pod: Any) -> None:
-        if _meta(pod).get("deletionTimestamp"):
+        if meta_of(pod).get("deletionTimestamp"):
             # A pod already being deleted (seen after a restart) is no creation.
             self.delete_pod(pod, False)
             return
         ref = get_controller_of(pod)
         if ref is not None:
-            job = self.resolve_controller_ref(str(_meta(pod).get("namespace") or ""), ref)
+            job = self.resolve_controller_ref(str(meta_of(pod).get("namespace") or ""), ref)
             if job is None:
                 return
             self.expectations.creation_observed(_job_key(job))
@@ -512,40 +491,29 @@ class JobController:
             self.enqueue_sync_job_batched(job)
 
     def update_pod(self, old: Any, cur: Any) -> None:
-        if _meta(cur).get("resourceVersion") == _meta(old).get("resourceVersion"):
+        if meta_of(cur).get("resourceVersion") == meta_of(old).get("resourceVersion"):
             return  # a resync: nothing changed
-        if _meta(cur).get("deletionTimestamp"):
+        if meta_of(cur).get("deletionTimestamp"):
             # Graceful deletion starts: replace the pod now, not when it is gone.
             self.delete_pod(cur, False)
             return
         # Don't look at the old pod's finalizer: updates may collapse, and the
         # latest state is what counts.
         finalizer_removed = not has_job_tracking_finalizer(cur)
-        cur_ref = get_controller_of(cur)
-        old_ref = get_controller_of(old)
-        ns = str(_meta(cur).get("namespace") or "")
-        ref_changed = cur_ref != old_ref
-        if ref_changed and old_ref is not None:
-            job = self.resolve_controller_ref(ns, old_ref)
-            if job is not None:
-                if finalizer_removed:
-                    self.finalizer_expectations.finalizer_removal_observed(_job_key(job),
-                                                                           _uid(cur))
-                self.enqueue_sync_job_batched(job)
-        if cur_ref is not None:
-            job = self.resolve_controller_ref(ns, cur_ref)
+        update = self.owners.updated(old, cur)
+        for job in (update.previous, update.current):
             if job is None:
-                return
+                continue
             if finalizer_removed:
                 self.finalizer_expectations.finalizer_removal_observed(_job_key(job), _uid(cur))
             self.enqueue_sync_job_batched(job)
+        if get_controller_of(cur) is not None:
             return
+        # An orphan: release its finalizer, and let matching Jobs adopt it.
         if has_job_tracking_finalizer(cur):
             self.enqueue_orphan_pod(cur)
-        labels_changed = _meta(cur).get("labels") != _meta(old).get("labels")
-        if labels_changed or ref_changed:
-            for job in self.get_pod_jobs(cur):
-                self.enqueue_sync_job_batched(job)
+        for job in update.candidates:
+            self.enqueue_sync_job_batched(job)
 
     def delete_pod(self, obj: Any, final: bool) -> None:
         """A pod was deleted (``final``) or started its graceful deletion."""
@@ -560,7 +528,7 @@ class JobController:
             if has_finalizer:
                 self.enqueue_orphan_pod(pod)
             return
-        job = self.resolve_controller_ref(str(_meta(pod).get("namespace") or ""), ref)
+        job = self.resolve_controller_ref(str(meta_of(pod).get("namespace") or ""), ref)
         if job is None or is_job_finished(job):
             # syncJob will not remove this finalizer.
             if has_finalizer:
@@ -616,7 +584,7 @@ class JobController:
         # The Job's own pods and the namespace's orphans: pods controlled by
         # anything else would be ignored by the claim anyway.
         candidates = filter_pods_by_owner(self.pod_indexer, job, JOB_KIND, True)
-        meta = _meta(job)
+        meta = meta_of(job)
         ns, name, uid = str(meta.get("namespace")), str(meta.get("name")), _uid(job)
 
         async def get_fresh() -> Mapping[str, Any]:
@@ -632,9 +600,9 @@ class JobController:
         pods = await cm.claim_pods(candidates)
         out: list[Pod] = []
         for p in pods:
-            adopted = not any(r.get("uid") == uid for r in _meta(p).get("ownerReferences") or ())
+            adopted = not any(r.get("uid") == uid for r in meta_of(p).get("ownerReferences") or ())
             if adopted and not has_job_tracking_finalizer(p):
-                pmeta = dict(_meta(p))
+                pmeta = dict(meta_of(p))
                 pmeta["finalizers"] = [*(pmeta.get("finalizers") or ()), JOB_TRACKING_FINALIZER]
                 p = {**p, "metadata": pmeta}
             out.append(p)
@@ -776,7 +744,7 @@ class JobController:
             manage_job_err = err
         else:
             manage_job_called = False
-            if satisfied and not _meta(job).get("deletionTimestamp"):
+            if satisfied and not meta_of(job).get("deletionTimestamp"):
                 active, manage_job_err = await self.manage_job(job, ctx)
                 manage_job_called = True
             completions_spec = spec.get("completions")
@@ -876,20 +844,20 @@ class JobController:
         Returns (ready pods deleted, pods deleted, first error); a pod already
         gone counts as deleted.
         """
-        ns = str(_meta(job).get("namespace"))
+        ns = str(meta_of(job).get("namespace"))
         errors: list[BaseException] = []
 
         async def one(pod: Pod) -> tuple[bool, bool]:
             ok = True
             try:
-                await self.pod_control.delete_pod(ns, str(_meta(pod).get("name")), job)
+                await self.pod_control.delete_pod(ns, str(meta_of(pod).get("name")), job)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure: the pod stays, counted as not deleted
                 if not is_not_found(exc):
                     ok = False
                     errors.append(exc)
-                    log.error("deleting pod %s/%s: %s", ns, _meta(pod).get("name"), exc)
+                    log.error("deleting pod %s/%s: %s", ns, meta_of(pod).get("name"), exc)
             return ok, is_pod_ready(pod)
 
         results = await asyncio.gather(*(one(p) for p in pods))
@@ -901,7 +869,7 @@ class JobController:
                                ) -> tuple[int, int, BaseException | None]:
         """Remove the finalizer, then delete each pod (deleteJobPods): these pods are not
         counted as failures. Returns (ready deleted, deleted, first error)."""
-        ns = str(_meta(job).get("namespace"))
+        ns = str(meta_of(job).get("namespace"))
         errors: list[BaseException] = []
 
         def fail_delete(pod: Pod, exc: BaseException) -> bool:
@@ -909,13 +877,13 @@ class JobController:
             self.expectations.deletion_observed(key)
             if is_not_found(exc):
                 return True
-            log.info("Failed to delete Pod %s/%s of job %s: %s", ns, _meta(pod).get("name"),
+            log.info("Failed to delete Pod %s/%s of job %s: %s", ns, meta_of(pod).get("name"),
                      key, exc)
             errors.append(exc)
             return False
 
         async def one(pod: Pod) -> tuple[bool, bool]:
-            name = str(_meta(pod).get("name"))
+            name = str(meta_of(pod).get("name"))
             patch = remove_tracking_finalizer_patch(pod)
             if patch is not None:
                 try:
@@ -1025,8 +993,8 @@ class JobController:
             finalizers.append(JOB_TRACKING_FINALIZER)
         tmeta["finalizers"] = finalizers
         controller_ref = new_controller_ref(job, JOB_API_VERSION, JOB_KIND)
-        ns = str(_meta(job).get("namespace"))
-        job_name = str(_meta(job).get("name"))
+        ns = str(meta_of(job).get("namespace"))
+        job_name = str(meta_of(job).get("name"))
         errors: list[BaseException] = []
         failed_creates = 0
 
@@ -1218,7 +1186,7 @@ class JobController:
         it failed - unless, with backoffLimitPerIndex, it is the failed pod
         whose index still awaits its replacement.
         """
-        if (_meta(ctx.job).get("deletionTimestamp") or ctx.finished_condition is not None
+        if (meta_of(ctx.job).get("deletionTimestamp") or ctx.finished_condition is not None
                 or (pod.get("status") or {}).get("phase") == "Succeeded"):
             return True
         if not consider_failed:
@@ -1281,8 +1249,8 @@ class JobController:
             if patch is None:
                 return False
             try:
-                await self.pod_control.patch_pod(str(_meta(pod).get("namespace")),
-                                                 str(_meta(pod).get("name")), patch)
+                await self.pod_control.patch_pod(str(meta_of(pod).get("namespace")),
+                                                 str(meta_of(pod).get("name")), patch)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure: reported after the other patches
@@ -1334,7 +1302,7 @@ class JobController:
                                 str(cond.get("message") or ""))
 
     async def _update_job_status(self, job: Mapping[str, Any]) -> dict[str, Any]:
-        meta = _meta(job)
+        meta = meta_of(job)
         return await self.client.update_status("jobs", job, str(meta.get("namespace")))
 
 

@@ -52,6 +52,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.labels import LabelSelector, SelectorParseError, selector_from_label_selector
 from pykcm.api.owner_refs import get_controller_of, new_controller_ref
 from pykcm.api.pod_util import is_pod_ready
@@ -75,6 +76,7 @@ from pykcm.controller.controller_ref_manager import (
 )
 from pykcm.controller.event_recorder import EventRecorder
 from pykcm.controller.expectations import UIDTrackingControllerExpectations
+from pykcm.controller.owner_resolver import OwnerResolver
 from pykcm.controller.pod_control import PodControl, RealPodControl
 from pykcm.controller.slow_start import SLOW_START_INITIAL_BATCH_SIZE, slow_start_batch
 from pykcm.controllers.replicaset.replica_set_utils import (
@@ -115,10 +117,6 @@ RS_KIND: Final = "ReplicaSet"
 _NAMESPACE_TERMINATING_CAUSE: Final = "NamespaceTerminating"
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
-
 
 POD_TEMPLATE_HASH_INDEX: Final = "replicaset/podTemplateHash"
 """Pods by ``namespace/<pod-template-hash label>`` (only pods carrying the label)."""
@@ -142,7 +140,7 @@ def _has_status_cause(exc: BaseException, cause_type: str) -> bool:
 
 def get_pod_keys(pods: Sequence[Mapping[str, Any]]) -> list[str]:
     """The ``namespace/name`` keys of ``pods`` (upstream controller.PodKey), as expectations track them."""
-    return [f"{_meta(p).get('namespace', '')}/{_meta(p).get('name', '')}" for p in pods]
+    return [f"{meta_of(p).get('namespace', '')}/{meta_of(p).get('name', '')}" for p in pods]
 
 
 def get_pods_to_delete(filtered_pods: list[Any], related_pods: Sequence[Any], diff: int,
@@ -199,6 +197,7 @@ class ReplicaSetController(ControllerHost):
             rs_inf.add_indexers({CONTROLLER_UID_INDEX: _controller_uid_index_func})
         self.rs_indexer = rs_inf.get_indexer()
         self.rs_lister = rs_informer.lister
+        self.owners = OwnerResolver(self.controller_kind, rs_informer, self.selector_of)
         reg = rs_inf.add_event_handler(ResourceEventHandlerFuncs(
             add_func=self.add_rs, update_func=self.update_rs, delete_func=self.delete_rs))
         self.controller.add_synced(reg.has_synced)
@@ -226,36 +225,18 @@ class ReplicaSetController(ControllerHost):
     def resolve_controller_ref(self, namespace: str,
                                ref: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """The cached ReplicaSet ``ref`` names, if it is one and its UID matches."""
-        if ref.get("kind") != self.controller_kind:
-            return None
-        rs = self.rs_indexer.get_by_key(f"{namespace}/{ref.get('name', '')}")
-        if rs is None or _meta(rs).get("uid") != ref.get("uid"):
-            return None
-        found: Mapping[str, Any] = rs
-        return found
+        return self.owners.resolve(namespace, ref)
 
     def get_pod_replica_sets(self, pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         """The cached ReplicaSets of the pod's namespace whose selector matches its labels.
 
         A ReplicaSet with an invalid or empty selector matches nothing.
         """
-        meta = _meta(pod)
-        labels = meta.get("labels")
-        if not labels:
-            return []
-        out: list[Mapping[str, Any]] = []
-        for rs in self.rs_lister.by_namespace(str(meta.get("namespace") or "")).list():
-            try:
-                sel = self.selector_of(rs)
-            except SelectorParseError:
-                continue
-            if sel.empty or not sel.matches(labels):
-                continue
-            out.append(rs)
+        out = self.owners.selecting(pod)
         if len(out) > 1:
             # ControllerRefs keep this safe, but overlapping selectors are a user error.
             log.error("user error! more than one ReplicaSet is selecting pods with labels: %s",
-                      labels)
+                      meta_of(pod).get("labels"))
         return out
 
     def get_replica_sets_with_same_controller(self,
@@ -265,8 +246,8 @@ class ReplicaSetController(ControllerHost):
         if ref is None:
             # Upstream reports this through HandleError; for a ReplicaSet made
             # by hand it is the normal case (no family: every rank is 0).
-            log.debug("ReplicaSet has no controller: %s/%s", _meta(rs).get("namespace"),
-                      _meta(rs).get("name"))
+            log.debug("ReplicaSet has no controller: %s/%s", meta_of(rs).get("namespace"),
+                      meta_of(rs).get("name"))
             return []
         return list(self.rs_indexer.by_index(CONTROLLER_UID_INDEX, str(ref.get("uid", ""))))
 
@@ -279,7 +260,7 @@ class ReplicaSetController(ControllerHost):
                 sel = self.selector_of(other)
             except SelectorParseError:
                 continue  # an invalid selector matches no pods
-            ns = str(_meta(other).get("namespace") or "")
+            ns = str(meta_of(other).get("namespace") or "")
             match_labels = (((other.get("spec") or {}).get("selector") or {})
                             .get("matchLabels") or {})
             h = match_labels.get(_HASH_LABEL)
@@ -292,7 +273,7 @@ class ReplicaSetController(ControllerHost):
             else:
                 pods = self.pod_lister.by_namespace(ns).list(sel)
             for pod in pods:
-                uid = str(_meta(pod).get("uid") or "")
+                uid = str(meta_of(pod).get("uid") or "")
                 if uid in seen:
                     continue
                 seen.add(uid)
@@ -309,7 +290,7 @@ class ReplicaSetController(ControllerHost):
         self._enqueue_rs(rs)
 
     def update_rs(self, old: Any, cur: Any) -> None:
-        if _meta(cur).get("uid") != _meta(old).get("uid"):
+        if meta_of(cur).get("uid") != meta_of(old).get("uid"):
             # Deleted and recreated under the same name while the watch
             # merged the two: the old one's expectations must go.
             self.delete_rs(DeletedFinalStateUnknown(meta_namespace_key(old), old))
@@ -334,7 +315,7 @@ class ReplicaSetController(ControllerHost):
     # -- Pod handlers ------------------------------------------------------------------------
 
     def add_pod(self, pod: Any) -> None:
-        meta = _meta(pod)
+        meta = meta_of(pod)
         if meta.get("deletionTimestamp"):
             # After a restart a pod may first appear already being deleted:
             # that is no creation to observe.
@@ -355,7 +336,7 @@ class ReplicaSetController(ControllerHost):
             self._enqueue_rs(rs)
 
     def update_pod(self, old: Any, cur: Any) -> None:
-        old_meta, cur_meta = _meta(old), _meta(cur)
+        old_meta, cur_meta = meta_of(old), meta_of(cur)
         if cur_meta.get("resourceVersion") == old_meta.get("resourceVersion"):
             # A resync: two versions of one pod always differ in resourceVersion.
             return
@@ -368,17 +349,11 @@ class ReplicaSetController(ControllerHost):
                 # The old labels may have belonged to another ReplicaSet.
                 self.delete_pod(old)
             return
-        cur_ref = get_controller_of(cur)
-        old_ref = get_controller_of(old)
-        ref_changed = (dict(cur_ref) if cur_ref else None) != (dict(old_ref) if old_ref else None)
-        if ref_changed and old_ref is not None:
-            old_rs = self.resolve_controller_ref(str(old_meta.get("namespace") or ""), old_ref)
-            if old_rs is not None:
-                self._enqueue_rs(old_rs)
-        if cur_ref is not None:
-            rs = self.resolve_controller_ref(str(cur_meta.get("namespace") or ""), cur_ref)
-            if rs is None:
-                return
+        update = self.owners.updated(old, cur)
+        if update.previous is not None:
+            self._enqueue_rs(update.previous)
+        rs = update.current
+        if rs is not None:
             self._enqueue_rs(rs)
             min_ready = int((rs.get("spec") or {}).get("minReadySeconds") or 0)
             if min_ready > 0 and not is_pod_ready(old) and is_pod_ready(cur):
@@ -387,11 +362,9 @@ class ReplicaSetController(ControllerHost):
                 log.debug("pod %s/%s will be enqueued after %ds for availability check",
                           cur_meta.get("namespace"), cur_meta.get("name"), min_ready)
                 self.queue.add_after(meta_namespace_key(rs), float(min_ready))
-            return
-        if label_changed or ref_changed:
-            # An orphan that changed: someone may want to adopt it now.
-            for rs in self.get_pod_replica_sets(cur):
-                self._enqueue_rs(rs)
+        # An orphan that changed: someone may want to adopt it now.
+        for rs in update.candidates:
+            self._enqueue_rs(rs)
 
     def delete_pod(self, obj: Any) -> None:
         # A tombstone's pod may be stale: if its labels changed meanwhile the
@@ -400,13 +373,10 @@ class ReplicaSetController(ControllerHost):
         if not isinstance(pod, Mapping):
             log.error("couldn't get object from tombstone %r", obj)
             return
-        ref = get_controller_of(pod)
-        if ref is None:
-            return  # nobody cares about an orphan going away
-        meta = _meta(pod)
-        rs = self.resolve_controller_ref(str(meta.get("namespace") or ""), ref)
+        rs = self.owners.owner_of(pod)
         if rs is None:
-            return
+            return  # nobody cares about an orphan going away (or not ours)
+        meta = meta_of(pod)
         rs_key = meta_namespace_key(rs)
         log.debug("Pod %s/%s deleted (deletionTimestamp %s)", meta.get("namespace"),
                   meta.get("name"), meta.get("deletionTimestamp"))
@@ -424,7 +394,7 @@ class ReplicaSetController(ControllerHost):
         """
         diff = len(active_pods) - spec_replicas(rs)
         rs_key = meta_namespace_key(rs)
-        namespace = str(_meta(rs).get("namespace") or "")
+        namespace = str(meta_of(rs).get("namespace") or "")
         if diff < 0:
             diff = min(-diff, self.burst_replicas)
             # Counted before the writes: the informer may deliver the new
@@ -467,7 +437,7 @@ class ReplicaSetController(ControllerHost):
 
             async def delete(pod: Mapping[str, Any]) -> BaseException | None:
                 try:
-                    await self.pod_control.delete_pod(namespace, str(_meta(pod).get("name")), rs)
+                    await self.pod_control.delete_pod(namespace, str(meta_of(pod).get("name")), rs)
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - reported to the caller
@@ -475,7 +445,7 @@ class ReplicaSetController(ControllerHost):
                     self.expectations.deletion_observed(rs_key, get_pod_keys([pod])[0])
                     if not is_not_found(exc):
                         log.debug("Failed to delete pod %s/%s, decremented expectations "
-                                  "for ReplicaSet %s", namespace, _meta(pod).get("name"),
+                                  "for ReplicaSet %s", namespace, meta_of(pod).get("name"),
                                   rs_key)
                         return exc
                 return None
@@ -490,14 +460,14 @@ class ReplicaSetController(ControllerHost):
     async def claim_pods(self, rs: Mapping[str, Any], selector: LabelSelector,
                          pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         """Adopt the matching orphans, release our pods that no longer match; our pods."""
-        meta = _meta(rs)
+        meta = meta_of(rs)
         namespace, name, uid = str(meta.get("namespace") or ""), str(meta.get("name")), \
             meta.get("uid")
 
         async def get_fresh() -> Mapping[str, Any]:
             # An uncached read: the cache may not show a deletion yet.
             fresh = await self.client.get(self.resource, name, namespace)
-            fresh_uid = _meta(fresh).get("uid")
+            fresh_uid = meta_of(fresh).get("uid")
             if fresh_uid != uid:
                 raise RuntimeError(f"original ReplicaSet {namespace}/{name} is gone: got uid "
                                    f"{fresh_uid}, wanted {uid}")
@@ -543,7 +513,7 @@ class ReplicaSetController(ControllerHost):
                                                    filter_terminating_pods(all_rs_pods))
 
         manage_err: BaseException | None = None
-        if rs_needs_sync and not _meta(rs).get("deletionTimestamp"):
+        if rs_needs_sync and not meta_of(rs).get("deletionTimestamp"):
             manage_err = await self.manage_replicas(active_pods, rs)
 
         # One instant for the status and the next availability check, so the

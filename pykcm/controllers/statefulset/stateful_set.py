@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.labels import SelectorParseError, selector_from_label_selector
 from pykcm.api.owner_refs import get_controller_of
 from pykcm.api.pod_util import is_pod_ready
@@ -49,6 +50,7 @@ from pykcm.controller.controller_ref_manager import (
 )
 from pykcm.controller.event_recorder import EventRecorder
 from pykcm.controller.history import History, add_controller_revision_controller_indexer
+from pykcm.controller.owner_resolver import OwnerResolver
 from pykcm.controller.pod_control import PodControl, RealPodControl
 from pykcm.controllers.statefulset.stateful_pod_control import StatefulPodControl
 from pykcm.controllers.statefulset.stateful_set_control import DefaultStatefulSetControl
@@ -64,10 +66,6 @@ CONCURRENT_STATEFUL_SET_SYNCS: Final = 5
 SET_API_VERSION: Final = "apps/v1"
 SET_KIND: Final = "StatefulSet"
 
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
 
 
 class StatefulSetController(ControllerHost):
@@ -117,6 +115,7 @@ class StatefulSetController(ControllerHost):
         set_inf = set_informer.informer
         self.set_indexer = set_inf.get_indexer()
         self.set_lister = set_informer.lister
+        self.owners = OwnerResolver(SET_KIND, set_informer)
         reg = set_inf.add_event_handler(ResourceEventHandlerFuncs(
             add_func=self.enqueue, update_func=lambda old, cur: self.enqueue(cur),
             delete_func=self.enqueue))
@@ -140,35 +139,17 @@ class StatefulSetController(ControllerHost):
 
     def resolve_controller_ref(self, namespace: str,
                                ref: Mapping[str, Any]) -> Mapping[str, Any] | None:
-        if ref.get("kind") != SET_KIND:
-            return None
-        set_ = self.set_indexer.get_by_key(f"{namespace}/{ref.get('name', '')}")
-        if set_ is None or _meta(set_).get("uid") != ref.get("uid"):
-            return None
-        found: Mapping[str, Any] = set_
-        return found
+        return self.owners.resolve(namespace, ref)
 
     def get_stateful_sets_for_pod(self, pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-        meta = _meta(pod)
-        labels = meta.get("labels")
-        if not labels:
-            return []
-        out: list[Mapping[str, Any]] = []
-        for set_ in self.set_lister.by_namespace(str(meta.get("namespace") or "")).list():
-            try:
-                sel = selector_from_label_selector((set_.get("spec") or {}).get("selector"))
-            except SelectorParseError:
-                continue
-            if sel.empty or not sel.matches(labels):
-                continue
-            out.append(set_)
+        out = self.owners.selecting(pod)
         if len(out) > 1:
-            log.error("More than one StatefulSet is selecting pods with labels %s: %s", labels,
-                      [_meta(s).get("name") for s in out])
+            log.error("More than one StatefulSet is selecting pods with labels %s: %s",
+                      meta_of(pod).get("labels"), [meta_of(s).get("name") for s in out])
         return out
 
     def add_pod(self, pod: Any) -> None:
-        meta = _meta(pod)
+        meta = meta_of(pod)
         if meta.get("deletionTimestamp"):
             self.delete_pod(pod)
             return
@@ -182,52 +163,44 @@ class StatefulSetController(ControllerHost):
             self.enqueue(set_)
 
     def update_pod(self, old: Any, cur: Any) -> None:
-        old_meta, cur_meta = _meta(old), _meta(cur)
+        old_meta, cur_meta = meta_of(old), meta_of(cur)
         if cur_meta.get("resourceVersion") == old_meta.get("resourceVersion"):
             return
-        label_changed = (cur_meta.get("labels") or {}) != (old_meta.get("labels") or {})
-        cur_ref, old_ref = get_controller_of(cur), get_controller_of(old)
-        ref_changed = (dict(cur_ref) if cur_ref else None) != (dict(old_ref) if old_ref else None)
-        if ref_changed and old_ref is not None:
-            set_ = self.resolve_controller_ref(str(old_meta.get("namespace") or ""), old_ref)
-            if set_ is not None:
-                self.enqueue(set_)
-        if cur_ref is not None:
-            set_ = self.resolve_controller_ref(str(cur_meta.get("namespace") or ""), cur_ref)
-            if set_ is None:
-                return
+        # No deletionTimestamp check, unlike the ReplicaSet and DaemonSet handlers:
+        # upstream's StatefulSet updatePod has none (a terminating pod's update goes
+        # to its owner like any other), nor a second of slack on minReadySeconds.
+        update = self.owners.updated(old, cur)
+        if update.previous is not None:
+            self.enqueue(update.previous)
+        set_ = update.current
+        if set_ is not None:
             self.enqueue(set_)
             min_ready = int((set_.get("spec") or {}).get("minReadySeconds") or 0)
             if not is_pod_ready(old) and is_pod_ready(cur) and min_ready > 0:
                 self.queue.add_after(meta_namespace_key(set_), float(min_ready))
-            return
-        if label_changed or ref_changed:
-            for set_ in self.get_stateful_sets_for_pod(cur):
-                self.enqueue(set_)
+        for set_ in update.candidates:
+            self.enqueue(set_)
 
     def delete_pod(self, obj: Any) -> None:
         pod = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
         if not isinstance(pod, Mapping):
             log.error("Couldn't get object from tombstone %r", obj)
             return
-        ref = get_controller_of(pod)
-        if ref is None:
-            return
-        set_ = self.resolve_controller_ref(str(_meta(pod).get("namespace") or ""), ref)
+        set_ = self.owners.owner_of(pod)
         if set_ is not None:
             self.enqueue(set_)
 
     # -- sync --------------------------------------------------------------------------------------
 
     def _can_adopt(self, set_: Mapping[str, Any]) -> Any:
-        meta = _meta(set_)
+        meta = meta_of(set_)
         ns, name, uid = str(meta.get("namespace") or ""), str(meta.get("name")), meta.get("uid")
 
         async def fresh() -> Mapping[str, Any]:
             got = await self.client.get("statefulsets", name, ns)
-            if _meta(got).get("uid") != uid:
+            if meta_of(got).get("uid") != uid:
                 raise RuntimeError(f"original StatefulSet {ns}/{name} is gone: got uid "
-                                   f"{_meta(got).get('uid')}, wanted {uid}")
+                                   f"{meta_of(got).get('uid')}, wanted {uid}")
             return got
 
         return recheck_deletion_timestamp(fresh)

@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any, Final
 
+from pykcm.api.accessors import meta_of, spec_of, status_of
 from pykcm.api.intstr import get_scaled_value_from_int_or_percent
 from pykcm.api.owner_refs import new_controller_ref
 from pykcm.api.patch import apply_strategic_merge_patch, schema_ref_for
@@ -95,26 +96,14 @@ _RETAIN: Final = "Retain"
 _DELETE: Final = "Delete"
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
 
-
-def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    s = obj.get("spec")
-    return s if isinstance(s, Mapping) else {}
-
-
-def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    s = obj.get("status")
-    return s if isinstance(s, Mapping) else {}
 
 
 # -- identity ---------------------------------------------------------------------------------
 
 def get_parent_name_and_ordinal(pod: Mapping[str, Any]) -> tuple[str, int]:
     """(the set's name, the ordinal) a pod's name encodes; ("", -1) if none."""
-    m = _POD_NAME_RE.match(str(_meta(pod).get("name") or ""))
+    m = _POD_NAME_RE.match(str(meta_of(pod).get("name") or ""))
     if m is None:
         return "", -1
     digits = m.group(2)
@@ -127,12 +116,12 @@ def get_ordinal(pod: Mapping[str, Any]) -> int:
 
 
 def get_start_ordinal(set_: Mapping[str, Any]) -> int:
-    ordinals = _spec(set_).get("ordinals")
+    ordinals = spec_of(set_).get("ordinals")
     return int((ordinals or {}).get("start") or 0) if isinstance(ordinals, Mapping) else 0
 
 
 def spec_replicas(set_: Mapping[str, Any]) -> int:
-    r = _spec(set_).get("replicas")
+    r = spec_of(set_).get("replicas")
     return 1 if r is None else int(r)
 
 
@@ -146,25 +135,25 @@ def pod_in_ordinal_range(pod: Mapping[str, Any], set_: Mapping[str, Any]) -> boo
 
 
 def get_pod_name(set_: Mapping[str, Any], ordinal: int) -> str:
-    return f"{_meta(set_).get('name')}-{ordinal}"
+    return f"{meta_of(set_).get('name')}-{ordinal}"
 
 
 def get_persistent_volume_claim_name(set_: Mapping[str, Any], claim: Mapping[str, Any],
                                      ordinal: int) -> str:
-    return f"{_meta(claim).get('name')}-{_meta(set_).get('name')}-{ordinal}"
+    return f"{meta_of(claim).get('name')}-{meta_of(set_).get('name')}-{ordinal}"
 
 
 def is_member_of(set_: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
-    return get_parent_name_and_ordinal(pod)[0] == _meta(set_).get("name")
+    return get_parent_name_and_ordinal(pod)[0] == meta_of(set_).get("name")
 
 
 def identity_matches(set_: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
     """Name, namespace and pod-name label as the set gives them."""
     parent, ordinal = get_parent_name_and_ordinal(pod)
-    pmeta = _meta(pod)
-    return (ordinal >= 0 and parent == _meta(set_).get("name")
+    pmeta = meta_of(pod)
+    return (ordinal >= 0 and parent == meta_of(set_).get("name")
             and pmeta.get("name") == get_pod_name(set_, ordinal)
-            and pmeta.get("namespace") == _meta(set_).get("namespace")
+            and pmeta.get("namespace") == meta_of(set_).get("namespace")
             and (pmeta.get("labels") or {}).get(STATEFUL_SET_POD_NAME_LABEL) == pmeta.get("name"))
 
 
@@ -173,9 +162,9 @@ def storage_matches(set_: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
     ordinal = get_ordinal(pod)
     if ordinal < 0:
         return False
-    volumes = {v.get("name"): v for v in _spec(pod).get("volumes") or ()}
-    for claim in _spec(set_).get("volumeClaimTemplates") or ():
-        volume = volumes.get(_meta(claim).get("name"))
+    volumes = {v.get("name"): v for v in spec_of(pod).get("volumes") or ()}
+    for claim in spec_of(set_).get("volumeClaimTemplates") or ():
+        volume = volumes.get(meta_of(claim).get("name"))
         pvc = (volume or {}).get("persistentVolumeClaim")
         if not isinstance(pvc, Mapping) or pvc.get("claimName") != \
                 get_persistent_volume_claim_name(set_, claim, ordinal):
@@ -188,7 +177,7 @@ def update_identity(set_: Mapping[str, Any], pod: dict[str, Any]) -> None:
     ordinal = get_ordinal(pod)
     meta = pod.setdefault("metadata", {})
     meta["name"] = get_pod_name(set_, ordinal)
-    meta["namespace"] = _meta(set_).get("namespace")
+    meta["namespace"] = meta_of(set_).get("namespace")
     labels = meta.setdefault("labels", {})
     labels[STATEFUL_SET_POD_NAME_LABEL] = meta["name"]
     labels[POD_INDEX_LABEL] = str(ordinal)
@@ -198,20 +187,20 @@ def init_identity(set_: Mapping[str, Any], pod: dict[str, Any]) -> None:
     update_identity(set_, pod)
     spec = pod.setdefault("spec", {})
     spec["hostname"] = pod["metadata"]["name"]
-    spec["subdomain"] = _spec(set_).get("serviceName") or ""
+    spec["subdomain"] = spec_of(set_).get("serviceName") or ""
 
 
 def get_persistent_volume_claims(set_: Mapping[str, Any], pod: Mapping[str, Any]
                                  ) -> dict[str, dict[str, Any]]:
     """The pod's claims by template name, as the set's templates make them."""
     ordinal = get_ordinal(pod)
-    match_labels = (_spec(set_).get("selector") or {}).get("matchLabels") or {}
+    match_labels = (spec_of(set_).get("selector") or {}).get("matchLabels") or {}
     out: dict[str, dict[str, Any]] = {}
-    for template in _spec(set_).get("volumeClaimTemplates") or ():
+    for template in spec_of(set_).get("volumeClaimTemplates") or ():
         claim = copy.deepcopy(dict(template))
         meta = dict(claim.get("metadata") or {})
         meta["name"] = get_persistent_volume_claim_name(set_, template, ordinal)
-        meta["namespace"] = _meta(set_).get("namespace")
+        meta["namespace"] = meta_of(set_).get("namespace")
         if meta.get("labels") is not None:
             meta["labels"] = {**meta["labels"], **match_labels}
         else:
@@ -219,7 +208,7 @@ def get_persistent_volume_claims(set_: Mapping[str, Any], pod: Mapping[str, Any]
         claim["metadata"] = meta
         claim.setdefault("apiVersion", "v1")
         claim.setdefault("kind", "PersistentVolumeClaim")
-        out[str(_meta(template).get("name"))] = claim
+        out[str(meta_of(template).get("name"))] = claim
     return out
 
 
@@ -238,12 +227,12 @@ def set_pod_revision(pod: dict[str, Any], revision: str) -> None:
 
 
 def get_pod_revision(pod: Mapping[str, Any]) -> str:
-    return str((_meta(pod).get("labels") or {}).get(STATEFUL_SET_REVISION_LABEL, ""))
+    return str((meta_of(pod).get("labels") or {}).get(STATEFUL_SET_REVISION_LABEL, ""))
 
 
 def new_stateful_set_pod(set_: Mapping[str, Any], ordinal: int) -> dict[str, Any]:
     """The pod of ``ordinal``: the template, the identity, the claim volumes."""
-    pod = get_pod_from_template(_spec(set_).get("template") or {}, set_,
+    pod = get_pod_from_template(spec_of(set_).get("template") or {}, set_,
                                 new_controller_ref(set_, SET_API_VERSION, SET_KIND))
     pod["metadata"]["name"] = get_pod_name(set_, ordinal)
     init_identity(set_, pod)
@@ -256,13 +245,13 @@ def new_versioned_stateful_set_pod(current_set: Mapping[str, Any],
                                    update_revision: str, ordinal: int) -> dict[str, Any]:
     """A new pod of ``ordinal``, from the current revision if the rolling update has not
     reached it (below the partition), else from the update revision."""
-    strategy = _spec(current_set).get("updateStrategy") or {}
+    strategy = spec_of(current_set).get("updateStrategy") or {}
     rolling = strategy.get("rollingUpdate")
     start = get_start_ordinal(current_set)
     # Go's precedence: (type == RollingUpdate && rollingUpdate == nil && below current)
     # || (rollingUpdate != nil && below the partition)
     if ((strategy.get("type") == "RollingUpdate" and rolling is None
-         and ordinal < start + int(_status(current_set).get("currentReplicas") or 0))
+         and ordinal < start + int(status_of(current_set).get("currentReplicas") or 0))
             or (rolling is not None
                 and ordinal < start + int(rolling.get("partition") or 0))):
         pod = new_stateful_set_pod(current_set, ordinal)
@@ -276,7 +265,7 @@ def new_versioned_stateful_set_pod(current_set: Mapping[str, Any],
 # -- pod states ---------------------------------------------------------------------------------
 
 def _phase(pod: Mapping[str, Any]) -> str:
-    return str(_status(pod).get("phase") or "")
+    return str(status_of(pod).get("phase") or "")
 
 
 def is_created(pod: Mapping[str, Any]) -> bool:
@@ -297,7 +286,7 @@ def is_succeeded(pod: Mapping[str, Any]) -> bool:
 
 
 def is_terminating(pod: Mapping[str, Any]) -> bool:
-    return bool(_meta(pod).get("deletionTimestamp"))
+    return bool(meta_of(pod).get("deletionTimestamp"))
 
 
 def is_running_and_ready(pod: Mapping[str, Any]) -> bool:
@@ -315,7 +304,7 @@ def is_unavailable(pod: Mapping[str, Any], min_ready_seconds: int, now: float) -
 
 def allows_burst(set_: Mapping[str, Any]) -> bool:
     """Parallel pod management: no ordering between pods."""
-    return _spec(set_).get("podManagementPolicy") == "Parallel"
+    return spec_of(set_).get("podManagementPolicy") == "Parallel"
 
 
 def get_max_unavailable(max_unavailable: Any, replica_count: int) -> int:
@@ -329,20 +318,20 @@ def get_max_unavailable(max_unavailable: Any, replica_count: int) -> int:
 
 def retention_policy(set_: Mapping[str, Any]) -> tuple[str, str]:
     """(whenScaled, whenDeleted), Retain by default."""
-    p = _spec(set_).get("persistentVolumeClaimRetentionPolicy")
+    p = spec_of(set_).get("persistentVolumeClaimRetentionPolicy")
     if not isinstance(p, Mapping):
         return _RETAIN, _RETAIN
     return str(p.get("whenScaled") or _RETAIN), str(p.get("whenDeleted") or _RETAIN)
 
 
 def _refs(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return list(_meta(obj).get("ownerReferences") or ())
+    return list(meta_of(obj).get("ownerReferences") or ())
 
 
 def _matches_ref(ref: Mapping[str, Any], obj: Mapping[str, Any], api_version: str,
                  kind: str) -> bool:
     return (ref.get("apiVersion") == api_version and ref.get("kind") == kind
-            and ref.get("name") == _meta(obj).get("name"))
+            and ref.get("name") == meta_of(obj).get("name"))
 
 
 def _is_set_ref(ref: Mapping[str, Any], set_: Mapping[str, Any]) -> bool:
@@ -354,7 +343,7 @@ def _is_pod_ref(ref: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
 
 
 def has_owner_ref(target: Mapping[str, Any], owner: Mapping[str, Any]) -> bool:
-    uid = _meta(owner).get("uid")
+    uid = meta_of(owner).get("uid")
     return any(r.get("uid") == uid for r in _refs(target))
 
 
@@ -363,7 +352,7 @@ def has_stale_owner_ref(target: Mapping[str, Any], obj: Mapping[str, Any], api_v
     """A reference to ``obj`` by name and kind but with another UID (its previous life)."""
     for ref in _refs(target):
         if _matches_ref(ref, obj, api_version, kind):
-            return bool(ref.get("uid") != _meta(obj).get("uid"))
+            return bool(ref.get("uid") != meta_of(obj).get("uid"))
     return False
 
 
@@ -374,11 +363,11 @@ def has_unexpected_controller(claim: Mapping[str, Any], set_: Mapping[str, Any],
         return False
     for ref in _refs(claim):
         if _is_set_ref(ref, set_):
-            if ref.get("uid") != _meta(set_).get("uid"):
+            if ref.get("uid") != meta_of(set_).get("uid"):
                 return True
             continue
         if _is_pod_ref(ref, pod):
-            if ref.get("uid") != _meta(pod).get("uid"):
+            if ref.get("uid") != meta_of(pod).get("uid"):
                 return True
             continue
         if ref.get("controller") is True:
@@ -388,7 +377,7 @@ def has_unexpected_controller(claim: Mapping[str, Any], set_: Mapping[str, Any],
 
 def has_non_controller_owner(claim: Mapping[str, Any], set_: Mapping[str, Any],
                              pod: Mapping[str, Any]) -> bool:
-    uids = (_meta(set_).get("uid"), _meta(pod).get("uid"))
+    uids = (meta_of(set_).get("uid"), meta_of(pod).get("uid"))
     return any(r.get("uid") in uids and r.get("controller") is not True for r in _refs(claim))
 
 
@@ -428,7 +417,7 @@ def update_claim_owner_refs(claim: dict[str, Any], set_: Mapping[str, Any],
         scaled_down = not pod_in_ordinal_range(pod, set_)
 
         def add(owner: Mapping[str, Any], api_version: str, kind: str) -> None:
-            if not any(r.get("uid") == _meta(owner).get("uid") for r in refs):
+            if not any(r.get("uid") == meta_of(owner).get("uid") for r in refs):
                 refs.append(new_controller_ref(owner, api_version, kind))
 
         if when_scaled == _RETAIN and when_deleted == _DELETE:
@@ -449,10 +438,10 @@ def update_claim_owner_refs(claim: dict[str, Any], set_: Mapping[str, Any],
 def new_revision(set_: Mapping[str, Any], revision: int,
                  collision_count: int | None) -> dict[str, Any]:
     """The ControllerRevision recording the set's template: the set's annotations too."""
-    labels = (_meta(_spec(set_).get("template") or {}).get("labels")) or {}
+    labels = (meta_of(spec_of(set_).get("template") or {}).get("labels")) or {}
     cr = new_controller_revision(set_, SET_API_VERSION, SET_KIND, labels, template_patch(set_),
                                  revision, collision_count)
-    annotations = dict(_meta(set_).get("annotations") or {})
+    annotations = dict(meta_of(set_).get("annotations") or {})
     if annotations:
         cr["metadata"]["annotations"] = annotations
     return cr
@@ -489,7 +478,7 @@ _STATUS_FIELDS: Final = ("observedGeneration", "replicas", "readyReplicas", "cur
 def inconsistent_status(set_: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
     """Whether ``status`` differs from the set's (a newer generation, or any count or
     revision changed)."""
-    cur = _status(set_)
+    cur = status_of(set_)
     if int(status.get("observedGeneration") or 0) > int(cur.get("observedGeneration") or 0):
         return True
     for k in ("replicas", "currentReplicas", "readyReplicas", "updatedReplicas",
@@ -502,7 +491,7 @@ def inconsistent_status(set_: Mapping[str, Any], status: Mapping[str, Any]) -> b
 
 def complete_rolling_update(set_: Mapping[str, Any], status: dict[str, Any]) -> None:
     """Once every replica is updated and ready, the update revision becomes the current one."""
-    if ((_spec(set_).get("updateStrategy") or {}).get("type") == "RollingUpdate"
+    if ((spec_of(set_).get("updateStrategy") or {}).get("type") == "RollingUpdate"
             and status.get("updatedReplicas", 0) == spec_replicas(set_)
             and status.get("readyReplicas", 0) == spec_replicas(set_)
             and status.get("replicas", 0) == spec_replicas(set_)):

@@ -1,0 +1,37 @@
+"""Accessors of an object's ``metadata``, ``spec`` and ``status`` in its JSON wire form.
+
+apimachinery's ``meta.Accessor`` for dicts: controllers read fields of
+objects from caches and events, where a part may be missing, null or (in a
+tombstone, a malformed object) not a mapping at all. Each accessor answers
+the part, or an empty mapping, so ``meta_of(obj).get("name")`` never fails.
+The answer is the object's own mapping, not a copy: read it, never mutate
+it (objects from a cache are shared).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+__all__ = ["meta_of", "spec_of", "status_of"]
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def meta_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``obj.metadata``, or an empty mapping."""
+    m = obj.get("metadata")
+    return m if isinstance(m, Mapping) else _EMPTY
+
+
+def spec_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``obj.spec``, or an empty mapping."""
+    s = obj.get("spec")
+    return s if isinstance(s, Mapping) else _EMPTY
+
+
+def status_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``obj.status``, or an empty mapping."""
+    s = obj.get("status")
+    return s if isinstance(s, Mapping) else _EMPTY
