@@ -86,7 +86,8 @@ class FaultProxy:
         """Faults apply only to paths starting with one of these (all when empty)."""
         self._random = random.Random(seed)
         self._lock = threading.Lock()
-        self._conns: set[asyncio.StreamWriter] = set()
+        self._conns: set[asyncio.StreamWriter] = set()  # both ends of every connection
+        self._clients: set[asyncio.StreamWriter] = set()  # the client ends
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.Server | None = None
         self._thread: threading.Thread | None = None
@@ -122,7 +123,7 @@ class FaultProxy:
         count = [0]
 
         def drop() -> None:
-            count[0] = len(self._conns)
+            count[0] = len(self._clients)
             for w in list(self._conns):
                 w.transport.abort()
             self.stats.dropped += count[0]
@@ -172,6 +173,7 @@ class FaultProxy:
             writer.transport.abort()
             return
         self._conns.update((writer, up_writer))
+        self._clients.add(writer)
         pump = asyncio.create_task(self._pump(up_reader, writer))
         try:
             while True:
@@ -200,6 +202,7 @@ class FaultProxy:
             pass
         finally:
             pump.cancel()
+            self._clients.discard(writer)
             for w in (writer, up_writer):
                 self._conns.discard(w)
                 w.transport.abort()
