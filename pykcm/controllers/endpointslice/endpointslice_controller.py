@@ -23,19 +23,27 @@ Data flow::
         Service gone ─► forget it (the garbage collector deletes its slices: they are owned)
         ExternalName or no selector ─► nothing
         slices labelled with the Service and this controller, not being deleted;
-        the cache misses our last writes ─► retry later (stale cache)
+        the cache misses our last writes ─► wait up to 0.25 s for them, then
+        retry later (stale cache)
         Reconciler.reconcile (reconciler.py) ─► creates, updates, deletes
         a failure ─► Warning FailedToUpdateEndpointSlices on the Service, retry
 
 Deviations: a pykcm controller manager on an API server that does not serve
 discovery.k8s.io/v1 skips this controller (pykcm.manager.builtin); upstream would
-start it and fail to list forever.
+start it and fail to list forever. A sync that finds the slice cache behind this
+controller's own last writes waits up to STALE_CACHE_WAIT for the informer to
+catch up before it gives up with upstream's error (and 1 s backoff): in one event
+loop the watch events of our own writes are often still unread when the next sync
+starts right after the write (a goroutine would have handled them meanwhile), and
+upstream's immediate error then delayed every readiness wave by up to the 1 s
+backoff (bench/endpointslices.py).
 Left out: upstream's ``endpoint_slice_controller_*`` metrics and its node
 topology queue (only topology-aware hints use it, see reconciler.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from typing import Any, Final
@@ -68,6 +76,9 @@ MAX_RETRIES: Final = 15
 ENDPOINT_SLICE_CHANGE_MIN_SYNC_DELAY: Final = 1.0
 DEFAULT_SYNC_BACKOFF: Final = 1.0
 MAX_SYNC_BACKOFF: Final = 1000.0
+STALE_CACHE_WAIT: Final = 0.25
+"""Seconds a sync waits for the slice informer to deliver this controller's own writes."""
+STALE_CACHE_POLL: Final = 0.005
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -176,12 +187,10 @@ class EndpointSliceController(ControllerHost):
         spec = svc.get("spec") or {}
         if spec.get("type") == "ExternalName" or not spec.get("selector"):
             return
-        pods = self.pod_lister.by_namespace(ns).list(selector_from_set(spec["selector"]))
-        slices = [s for s in self.slice_lister.by_namespace(ns).list(selector_from_set(
-            {LABEL_SERVICE_NAME: name, LABEL_MANAGED_BY: CONTROLLER_NAME}))
-            if not _meta(s).get("deletionTimestamp")]
+        slices = self._slices(ns, name)
         if self.tracker.stale_slices(ns, name, slices):
-            raise StaleInformerCache("EndpointSlice informer cache is out of date")
+            slices = await self._await_own_writes(ns, name)
+        pods = self.pod_lister.by_namespace(ns).list(selector_from_set(spec["selector"]))
         trigger_time = self.trigger_times.compute(ns, svc, pods)
         try:
             await self.reconciler.reconcile(svc, pods, slices, trigger_time)
@@ -192,3 +201,22 @@ class EndpointSliceController(ControllerHost):
                                     f"Error updating Endpoint Slices for Service {ns}/{name}: "
                                     f"{exc}")
             raise
+
+    def _slices(self, ns: str, name: str) -> list[Mapping[str, Any]]:
+        """The Service's slices of this controller in the cache, not being deleted."""
+        return [s for s in self.slice_lister.by_namespace(ns).list(selector_from_set(
+            {LABEL_SERVICE_NAME: name, LABEL_MANAGED_BY: CONTROLLER_NAME}))
+            if not _meta(s).get("deletionTimestamp")]
+
+    async def _await_own_writes(self, ns: str, name: str) -> list[Mapping[str, Any]]:
+        """The slices once the cache holds our last writes; StaleInformerCache if it still
+        does not after STALE_CACHE_WAIT (module doc: sleeping lets the informer read the
+        watch events already on their way)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + STALE_CACHE_WAIT
+        while loop.time() < deadline:
+            await asyncio.sleep(STALE_CACHE_POLL)
+            slices = self._slices(ns, name)
+            if not self.tracker.stale_slices(ns, name, slices):
+                return slices
+        raise StaleInformerCache("EndpointSlice informer cache is out of date")
