@@ -22,6 +22,7 @@ __all__ = [
     "is_pod_ready",
     "is_pod_terminal",
     "parse_time",
+    "pod_claim_names",
 ]
 
 
@@ -72,3 +73,19 @@ def is_pod_active(pod: Mapping[str, Any]) -> bool:
     """Not terminal and not being deleted (controller.IsPodActive)."""
     return (not is_pod_terminal(pod)
             and not (pod.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def pod_claim_names(pod: Mapping[str, Any]) -> list[str]:
+    """The PersistentVolumeClaims a pod's volumes use: ``persistentVolumeClaim`` sources
+    and generic ephemeral volumes (claim ``<pod name>-<volume name>``)."""
+    out: list[str] = []
+    name = str((pod.get("metadata") or {}).get("name") or "")
+    for v in (pod.get("spec") or {}).get("volumes") or []:
+        if not isinstance(v, Mapping):
+            continue
+        src = v.get("persistentVolumeClaim")
+        if isinstance(src, Mapping) and src.get("claimName"):
+            out.append(str(src["claimName"]))
+        elif v.get("ephemeral") is not None:
+            out.append(f"{name}-{v.get('name')}")
+    return out

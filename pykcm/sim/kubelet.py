@@ -64,6 +64,10 @@ per pod, so a cache that lags behind our own writes never causes a
 duplicate write. After a restart the record is rebuilt from the pod's
 status (IP, start time, container IDs), so nothing is rewritten.
 
+Volumes: with a claims informer, a pod using PersistentVolumeClaims stays Pending,
+its containers waiting (ContainerCreating), until every claim is Bound; a missing
+claim gets the kubelet's FailedMount event (see :mod:`pykcm.sim.volumes`).
+
 Left out: probes, activeDeadlineSeconds, resource usage, container logs and
 exec, kubelet events (Pulled, Created, Started).
 """
@@ -81,12 +85,15 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Final
 
-from pykcm.api.pod_util import parse_time
+from pykcm.api.pod_util import parse_time, pod_claim_names
 from pykcm.api.timestamps import format_time
+from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.cache.keys import DeletedFinalStateUnknown
 from pykcm.client import Client, is_conflict, is_not_found
 from pykcm.controller.controller import Controller, Result
+from pykcm.controller.event_recorder import EVENT_TYPE_WARNING, EventRecorder
 from pykcm.informers import GenericInformer
+from pykcm.sim.volumes import volumes_ready, waiting_status
 
 __all__ = [
     "ANNOTATION_EXIT_CODE",
@@ -463,8 +470,15 @@ class Kubelet:
     def __init__(self, client: Client, pods: GenericInformer,
                  nodes: Mapping[str, NodeNetwork], *,
                  ready_after: float = DEFAULT_READY_AFTER,
-                 run_seconds: float = DEFAULT_RUN_SECONDS) -> None:
+                 run_seconds: float = DEFAULT_RUN_SECONDS,
+                 claims: GenericInformer | None = None,
+                 recorder: EventRecorder | None = None) -> None:
         self._client = client
+        # PersistentVolumeClaims (None: pods start whatever their claims): a pod waits
+        # in ContainerCreating until its claims are Bound (pykcm.sim.volumes)
+        self._claims = claims.informer.get_indexer() if claims is not None else None
+        self._recorder = recorder
+        self._volume_wait: dict[str, tuple[Any, ...]] = {}
         self._store = pods.informer.get_indexer()
         self._nodes = dict(nodes)
         self._ipam = {n: PodIPAllocator(net.pod_cidr) for n, net in self._nodes.items()}
@@ -479,6 +493,17 @@ class Kubelet:
         """Nodes whose kubelet is dead: their pods are left as they are."""
         self.controller = Controller("kubelet", self._sync_pod)
         self.controller.watch(pods, _PodHandler(self))
+        if claims is not None:
+            self.controller.watch(claims, ResourceEventHandlerFuncs(
+                add_func=self._claim_changed,
+                update_func=lambda _old, new: self._claim_changed(new)))
+
+    def _claim_changed(self, claim: Any) -> None:
+        """Wake the waiting pods of the claim's namespace."""
+        ns = (claim.get("metadata") or {}).get("namespace")
+        for key in list(self._volume_wait):
+            if key.startswith(f"{ns}/"):
+                self.controller.enqueue_key(key)
 
     def stop_node(self, node: str) -> None:
         self.stopped_nodes.add(node)
@@ -506,6 +531,7 @@ class Kubelet:
     # -- records ------------------------------------------------------------------------
 
     def _drop(self, key: str) -> None:
+        self._volume_wait.pop(key, None)
         rec = self._records.pop(key, None)
         if rec is not None and rec.finished is None:
             self._release(rec)
@@ -573,6 +599,10 @@ class Kubelet:
         if rec is None:
             if phase in ("Succeeded", "Failed"):
                 return None  # finished before we met it: nothing left to run
+            if self._claims is not None and pod_claim_names(pod) and phase != "Running":
+                waiting = await self._wait_for_volumes(key, pod, node)
+                if waiting is not None:
+                    return waiting
             now = time.time()
             rec = self._records[key] = self._record_for(pod, node, now)
         elif rec.finished is not None or phase in ("Succeeded", "Failed"):
@@ -610,6 +640,41 @@ class Kubelet:
         if wake is not None:
             return Result(requeue_after=max(0.0, wake - time.time()))
         return None
+
+    async def _wait_for_volumes(self, key: str, pod: Mapping[str, Any],
+                                node: str) -> Result | None:
+        """None once every claim of the pod is Bound; else the ContainerCreating status
+        is written (once) and the pod looked at again later."""
+        ready, missing = volumes_ready(pod, self._claims)
+        if ready:
+            self._volume_wait.pop(key, None)
+            return None
+        meta = pod["metadata"]
+        fingerprint = ("waiting", tuple(missing))
+        if self._volume_wait.get(key) != fingerprint:
+            now = time.time()
+            start = parse_time((pod.get("status") or {}).get("startTime")) or now
+            status = waiting_status(pod, self._nodes[node].host_ip, now, start)
+            try:
+                await self._client.patch("pods", meta["name"], {"status": status}, "merge",
+                                         meta["namespace"], subresource="status")
+            except Exception as exc:
+                if is_not_found(exc):
+                    return None
+                raise
+            self.status_writes += 1
+            self._volume_wait[key] = fingerprint
+            if missing and self._recorder is not None:
+                ns = meta["namespace"]
+                names = ", ".join(missing)
+                self._recorder.event(
+                    pod, EVENT_TYPE_WARNING, "FailedMount",
+                    f"Unable to attach or mount volumes: unmounted volumes=[{names}], "
+                    f"unattached volumes=[], failed to process volumes=[{names}]: error "
+                    f"processing PVC {ns}/{missing[0]}: failed to fetch PVC from API server: "
+                    f'persistentvolumeclaims "{missing[0]}" not found')
+        # claims coming and going wake the pod (their handler); look again now and then
+        return Result(requeue_after=5.0)
 
     # -- running --------------------------------------------------------------------------
 

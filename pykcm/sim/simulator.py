@@ -15,7 +15,11 @@ Data flow::
          reads the nodes' ``sim.pykcm.io/heartbeat`` annotation (``stopped``: a
          dead kubelet, see :mod:`pykcm.sim.heartbeat_control`)
       3. factory.start(), wait for the caches
-      4. tasks: scheduler workers, kubelet workers, node heartbeats
+      4. tasks: scheduler workers, kubelet workers, node heartbeats, and where the
+         server serves claims the provisioner of the default StorageClass
+         (``storage_class``, "standard", created when missing; None: no class, the
+         provisioner still serves other classes naming it) and the kubelets' wait for
+         Bound claims (:mod:`pykcm.sim.volumes`)
     Simulator.stop()   cancel the tasks, stop the informers, flush events.
                        The Nodes stay (as when kubelets stop).
 
@@ -34,13 +38,14 @@ from collections.abc import Coroutine, Sequence
 from typing import Any, Self
 
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
-from pykcm.client import Client
+from pykcm.client import Client, NoResourceMatchError
 from pykcm.controller.event_recorder import EventBroadcaster
-from pykcm.informers import SharedInformerFactory, strip_managed_fields
+from pykcm.informers import GenericInformer, SharedInformerFactory, strip_managed_fields
 from pykcm.sim.heartbeat_control import HeartbeatControl
 from pykcm.sim.kubelet import DEFAULT_READY_AFTER, DEFAULT_RUN_SECONDS, Kubelet, NodeNetwork
 from pykcm.sim.nodes import NodeConfig, NodeHeartbeats, node_internal_ip, node_names, pod_cidr
 from pykcm.sim.scheduler import DEFAULT_SCHEDULER_NAME, Scheduler
+from pykcm.sim.volumes import DEFAULT_STORAGE_CLASS, Provisioner
 
 __all__ = ["Simulator"]
 
@@ -70,7 +75,8 @@ class Simulator:
                  scheduler_workers: int = 16, kubelet_workers: int = 32,
                  lease_renew_interval: float = 10.0,
                  status_report_interval: float = 300.0,
-                 record_events: bool = True) -> None:
+                 record_events: bool = True,
+                 storage_class: str | None = DEFAULT_STORAGE_CLASS) -> None:
         if nodes < 0:
             raise ValueError(f"nodes must be >= 0, got {nodes}")
         self._client = client
@@ -86,6 +92,8 @@ class Simulator:
         self._scheduler_workers = scheduler_workers
         self._kubelet_workers = kubelet_workers
         self._record_events = record_events
+        self._storage_class = storage_class
+        self.provisioner: Provisioner | None = None
         self.factory: SharedInformerFactory | None = None
         self.scheduler: Scheduler | None = None
         self.kubelet: Kubelet | None = None
@@ -112,13 +120,18 @@ class Simulator:
             pods = factory.core_v1.pods
             networks = {name: NodeNetwork(node_internal_ip(i), pod_cidr(i, self.node_config))
                         for i, name in enumerate(self.node_names)}
-            self.kubelet = Kubelet(self._client, pods, networks, ready_after=self._ready_after,
-                                   run_seconds=self._run_seconds)
+            if self._record_events:
+                self._broadcaster = EventBroadcaster(self._client)
+                self._broadcaster.start()
+            claims = await self._start_storage(factory)
+            self.kubelet = Kubelet(
+                self._client, pods, networks, ready_after=self._ready_after,
+                run_seconds=self._run_seconds, claims=claims,
+                recorder=self._broadcaster.new_recorder("kubelet")
+                if self._broadcaster is not None else None)
             if self._enable_scheduler:
                 recorder = None
-                if self._record_events:
-                    self._broadcaster = EventBroadcaster(self._client)
-                    self._broadcaster.start()
+                if self._broadcaster is not None:
                     recorder = self._broadcaster.new_recorder(self._scheduler_name)
                 self.scheduler = Scheduler(self._client, pods, factory.core_v1.nodes,
                                            scheduler_name=self._scheduler_name,
@@ -137,10 +150,29 @@ class Simulator:
             if self.scheduler is not None:
                 self._spawn(self.scheduler.run(self._scheduler_workers), "sim-scheduler")
             self._spawn(self.heartbeats.run(), "sim-heartbeats")
+            if self.provisioner is not None:
+                self._spawn(self.provisioner.run(), "sim-provisioner")
         except BaseException:
             await self.stop()
             raise
         log.info("simulator started: %d nodes", len(self.node_names))
+
+    async def _start_storage(self, factory: SharedInformerFactory) -> GenericInformer | None:
+        """The provisioner and its default class, where the server serves claims (a
+        server without them: pods start whatever their volumes)."""
+        try:
+            await self._client.resolve("persistentvolumeclaims")
+            await self._client.resolve("storageclasses")
+        except NoResourceMatchError:
+            log.warning("the API server does not serve persistentvolumeclaims and "
+                        "storageclasses: no simulated provisioner")
+            return None
+        claims = factory.core_v1.persistentvolumeclaims
+        self.provisioner = Provisioner(self._client, claims, factory.core_v1.persistentvolumes,
+                                       factory.storage_v1.storageclasses,
+                                       storage_class=self._storage_class)
+        await self.provisioner.ensure_storage_class()
+        return claims
 
     def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
         task = asyncio.get_running_loop().create_task(coro, name=name)

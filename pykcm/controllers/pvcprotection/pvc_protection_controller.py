@@ -22,6 +22,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pykcm.api.pod_util import pod_claim_names
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.cache.frozen_object import thaw
 from pykcm.cache.keys import DeletedFinalStateUnknown
@@ -35,22 +36,6 @@ __all__ = ["PVC_PROTECTION_FINALIZER", "PVCProtectionController", "pod_claim_nam
 log = logging.getLogger("pykcm.controllers.pvcprotection")
 
 PVC_PROTECTION_FINALIZER: Final = "kubernetes.io/pvc-protection"
-
-
-def pod_claim_names(pod: Mapping[str, Any]) -> list[str]:
-    """The claims a pod's volumes use: persistentVolumeClaim sources and generic
-    ephemeral volumes (claim "<pod name>-<volume name>")."""
-    out: list[str] = []
-    name = str((pod.get("metadata") or {}).get("name") or "")
-    for v in (pod.get("spec") or {}).get("volumes") or []:
-        if not isinstance(v, Mapping):
-            continue
-        src = v.get("persistentVolumeClaim")
-        if isinstance(src, Mapping) and src.get("claimName"):
-            out.append(str(src["claimName"]))
-        elif v.get("ephemeral") is not None:
-            out.append(f"{name}-{v.get('name')}")
-    return out
 
 
 def _pod_is_shut_down(pod: Mapping[str, Any]) -> bool:
