@@ -70,6 +70,9 @@ __all__ = [
 CanAdopt = Callable[[], Awaitable[None]]
 """Raises to refuse every adoption of one claim pass; returns None to allow them."""
 
+SendPatch = Callable[[str, str, dict[str, Any]], Awaitable[None]]
+"""Sends a strategic merge patch to the dependent ``(namespace, name, patch)``."""
+
 
 class AggregateError(Exception):
     """Several errors from one claim pass (upstream utilerrors.Aggregate).
@@ -163,6 +166,9 @@ def delete_owner_ref_strategic_merge_patch(dependent_uid: str, owner_uids: Seque
 class BaseControllerRefManager:
     """The claim algorithm shared by every kind of dependent (upstream BaseControllerRefManager)."""
 
+    controller_api_version: str
+    controller_kind: str
+
     def __init__(self, controller: Mapping[str, Any], selector: LabelSelector,
                  can_adopt: CanAdopt | None) -> None:
         self.controller = controller
@@ -233,6 +239,44 @@ class BaseControllerRefManager:
             raise
         return True
 
+    def labels_match(self, obj: Mapping[str, Any]) -> bool:
+        """Our selector matches ``obj``'s labels."""
+        return self.selector.matches(meta_of(obj).get("labels") or {})
+
+    async def adopt_object(self, what: str, obj: Mapping[str, Any], send: SendPatch,
+                           finalizers: Sequence[str] = ()) -> None:
+        """Once ``can_adopt`` has said yes, patch ``obj`` (a ``what``: "Pod" ...) with
+        our controller reference (and ``finalizers``) through ``send``."""
+        meta = meta_of(obj)
+        try:
+            await self.can_adopt()
+        except Exception as exc:
+            raise RuntimeError(f"can't adopt {what} {meta.get('namespace', '')}/"
+                               f"{meta.get('name', '')} ({meta.get('uid', '')}): {exc}") from exc
+        patch = owner_ref_controller_patch(self.controller, self.controller_api_version,
+                                           self.controller_kind, str(meta.get("uid", "")),
+                                           finalizers)
+        await send(str(meta.get("namespace") or ""), str(meta.get("name")), patch)
+
+    async def release_object(self, obj: Mapping[str, Any], send: SendPatch,
+                             finalizers: Sequence[str] = ()) -> None:
+        """Patch ``obj`` through ``send`` to remove our reference (and ``finalizers``).
+
+        NotFound (gone) and Invalid (no owner references left, or recreated under
+        another UID) are not errors: either way it is not ours any more."""
+        meta = meta_of(obj)
+        patch = delete_owner_ref_strategic_merge_patch(
+            str(meta.get("uid", "")), [str(meta_of(self.controller).get("uid", ""))],
+            finalizers)
+        try:
+            await send(str(meta.get("namespace") or ""), str(meta.get("name")), patch)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if is_not_found(exc) or is_invalid(exc):
+                return
+            raise
+
     async def _claim_all(self, objs: Sequence[Mapping[str, Any]],
                          match: Callable[[Mapping[str, Any]], bool],
                          adopt: Callable[[Mapping[str, Any]], Awaitable[None]],
@@ -251,19 +295,6 @@ class BaseControllerRefManager:
         if errors:
             raise AggregateError(errors)
         return claimed
-
-
-async def _release(patch: Callable[[], Awaitable[None]]) -> None:
-    # Release ignores NotFound (gone) and Invalid (no owner references left,
-    # or recreated under another UID): either way it is not ours any more.
-    try:
-        await patch()
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:
-        if is_not_found(exc) or is_invalid(exc):
-            return
-        raise
 
 
 class PodControllerRefManager(BaseControllerRefManager):
@@ -292,40 +323,18 @@ class PodControllerRefManager(BaseControllerRefManager):
         returns True (the selector is checked first, so filters only see
         candidates).
         """
-        selector = self.selector
-
         def match(pod: Mapping[str, Any]) -> bool:
-            if not selector.matches(meta_of(pod).get("labels") or {}):
-                return False
-            return all(f(pod) for f in filters)
+            return self.labels_match(pod) and all(f(pod) for f in filters)
 
         return await self._claim_all(pods, match, self.adopt_pod, self.release_pod)
 
     async def adopt_pod(self, pod: Mapping[str, Any]) -> None:
         """Patch the pod to add our controller reference (after ``can_adopt``)."""
-        meta = meta_of(pod)
-        try:
-            await self.can_adopt()
-        except Exception as exc:
-            raise RuntimeError(f"can't adopt Pod {meta.get('namespace', '')}/"
-                               f"{meta.get('name', '')} ({meta.get('uid', '')}): {exc}") from exc
-        patch = owner_ref_controller_patch(self.controller, self.controller_api_version,
-                                           self.controller_kind, str(meta.get("uid", "")),
-                                           self.finalizers)
-        await self.pod_control.patch_pod(str(meta.get("namespace", "")), str(meta.get("name")),
-                                         patch)
+        await self.adopt_object("Pod", pod, self.pod_control.patch_pod, self.finalizers)
 
     async def release_pod(self, pod: Mapping[str, Any]) -> None:
         """Patch the pod to remove our reference; NotFound and Invalid are not errors."""
-        meta = meta_of(pod)
-        patch = delete_owner_ref_strategic_merge_patch(
-            str(meta.get("uid", "")), [str(meta_of(self.controller).get("uid", ""))],
-            self.finalizers)
-
-        async def send() -> None:
-            await self.pod_control.patch_pod(str(meta.get("namespace", "")),
-                                             str(meta.get("name")), patch)
-        await _release(send)
+        await self.release_object(pod, self.pod_control.patch_pod, self.finalizers)
 
 
 class ReplicaSetControllerRefManager(BaseControllerRefManager):
@@ -342,34 +351,13 @@ class ReplicaSetControllerRefManager(BaseControllerRefManager):
     async def claim_replica_sets(self, sets: Sequence[Mapping[str, Any]]
                                  ) -> list[Mapping[str, Any]]:
         """The ReplicaSets we own after adopting and releasing; raises AggregateError after trying all."""
-        selector = self.selector
-
-        def match(rs: Mapping[str, Any]) -> bool:
-            return selector.matches(meta_of(rs).get("labels") or {})
-
-        return await self._claim_all(sets, match, self.adopt_replica_set,
+        return await self._claim_all(sets, self.labels_match, self.adopt_replica_set,
                                      self.release_replica_set)
 
     async def adopt_replica_set(self, rs: Mapping[str, Any]) -> None:
         """Patch the ReplicaSet to add our controller reference (after ``can_adopt``)."""
-        meta = meta_of(rs)
-        try:
-            await self.can_adopt()
-        except Exception as exc:
-            raise RuntimeError(f"can't adopt ReplicaSet {meta.get('namespace', '')}/"
-                               f"{meta.get('name', '')} ({meta.get('uid', '')}): {exc}") from exc
-        patch = owner_ref_controller_patch(self.controller, self.controller_api_version,
-                                           self.controller_kind, str(meta.get("uid", "")))
-        await self.rs_control.patch_replica_set(str(meta.get("namespace", "")),
-                                                str(meta.get("name")), patch)
+        await self.adopt_object("ReplicaSet", rs, self.rs_control.patch_replica_set)
 
     async def release_replica_set(self, rs: Mapping[str, Any]) -> None:
         """Patch the ReplicaSet to remove our reference; NotFound and Invalid are not errors."""
-        meta = meta_of(rs)
-        patch = delete_owner_ref_strategic_merge_patch(
-            str(meta.get("uid", "")), [str(meta_of(self.controller).get("uid", ""))])
-
-        async def send() -> None:
-            await self.rs_control.patch_replica_set(str(meta.get("namespace", "")),
-                                                    str(meta.get("name")), patch)
-        await _release(send)
+        await self.release_object(rs, self.rs_control.patch_replica_set)

@@ -298,38 +298,16 @@ class ControllerRevisionControllerRefManager(BaseControllerRefManager):
 
     async def claim_controller_revisions(self, histories: Sequence[Mapping[str, Any]]
                                          ) -> list[Mapping[str, Any]]:
-        selector = self.selector
-
-        def match(cr: Mapping[str, Any]) -> bool:
-            return selector.matches((cr.get("metadata") or {}).get("labels") or {})
-
-        return await self._claim_all(histories, match, self.adopt, self.release)
+        return await self._claim_all(histories, self.labels_match, self.adopt, self.release)
 
     async def adopt(self, cr: Mapping[str, Any]) -> None:
-        meta = cr.get("metadata") or {}
-        try:
-            await self.can_adopt()
-        except Exception as exc:
-            raise RuntimeError(f"can't adopt ControllerRevision {meta.get('namespace', '')}/"
-                               f"{meta.get('name', '')} ({meta.get('uid', '')}): {exc}") from exc
-        patch = owner_ref_controller_patch(self.controller, self.controller_api_version,
-                                           self.controller_kind, str(meta.get("uid", "")))
-        await self.client.patch("controllerrevisions", str(meta.get("name")), patch,
-                                "strategic", str(meta.get("namespace") or ""))
+        await self.adopt_object("ControllerRevision", cr, self._patch)
 
     async def release(self, cr: Mapping[str, Any]) -> None:
-        meta = cr.get("metadata") or {}
-        patch = delete_owner_ref_strategic_merge_patch(
-            str(meta.get("uid", "")), [str((self.controller.get("metadata") or {}).get("uid"))])
-        try:
-            await self.client.patch("controllerrevisions", str(meta.get("name")), patch,
-                                    "strategic", str(meta.get("namespace") or ""))
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            if is_not_found(exc) or is_invalid(exc):
-                return
-            raise
+        await self.release_object(cr, self._patch)
+
+    async def _patch(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        await self.client.patch("controllerrevisions", name, patch, "strategic", namespace)
 
 
 # -- realHistory ----------------------------------------------------------------------------
