@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from prometheus_client import REGISTRY
+
 from pykcm.api.timestamps import format_time
 from pykcm.cache.listers import GenericLister
 from pykcm.cache.shared_informer import SharedIndexInformer
@@ -203,6 +205,10 @@ async def test_zone_rates_and_the_full_disruption_mode() -> None:
     # 3 of 4 not ready: partial disruption; 4 nodes > threshold 3: the secondary rate.
     await ctl.handle_disruption({"": [f, f, f, t]}, nodes)
     assert ctl.zone_states == {"": STATE_PARTIAL_DISRUPTION}
+    sample = REGISTRY.get_sample_value
+    assert sample("node_collector_zone_size", {"zone": ""}) == 4
+    assert sample("node_collector_unhealthy_nodes_in_zone", {"zone": ""}) == 3
+    assert sample("node_collector_zone_health", {"zone": ""}) == 25
     assert ctl.zone_tainters[""].limiter.qps == 0.01
     # Every zone fully disrupted: tainting stops.
     await ctl.handle_disruption({"": [f, f, f, f]}, nodes)

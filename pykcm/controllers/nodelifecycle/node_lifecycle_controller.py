@@ -38,8 +38,8 @@ cached ``resourceVersion``; on a conflict the node is read again (upstream's
 PatchNodeTaints + retry).
 
 Time: decisions read ``clock()`` (wall seconds; the default ``time.time``),
-so a fake clock drives the logic in tests. Metrics: not exported (upstream's
-``node_collector_*`` zone gauges and eviction counter).
+so a fake clock drives the logic in tests. Metrics: upstream's ``node_collector_*``
+(:mod:`pykcm.controllers.nodelifecycle.metrics`).
 
 Deviations: the label reconciliation of ``doNodeProcessingPassWorker``
 (``beta.kubernetes.io/os``/``arch`` from the GA labels) is left out; the
@@ -63,6 +63,14 @@ from pykcm.cache.synced import wait_for_named_cache_sync
 from pykcm.client import Client, is_conflict, is_not_found
 from pykcm.controller.controller import Controller, ControllerHost, Result
 from pykcm.controller.event_recorder import EventRecorder
+from pykcm.controllers.nodelifecycle.metrics import (
+    EVICTIONS_TOTAL,
+    UNHEALTHY_NODES,
+    UPDATE_ALL_NODES_HEALTH_DURATION,
+    UPDATE_NODE_HEALTH_DURATION,
+    ZONE_HEALTH,
+    ZONE_SIZE,
+)
 from pykcm.controllers.nodelifecycle.node_health import (
     NOT_READY_TAINT,
     STATE_FULL_DISRUPTION,
@@ -284,9 +292,11 @@ class NodeLifecycleController(ControllerHost):
 
         async def one(node: Mapping[str, Any]) -> None:
             async with sem:
-                await self._update_node(node, zone_conditions)
+                with UPDATE_NODE_HEALTH_DURATION.time():
+                    await self._update_node(node, zone_conditions)
 
-        await asyncio.gather(*(one(n) for n in nodes))
+        with UPDATE_ALL_NODES_HEALTH_DURATION.time():
+            await asyncio.gather(*(one(n) for n in nodes))
         await self.handle_disruption(zone_conditions, nodes)
 
     async def _update_node(self, node: Mapping[str, Any],
@@ -385,7 +395,10 @@ class NodeLifecycleController(ControllerHost):
         new_states: dict[str, str] = {}
         all_are_fully = True
         for zone, conds in zone_conditions.items():
-            _, state = compute_zone_state(conds, self.unhealthy_zone_threshold)
+            unhealthy, state = compute_zone_state(conds, self.unhealthy_zone_threshold)
+            ZONE_SIZE.labels(zone).set(len(conds))
+            ZONE_HEALTH.labels(zone).set(100 * (len(conds) - unhealthy) / len(conds))
+            UNHEALTHY_NODES.labels(zone).set(unhealthy)
             if state != STATE_FULL_DISRUPTION:
                 all_are_fully = False
             new_states[zone] = state
@@ -393,6 +406,9 @@ class NodeLifecycleController(ControllerHost):
         all_were_fully = True
         for zone, state in list(self.zone_states.items()):
             if zone not in zone_conditions:
+                ZONE_SIZE.labels(zone).set(0)
+                ZONE_HEALTH.labels(zone).set(100)
+                UNHEALTHY_NODES.labels(zone).set(0)
                 del self.zone_states[zone]
                 continue
             if state != STATE_FULL_DISRUPTION:
@@ -452,6 +468,8 @@ class NodeLifecycleController(ControllerHost):
         else:
             return True, 0.0
         ok = await self.swap_taints(node, [_no_execute(add)], [_no_execute(opposite)])
+        if ok:
+            EVICTIONS_TOTAL.labels(zone_key(node)).inc()
         return ok, 0.0
 
     async def swap_taints(self, node: Mapping[str, Any], add: Sequence[Mapping[str, Any]],
