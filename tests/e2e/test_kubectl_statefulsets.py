@@ -1,13 +1,12 @@
 """StatefulSets end to end with the real kubectl (issue 13's acceptance).
 
 Runs on ``pykcm up`` and on pykcm's manager with ``pykcm sim`` on the real
-kube-apiserver; there the set also has a volumeClaimTemplate (pykcm's server does not
-serve PersistentVolumeClaims yet; without a provisioner the claims stay Pending, which
-the simulated scheduler does not wait for). Not on the third cluster of conftest's
-``cluster`` (the real kube-controller-manager on pykcm's API server): its StatefulSet
-controller waits for a PersistentVolumeClaim informer pykcm's server cannot fill
-(docs/upstream.md, Known gaps).
+kube-apiserver. Not on the third cluster of conftest's ``cluster`` (the real
+kube-controller-manager on pykcm's API server).
 
+The set has a volumeClaimTemplate: its claims get the default StorageClass
+``standard`` (the simulator's), the simulated provisioner makes their volumes, pykcm's
+binder binds them, and each pod waits in ContainerCreating until its claim is Bound.
 A set of 3 comes up in ordinal order (each pod created once its predecessor is Ready),
 ``kubectl rollout status`` waits for it, ``kubectl scale`` removes the highest ordinal
 first, an image change with a partition replaces pods from the highest ordinal down to
@@ -77,7 +76,6 @@ def test_ordered_creation_scale_down_partitioned_update_and_undo(
         kubectl_up: Kubectl, ns: str, cluster: Cluster | KubeCluster,
         watches: list[Watch]) -> None:
     k = kubectl_up
-    claims = getattr(cluster, "apiserver_kind", "pykcm") == "kube"
     created_after_ready: list[tuple[str, list[str]]] = []
 
     def on_event(store: dict[str, dict[str, Any]], etype: str, obj: dict[str, Any]) -> None:
@@ -87,7 +85,7 @@ def test_ordered_creation_scale_down_partitioned_update_and_undo(
 
     w = Watch(k, ns, "pods", on_event=on_event)
     watches.append(w)
-    k.ok("apply", "-n", ns, "-f", "-", stdin=stateful_set_json("web", claims=claims))
+    k.ok("apply", "-n", ns, "-f", "-", stdin=stateful_set_json("web", claims=True))
     rollout_status(k, ns)
     w.wait_for(lambda s: len(s) == 3 and all(is_ready(p) for p in s.values()), "3 ready pods")
     # OrderedReady: each pod appears only once every lower ordinal is Ready
@@ -96,12 +94,19 @@ def test_ordered_creation_scale_down_partitioned_update_and_undo(
     pod = get_json(k, "pod", "web-1", "-n", ns)
     assert (pod["spec"]["hostname"], pod["spec"]["subdomain"]) == ("web-1", "web")
     assert pod["metadata"]["labels"]["apps.kubernetes.io/pod-index"] == "1"
-    if claims:
-        pvcs = {c["metadata"]["name"]: c for c in items(k, ns, "persistentvolumeclaims")}
-        assert sorted(pvcs) == ["data-web-0", "data-web-1", "data-web-2"]
-        assert {c["status"]["phase"] for c in pvcs.values()} == {"Pending"}
-        assert {"name": "data", "persistentVolumeClaim": {"claimName": "data-web-1"}} in \
-            pod["spec"]["volumes"]
+    pvcs = {c["metadata"]["name"]: c for c in items(k, ns, "persistentvolumeclaims")}
+    assert sorted(pvcs) == ["data-web-0", "data-web-1", "data-web-2"]
+    assert {c["status"]["phase"] for c in pvcs.values()} == {"Bound"}
+    assert {c["spec"]["storageClassName"] for c in pvcs.values()} == {"standard"}
+    assert {"name": "data", "persistentVolumeClaim": {"claimName": "data-web-1"}} in \
+        pod["spec"]["volumes"]
+    volumes = {v["spec"]["claimRef"]["name"]: v for v in get_json(k, "pv")["items"]
+               if (v["spec"].get("claimRef") or {}).get("namespace") == ns}
+    assert sorted(volumes) == sorted(pvcs)
+    assert {v["status"]["phase"] for v in volumes.values()} == {"Bound"}
+    header = k.ok("get", "pvc", "-n", ns).splitlines()[0].split()
+    assert header == ["NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS", "MODES",
+                      "STORAGECLASS", "VOLUMEATTRIBUTESCLASS", "AGE"]
 
     k.ok("scale", "statefulset/web", "--replicas=2", "-n", ns)
     wait_until(lambda: sorted(images(k, ns)) == ["web-0", "web-1"], "web-2 removed")
