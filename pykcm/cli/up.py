@@ -78,6 +78,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     a.add_argument("--no-controller-manager", action="store_true",
                    help="run the API server and simulated nodes only (bring your own controller "
                    "manager, e.g. the real kube-controller-manager)")
+    a.add_argument("--controller-manager-flag", action="append", default=[], metavar="FLAG",
+                   help="one more flag for the controller manager, repeatable, e.g. "
+                   "--controller-manager-flag=--node-monitor-grace-period=20s")
     a.add_argument("--no-status", action="store_true",
                    help="no live status line (it is only drawn on a terminal anyway)")
     return a
@@ -221,7 +224,8 @@ async def run(args: argparse.Namespace) -> int:
                  # status line scrapes it with the admin token)
                  "--bind-address", "127.0.0.1", "--secure-port", str(cm_port),
                  "--kube-api-qps", str(args.kube_api_qps),
-                 "--kube-api-burst", str(args.kube_api_burst)],
+                 "--kube-api-burst", str(args.kube_api_burst),
+                 *args.controller_manager_flag],
                 os.path.join(logs, "controller-manager.log"))
     if not args.no_controller_manager:
         children.append(cm)

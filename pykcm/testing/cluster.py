@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from typing import Self
 
 import yaml
@@ -29,7 +30,8 @@ class Cluster:
 
     def __init__(self, *, nodes: int = 3, controllers: str = "*", kube_api_qps: float = 20.0,
                  kube_api_burst: int = 30, max_pods: int = 110,
-                 data_dir: str | None = None, controller_manager: bool = True) -> None:
+                 data_dir: str | None = None, controller_manager: bool = True,
+                 manager_flags: Sequence[str] = ()) -> None:
         self._own_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="pykcm-cluster-")
         self.nodes = nodes
@@ -40,6 +42,7 @@ class Cluster:
                       str(kube_api_burst), "--no-status"]
         if not controller_manager:
             self._argv.append("--no-controller-manager")
+        self._argv += [f"--controller-manager-flag={f}" for f in manager_flags]
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_offset = 0
         self.url = ""
