@@ -57,6 +57,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.timestamps import format_time, parse_time
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.cache.synced import wait_for_named_cache_sync
@@ -102,10 +103,6 @@ EXCLUDE_DISRUPTION_LABEL: Final = "node.kubernetes.io/exclude-disruption"
 _POD_NODE_INDEX: Final = "spec.nodeName"
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
-
 
 def _pod_node_index(obj: Any) -> list[str]:
     name = (obj.get("spec") or {}).get("nodeName") if isinstance(obj, Mapping) else None
@@ -115,14 +112,14 @@ def _pod_node_index(obj: Any) -> list[str]:
 def node_ref(node: Mapping[str, Any]) -> dict[str, Any]:
     """The reference upstream's RecordNodeEvent builds (no namespace: the Event lands
     in ``default``)."""
-    ref = {"apiVersion": "v1", "kind": "Node", "name": _meta(node).get("name")}
-    if _meta(node).get("uid"):
-        ref["uid"] = _meta(node).get("uid")
+    ref = {"apiVersion": "v1", "kind": "Node", "name": meta_of(node).get("name")}
+    if meta_of(node).get("uid"):
+        ref["uid"] = meta_of(node).get("uid")
     return ref
 
 
 def pod_ref(pod: Mapping[str, Any]) -> dict[str, Any]:
-    m = _meta(pod)
+    m = meta_of(pod)
     ref = {"apiVersion": "v1", "kind": "Pod", "namespace": m.get("namespace"),
            "name": m.get("name")}
     for k in ("uid", "resourceVersion"):
@@ -199,7 +196,7 @@ class NodeLifecycleController(ControllerHost):
         self._pod_updated(None, obj)
 
     def _node_deleted(self, obj: Any) -> None:
-        self.node_health.pop(str(_meta(obj).get("name") or ""), None)
+        self.node_health.pop(str(meta_of(obj).get("name") or ""), None)
         self.node_controller.enqueue(obj)
 
     def _pod_updated(self, old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> None:
@@ -268,9 +265,9 @@ class NodeLifecycleController(ControllerHost):
 
     async def monitor_node_health(self) -> None:
         nodes = list(self.node_lister.list())
-        names = {str(_meta(n).get("name")) for n in nodes}
+        names = {str(meta_of(n).get("name")) for n in nodes}
         for n in nodes:
-            name = str(_meta(n).get("name"))
+            name = str(meta_of(n).get("name"))
             if name not in self.known_nodes:
                 log.info("Controller observed a new Node %s", name)
                 self._event(node_ref(n), "Normal", "RegisteredNode",
@@ -301,7 +298,7 @@ class NodeLifecycleController(ControllerHost):
 
     async def _update_node(self, node: Mapping[str, Any],
                            zone_conditions: dict[str, list[Mapping[str, Any] | None]]) -> None:
-        name = str(_meta(node).get("name"))
+        name = str(meta_of(node).get("name"))
         now = self.clock()
         obs = observe_node_health(node, self.node_health.get(name),
                                   self._lease_renew_time(name), now,
@@ -322,7 +319,7 @@ class NodeLifecycleController(ControllerHost):
             self.node_health[name] = NodeHealth(written.get("status") or obs.new_status,
                                                 obs.health.probe_timestamp, self.clock(),
                                                 obs.health.lease_renew_time)
-        if EXCLUDE_DISRUPTION_LABEL not in (_meta(node).get("labels") or {}):
+        if EXCLUDE_DISRUPTION_LABEL not in (meta_of(node).get("labels") or {}):
             zone_conditions.setdefault(zone_key(node), []).append(obs.current_ready)
         current = obs.current_ready
         if current is None:
@@ -359,21 +356,21 @@ class NodeLifecycleController(ControllerHost):
             else:
                 self.mark_node_for_tainting(node, "Unknown")
         elif status == "True" and await self.mark_node_as_reachable(node):
-            log.info("Node %s is healthy again, removed all taints", _meta(node).get("name"))
+            log.info("Node %s is healthy again, removed all taints", meta_of(node).get("name"))
 
     def mark_node_for_tainting(self, node: Mapping[str, Any], status: str) -> bool:
         """Queue the node in its zone (back of the queue unless it holds the taint)."""
-        name = str(_meta(node).get("name"))
+        name = str(meta_of(node).get("name"))
         q = self._tainter(zone_key(node))
         taints = (node.get("spec") or {}).get("taints") or ()
         key = NOT_READY_TAINT if status == "False" else UNREACHABLE_TAINT
         if not taint_exists(taints, key, "NoExecute"):
             q.remove(name)
-        return q.add(name, str(_meta(node).get("uid") or ""))
+        return q.add(name, str(meta_of(node).get("uid") or ""))
 
     async def mark_node_as_reachable(self, node: Mapping[str, Any]) -> bool:
         """Remove both NoExecute taints and drop the node from its zone's queue."""
-        self._tainter(zone_key(node)).remove(str(_meta(node).get("name")))
+        self._tainter(zone_key(node)).remove(str(meta_of(node).get("name")))
         taints = (node.get("spec") or {}).get("taints") or ()
         gone = [_no_execute(k) for k in (UNREACHABLE_TAINT, NOT_READY_TAINT)
                 if taint_exists(taints, k, "NoExecute")]
@@ -430,7 +427,7 @@ class NodeLifecycleController(ControllerHost):
                      "Exiting master disruption mode")
             now = self.clock()
             for n in nodes:
-                h = self.node_health.get(str(_meta(n).get("name")))
+                h = self.node_health.get(str(meta_of(n).get("name")))
                 if h is not None:
                     h.probe_timestamp = h.ready_transition_timestamp = now
             for zone in self.zone_states:
@@ -475,7 +472,7 @@ class NodeLifecycleController(ControllerHost):
     async def swap_taints(self, node: Mapping[str, Any], add: Sequence[Mapping[str, Any]],
                           remove: Sequence[Mapping[str, Any]]) -> bool:
         """upstream SwapNodeControllerTaint: add (with timeAdded) and remove taints."""
-        name = str(_meta(node).get("name"))
+        name = str(meta_of(node).get("name"))
         stamp = format_time(self.clock())
         current: Mapping[str, Any] | None = node
         for attempt in range(5):
@@ -498,7 +495,7 @@ class NodeLifecycleController(ControllerHost):
                     new.append({"key": t["key"], "effect": t["effect"], "timeAdded": stamp})
             if new == taints:
                 return True
-            patch = {"metadata": {"resourceVersion": _meta(current).get("resourceVersion")},
+            patch = {"metadata": {"resourceVersion": meta_of(current).get("resourceVersion")},
                      "spec": {"taints": new or None}}
             try:
                 await self.client.patch("nodes", name, patch, "merge")
@@ -556,7 +553,7 @@ class NodeLifecycleController(ControllerHost):
                     c["status"] = "False"
                     c["lastTransitionTime"] = format_time(self.clock())
             try:
-                await self.client.update("pods", body, _meta(pod).get("namespace"),
+                await self.client.update("pods", body, meta_of(pod).get("namespace"),
                                          subresource="status")
             except asyncio.CancelledError:
                 raise
@@ -564,7 +561,7 @@ class NodeLifecycleController(ControllerHost):
                 if is_not_found(exc):
                     continue
                 log.info("Failed to update status for pod %s/%s: %s",
-                         _meta(pod).get("namespace"), _meta(pod).get("name"), exc)
+                         meta_of(pod).get("namespace"), meta_of(pod).get("name"), exc)
                 ok = False
             self._event(pod_ref(pod), "Warning", "NodeNotReady", "Node is not ready")
         return ok

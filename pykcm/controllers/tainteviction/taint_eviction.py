@@ -40,6 +40,7 @@ from typing import Any, Final
 
 from prometheus_client import Counter, Histogram
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.scheduling import toleration_tolerates_taint
 from pykcm.api.timestamps import format_time
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
@@ -65,10 +66,6 @@ POD_DELETION_DURATION = Histogram(
     "Pod and its deletion via TaintEvictionController.",
     buckets=[0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30, 60, 120, 180, 240])
 
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
 
 
 def _pod_node_index(obj: Any) -> list[str]:
@@ -189,7 +186,7 @@ class TaintEvictionController:
     # -- handlers -------------------------------------------------------------------
 
     def node_updated(self, node: Mapping[str, Any]) -> None:
-        name = str(_meta(node).get("name"))
+        name = str(meta_of(node).get("name"))
         taints = no_execute_taints(node)
         if taints:
             self.tainted_nodes[name] = taints
@@ -205,7 +202,7 @@ class TaintEvictionController:
             self.process_pod_on_node(_key(pod), pod, taints, now)
 
     def node_deleted(self, obj: Any) -> None:
-        self.tainted_nodes.pop(str(_meta(obj).get("name") or ""), None)
+        self.tainted_nodes.pop(str(meta_of(obj).get("name") or ""), None)
 
     def pod_updated(self, pod: Mapping[str, Any]) -> None:
         node = str((pod.get("spec") or {}).get("nodeName") or "")
@@ -217,7 +214,7 @@ class TaintEvictionController:
         self.process_pod_on_node(_key(pod), pod, taints, self.clock.now())
 
     def pod_deleted(self, obj: Any) -> None:
-        m = _meta(obj) if isinstance(obj, Mapping) else {}
+        m = meta_of(obj) if isinstance(obj, Mapping) else {}
         key = f"{m.get('namespace')}/{m.get('name')}" if m else str(getattr(obj, "key", ""))
         self.cancel_work(key)
 
@@ -306,18 +303,18 @@ class TaintEvictionController:
         cond: dict[str, Any] = {"type": "DisruptionTarget", "status": "True",
                                 "reason": "DeletionByTaintManager",
                                 "message": "Taint manager: deleting due to NoExecute taint"}
-        generation = int(_meta(pod).get("generation") or 0)
+        generation = int(meta_of(pod).get("generation") or 0)
         if generation:
             cond["observedGeneration"] = generation
         if old is None or any(old.get(k) != v for k, v in cond.items()):
             keep = old.get("lastTransitionTime") if old and old.get("status") == "True" else None
             cond["lastTransitionTime"] = keep or format_time(time.time())
             await self.client.patch(
-                "pods", name, {"metadata": {"uid": _meta(pod).get("uid")},
+                "pods", name, {"metadata": {"uid": meta_of(pod).get("uid")},
                                "status": {"conditions": [cond]}},
                 "strategic", namespace, subresource="status")
         await self.client.delete("pods", name, namespace)
 
 
 def _key(pod: Mapping[str, Any]) -> str:
-    return f"{_meta(pod).get('namespace')}/{_meta(pod).get('name')}"
+    return f"{meta_of(pod).get('namespace')}/{meta_of(pod).get('name')}"
