@@ -53,6 +53,7 @@ from typing import Any
 from pykcm.api.accessors import meta_of
 from pykcm.api.labels import LabelSelector
 from pykcm.api.owner_refs import get_controller_of, new_controller_ref
+from pykcm.client import Client, ResourceRef
 from pykcm.client.errors import is_invalid, is_not_found
 from pykcm.controller.pod_control import PodControl
 from pykcm.controller.replica_set_control import RSControl
@@ -65,6 +66,7 @@ __all__ = [
     "delete_owner_ref_strategic_merge_patch",
     "owner_ref_controller_patch",
     "recheck_deletion_timestamp",
+    "recheck_live_controller",
 ]
 
 CanAdopt = Callable[[], Awaitable[None]]
@@ -126,6 +128,27 @@ def recheck_deletion_timestamp(
             raise RuntimeError(f"{meta.get('namespace', '')}/{meta.get('name', '')} "
                                f"has just been deleted at {_go_time(str(ts))}")
     return can_adopt
+
+
+def recheck_live_controller(client: Client, resource: ResourceRef,
+                            controller: Mapping[str, Any], kind: str) -> CanAdopt:
+    """The usual ``can_adopt``: read ``controller`` (a ``kind`` served as ``resource``)
+    from the API server, refuse if it is another object under the same name (a
+    deleted and recreated controller) or if it is being deleted
+    (:func:`recheck_deletion_timestamp`)."""
+    meta = meta_of(controller)
+    ns, name, uid = str(meta.get("namespace") or ""), str(meta.get("name")), meta.get("uid")
+
+    async def get_fresh() -> Mapping[str, Any]:
+        # An uncached read: the cache may not show a deletion yet.
+        fresh: Mapping[str, Any] = await client.get(resource, name, ns)
+        fresh_uid = meta_of(fresh).get("uid")
+        if fresh_uid != uid:
+            raise RuntimeError(f"original {kind} {ns}/{name} is gone: got uid {fresh_uid}, "
+                               f"wanted {uid}")
+        return fresh
+
+    return recheck_deletion_timestamp(get_fresh)
 
 
 def owner_ref_controller_patch(controller: Mapping[str, Any], api_version: str, kind: str,

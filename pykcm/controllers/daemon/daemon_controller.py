@@ -73,7 +73,7 @@ from pykcm.controller.controller import Controller, ControllerHost
 from pykcm.controller.controller_ref_manager import (
     AggregateError,
     PodControllerRefManager,
-    recheck_deletion_timestamp,
+    recheck_live_controller,
 )
 from pykcm.controller.event_recorder import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder
 from pykcm.controller.expectations import ControllerExpectations
@@ -394,18 +394,9 @@ class DaemonSetsController(ControllerHost):
         """The DaemonSet's pods after adopting matching orphans and releasing the rest."""
         selector = selector_from_label_selector(spec_of(ds).get("selector"))
         pods = filter_pods_by_owner(self.pod_indexer, ds, DS_KIND, True)
-        meta = meta_of(ds)
-        ns, name, uid = str(meta.get("namespace") or ""), str(meta.get("name")), meta.get("uid")
-
-        async def fresh() -> Mapping[str, Any]:
-            got = await self.client.get("daemonsets", name, ns)
-            if meta_of(got).get("uid") != uid:
-                raise RuntimeError(f"original DaemonSet {ns}/{name} is gone: got uid "
-                                   f"{meta_of(got).get('uid')}, wanted {uid}")
-            return got
-
-        manager = PodControllerRefManager(self.pod_control, ds, selector, DS_API_VERSION,
-                                          DS_KIND, recheck_deletion_timestamp(fresh))
+        manager = PodControllerRefManager(
+            self.pod_control, ds, selector, DS_API_VERSION, DS_KIND,
+            recheck_live_controller(self.client, "daemonsets", ds, DS_KIND))
         return await manager.claim_pods(pods)
 
     async def get_nodes_to_daemon_pods(self, ds: Mapping[str, Any],

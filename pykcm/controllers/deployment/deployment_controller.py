@@ -50,7 +50,7 @@ from pykcm.controller.active_pods import add_pod_controller_indexer, filter_pods
 from pykcm.controller.controller import Controller, ControllerHost
 from pykcm.controller.controller_ref_manager import (
     ReplicaSetControllerRefManager,
-    recheck_deletion_timestamp,
+    recheck_live_controller,
 )
 from pykcm.controller.event_recorder import EventRecorder
 from pykcm.controller.replica_set_control import RealRSControl, RSControl
@@ -295,17 +295,11 @@ class DeploymentController(ControllerHost):
             raise ValueError(f"deployment {ns}/{meta.get('name')} has invalid label "
                              f"selector: {exc}") from exc
 
-        async def fresh() -> Obj:
-            # An uncached read: adopt only if the Deployment is not being
-            # deleted right now, whatever the cache says.
-            got: Obj = await self.client.get(DEPLOYMENTS, str(meta.get("name")), ns)
-            if _meta(got).get("uid") != meta.get("uid"):
-                raise RuntimeError(f"original Deployment {ns}/{meta.get('name')} is gone: "
-                                   f"got uid {_meta(got).get('uid')}, wanted {meta.get('uid')}")
-            return got
-
-        cm = ReplicaSetControllerRefManager(self.rs_control, d, selector, CONTROLLER_API_VERSION,
-                                            CONTROLLER_KIND, recheck_deletion_timestamp(fresh))
+        # can_adopt: an uncached read, adopting only if the Deployment is not being
+        # deleted right now, whatever the cache says.
+        cm = ReplicaSetControllerRefManager(
+            self.rs_control, d, selector, CONTROLLER_API_VERSION, CONTROLLER_KIND,
+            recheck_live_controller(self.client, DEPLOYMENTS, d, CONTROLLER_KIND))
         return await cm.claim_replica_sets(rs_list)
 
     def get_pod_map_for_deployment(self, d: Obj, rs_list: list[Obj]) -> dict[str, list[Obj]]:

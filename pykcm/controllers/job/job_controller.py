@@ -78,7 +78,7 @@ from pykcm.controller.active_pods import (
 from pykcm.controller.controller import Controller
 from pykcm.controller.controller_ref_manager import (
     PodControllerRefManager,
-    recheck_deletion_timestamp,
+    recheck_live_controller,
 )
 from pykcm.controller.event_recorder import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder
 from pykcm.controller.expectations import ControllerExpectations
@@ -584,18 +584,9 @@ class JobController:
         # The Job's own pods and the namespace's orphans: pods controlled by
         # anything else would be ignored by the claim anyway.
         candidates = filter_pods_by_owner(self.pod_indexer, job, JOB_KIND, True)
-        meta = meta_of(job)
-        ns, name, uid = str(meta.get("namespace")), str(meta.get("name")), _uid(job)
-
-        async def get_fresh() -> Mapping[str, Any]:
-            fresh = await self.client.get("jobs", name, ns)
-            if _uid(fresh) != uid:
-                raise RuntimeError(f"original Job {ns}/{name} is gone: got uid {_uid(fresh)}, "
-                                   f"wanted {uid}")
-            return fresh
-
+        uid = _uid(job)
         cm = PodControllerRefManager(self.pod_control, job, selector, JOB_API_VERSION, JOB_KIND,
-                                     recheck_deletion_timestamp(get_fresh),
+                                     recheck_live_controller(self.client, "jobs", job, JOB_KIND),
                                      finalizers=(JOB_TRACKING_FINALIZER,))
         pods = await cm.claim_pods(candidates)
         out: list[Pod] = []

@@ -72,7 +72,7 @@ from pykcm.controller.active_pods import (
 from pykcm.controller.controller import Controller, ControllerHost, Result
 from pykcm.controller.controller_ref_manager import (
     PodControllerRefManager,
-    recheck_deletion_timestamp,
+    recheck_live_controller,
 )
 from pykcm.controller.event_recorder import EventRecorder
 from pykcm.controller.expectations import UIDTrackingControllerExpectations
@@ -460,22 +460,9 @@ class ReplicaSetController(ControllerHost):
     async def claim_pods(self, rs: Mapping[str, Any], selector: LabelSelector,
                          pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         """Adopt the matching orphans, release our pods that no longer match; our pods."""
-        meta = meta_of(rs)
-        namespace, name, uid = str(meta.get("namespace") or ""), str(meta.get("name")), \
-            meta.get("uid")
-
-        async def get_fresh() -> Mapping[str, Any]:
-            # An uncached read: the cache may not show a deletion yet.
-            fresh = await self.client.get(self.resource, name, namespace)
-            fresh_uid = meta_of(fresh).get("uid")
-            if fresh_uid != uid:
-                raise RuntimeError(f"original ReplicaSet {namespace}/{name} is gone: got uid "
-                                   f"{fresh_uid}, wanted {uid}")
-            return fresh
-
-        manager = PodControllerRefManager(self.pod_control, rs, selector,
-                                          self.controller_api_version, self.controller_kind,
-                                          recheck_deletion_timestamp(get_fresh))
+        manager = PodControllerRefManager(
+            self.pod_control, rs, selector, self.controller_api_version, self.controller_kind,
+            recheck_live_controller(self.client, self.resource, rs, self.controller_kind))
         return await manager.claim_pods(pods)
 
     async def sync_replica_set(self, key: str) -> Result | None:

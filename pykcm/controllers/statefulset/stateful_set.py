@@ -45,8 +45,9 @@ from pykcm.controller.active_pods import (
 )
 from pykcm.controller.controller import Controller, ControllerHost
 from pykcm.controller.controller_ref_manager import (
+    CanAdopt,
     PodControllerRefManager,
-    recheck_deletion_timestamp,
+    recheck_live_controller,
 )
 from pykcm.controller.event_recorder import EventRecorder
 from pykcm.controller.history import History, add_controller_revision_controller_indexer
@@ -192,18 +193,8 @@ class StatefulSetController(ControllerHost):
 
     # -- sync --------------------------------------------------------------------------------------
 
-    def _can_adopt(self, set_: Mapping[str, Any]) -> Any:
-        meta = meta_of(set_)
-        ns, name, uid = str(meta.get("namespace") or ""), str(meta.get("name")), meta.get("uid")
-
-        async def fresh() -> Mapping[str, Any]:
-            got = await self.client.get("statefulsets", name, ns)
-            if meta_of(got).get("uid") != uid:
-                raise RuntimeError(f"original StatefulSet {ns}/{name} is gone: got uid "
-                                   f"{meta_of(got).get('uid')}, wanted {uid}")
-            return got
-
-        return recheck_deletion_timestamp(fresh)
+    def _can_adopt(self, set_: Mapping[str, Any]) -> CanAdopt:
+        return recheck_live_controller(self.client, "statefulsets", set_, SET_KIND)
 
     async def adopt_orphan_revisions(self, set_: Mapping[str, Any]) -> None:
         orphans = [r for r in self.control.list_revisions(set_) if get_controller_of(r) is None]
