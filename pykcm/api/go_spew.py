@@ -43,7 +43,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, Final
 
-__all__ = ["GoLayout", "go_float"]
+__all__ = ["GoLayout", "go_float", "split_map_type"]
 
 _INTS: Final = frozenset({"int", "int8", "int16", "int32", "int64",
                           "uint", "uint8", "uint16", "uint32", "uint64"})
@@ -59,8 +59,8 @@ def go_float(f: float) -> str:
     return r.removesuffix(".0")
 
 
-def _split_map(t: str) -> tuple[str, str]:
-    """``map[K]V`` → (K, V), brackets in K balanced."""
+def split_map_type(t: str) -> tuple[str, str]:
+    """A Go map type ``map[K]V`` as (K, V); brackets inside K are balanced."""
     depth = 0
     for j in range(3, len(t)):
         if t[j] == "[":
@@ -179,7 +179,7 @@ class _Printer:
         self.out.append("]")
 
     def _format_map(self, t: str, v: Any) -> None:
-        key_t, val_t = _split_map(t)
+        key_t, val_t = split_map_type(t)
         if not isinstance(v, Mapping):
             v = None
         if v is None or (not v and self.layout.empty_is_nil):

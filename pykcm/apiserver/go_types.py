@@ -38,6 +38,7 @@ import re
 from pathlib import Path
 from typing import Any, Final
 
+from pykcm.api.go_spew import split_map_type
 from pykcm.api.validation import go_quote
 from pykcm.apiserver.defaults import parse_quantity
 
@@ -127,24 +128,12 @@ def go_type_name(t: str) -> str:
     if t.startswith("[]"):
         return "[]" + go_type_name(t[2:])
     if t.startswith("map["):
-        k, v = _split_map(t)
+        k, v = split_map_type(t)
         return f"map[{go_type_name(k)}]{go_type_name(v)}"
     if "." in t:
         pkg, _, name = t.rpartition(".")
         return f"{pkg.rsplit('/', 1)[-1]}.{name}"
     return t
-
-
-def _split_map(t: str) -> tuple[str, str]:
-    depth = 0
-    for j in range(3, len(t)):
-        if t[j] == "[":
-            depth += 1
-        elif t[j] == "]":
-            depth -= 1
-            if depth == 0:
-                return t[4:j], t[j + 1:]
-    raise ValueError(t)
 
 
 def _json_type(v: Any) -> str:
@@ -265,7 +254,7 @@ class _Walk:
             if not isinstance(v, dict):
                 self.save(self.type_error(v, shown, struct, path))
                 return
-            _, elem = _split_map(t)
+            _, elem = split_map_type(t)
             for x in v.values():
                 self.value(x, elem, struct, path)
         elif t in self.table.raw_structs:
@@ -510,7 +499,7 @@ def _plan(table: _Table, plans: dict[str, _Plan], fq: str) -> _Plan:
             if elem in table.raw_structs:
                 child, how = elem, 1
         elif base.startswith("map["):
-            elem = _split_map(base)[1].lstrip("*")
+            elem = split_map_type(base)[1].lstrip("*")
             elem = table.named.get(elem, elem)
             if elem in table.raw_structs:
                 child, how = elem, 2
@@ -587,7 +576,7 @@ def _order(table: _Table, v: Any, t: str, path: tuple[str, ...],
                           (*path, k), touched) for k in keys}
     elem = ""
     if u.startswith("map["):
-        elem = _split_map(u)[1]
+        elem = split_map_type(u)[1]
     elif u in table.raw_structs:
         st = table.struct(u)
         return {k: _order(table, v[k], st.fields[k][0] if k in st.fields else "", (*path, k),
@@ -638,7 +627,7 @@ def _zero(table: _Table, v: Any, t: str) -> None:
             else:
                 _zero(table, x, elem)
     elif isinstance(v, dict) and u.startswith("map["):
-        _, elem = _split_map(u)
+        _, elem = split_map_type(u)
         for key, x in v.items():
             if x is None:
                 v[key] = _zero_value(table, elem)
