@@ -46,6 +46,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gen_proto_schema import Universe, parse_file
 
+from pykcm.api.go_spew import split_map_type
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUTPUT = ROOT / "pykcm" / "api" / "_data" / "deep_hash_types.json"
 DEFAULT_SRC = Path("/tmp/kube-src/k8s.io")
@@ -69,15 +71,8 @@ def qualify(uni: Universe, pkg: str, expr: str) -> str:
     if expr.startswith("[]"):
         return "[]" + qualify(uni, pkg, expr[2:])
     if expr.startswith("map["):
-        depth = 0
-        for j in range(3, len(expr)):
-            if expr[j] == "[":
-                depth += 1
-            elif expr[j] == "]":
-                depth -= 1
-                if depth == 0:
-                    break
-        return f"map[{qualify(uni, pkg, expr[4:j])}]{qualify(uni, pkg, expr[j + 1:])}"
+        key, value = split_map_type(expr)
+        return f"map[{qualify(uni, pkg, key)}]{qualify(uni, pkg, value)}"
     if expr in BASIC:
         return "uint8" if expr == "byte" else expr
     if "." in expr:

@@ -45,6 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gen_proto_schema import PACKAGES, Universe, parse_file
 
+from pykcm.api.go_spew import split_map_type
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUTPUT = ROOT / "pykcm" / "apiserver" / "_data" / "go_types.json.gz"
 DEFAULT_SRC = Path("/tmp/kube-src/k8s.io")
@@ -63,18 +65,6 @@ BASIC = {"string", "bool", "int", "int8", "int16", "int32", "int64", "uint", "ui
 F_OMITEMPTY, F_INLINE, F_OMITZERO = 1, 2, 4
 
 
-def _split_map(expr: str) -> tuple[str, str]:
-    depth = 0
-    for j in range(3, len(expr)):
-        if expr[j] == "[":
-            depth += 1
-        elif expr[j] == "]":
-            depth -= 1
-            if depth == 0:
-                return expr[4:j], expr[j + 1:]
-    raise SystemExit(f"bad map type {expr!r}")
-
-
 def qualify(uni: Universe, pkg: str, expr: str) -> str:
     """The Go type expression ``expr`` seen in ``pkg`` with every name package-qualified."""
     if expr.startswith("*"):
@@ -82,7 +72,7 @@ def qualify(uni: Universe, pkg: str, expr: str) -> str:
     if expr.startswith("[]"):
         return "[]" + qualify(uni, pkg, expr[2:])
     if expr.startswith("map["):
-        k, v = _split_map(expr)
+        k, v = split_map_type(expr)
         return f"map[{qualify(uni, pkg, k)}]{qualify(uni, pkg, v)}"
     if expr in BASIC:
         return "uint8" if expr == "byte" else expr
@@ -123,7 +113,7 @@ def build(src: Path) -> dict[str, object]:
         while expr.startswith(("*", "[]")):
             expr = expr[1:] if expr.startswith("*") else expr[2:]
         if expr.startswith("map["):
-            k, v = _split_map(expr)
+            k, v = split_map_type(expr)
             visit(k)
             visit(v)
             return

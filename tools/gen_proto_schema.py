@@ -78,6 +78,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pykcm.api.go_spew import split_map_type
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUTPUT = ROOT / "pykcm" / "api" / "_data" / "proto_schema.json"
 DEFAULT_TYPES_DIR = Path("/tmp/k8s-types")
@@ -314,15 +316,7 @@ def resolve(uni: Universe, pkg: str, gotype: str, seen: tuple[str, ...] = ()) ->
             raise SystemExit(f"{pkg}: nested collections are not supported: {gotype}")
         return Resolved(r.kind, r.element, F_REPEATED)
     if gotype.startswith("map["):
-        depth, j = 0, 3
-        for j in range(3, len(gotype)):
-            if gotype[j] == "[":
-                depth += 1
-            elif gotype[j] == "]":
-                depth -= 1
-                if depth == 0:
-                    break
-        key, value = gotype[4:j], gotype[j + 1 :]
+        key, value = split_map_type(gotype)
         k = resolve(uni, pkg, key, seen)
         if k.kind != "s" or k.flags:
             raise SystemExit(f"{pkg}: only string-keyed maps are supported: {gotype}")
