@@ -100,16 +100,9 @@ def build(src: Path) -> dict[str, object]:
         while expr.startswith(("*", "[]")):
             expr = expr[1:] if expr.startswith("*") else expr[2:]
         if expr.startswith("map["):
-            depth = 0
-            for j in range(3, len(expr)):
-                if expr[j] == "[":
-                    depth += 1
-                elif expr[j] == "]":
-                    depth -= 1
-                    if depth == 0:
-                        break
-            visit(expr[4:j])
-            visit(expr[j + 1:])
+            key, value = split_map_type(expr)
+            visit(key)
+            visit(value)
             return
         if expr in BASIC or expr in SPECIAL or expr in named and expr in NAMED_SPECIAL:
             return
