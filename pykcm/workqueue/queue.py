@@ -140,7 +140,9 @@ class Queue(Generic[T]):
         if item in self._dirty:
             self._queue.append(item)
             self._wake_getter()
-        elif not self._processing:
+        if not self._processing:
+            # Also after a re-queue: a drain waits for held items only (client-go's
+            # Signal there may wake the drainer too; with no worker waiting it must).
             self._wake_drain_waiters()
 
     # -- shutdown --------------------------------------------------------

@@ -145,6 +145,21 @@ async def test_shut_down_with_drain_waits_for_in_flight_items() -> None:
     await asyncio.wait_for(drain, 1)
 
 
+async def test_shut_down_with_drain_returns_when_the_last_held_item_is_requeued() -> None:
+    # Found by the stateful test: done() on an item added again while held puts it back
+    # in the queue; nothing is held any more, so the drain returns (no worker waits).
+    q: Queue[int] = Queue()
+    q.add(3)
+    item, _ = await q.get()
+    q.add(3)
+    drain = asyncio.ensure_future(q.shut_down_with_drain())
+    await asyncio.sleep(0)
+    assert not drain.done()
+    q.done(item)
+    await asyncio.wait_for(drain, 1)
+    assert q.len() == 1
+
+
 async def test_shut_down_with_drain_returns_at_once_when_idle() -> None:
     q: Queue[str] = Queue()
     await asyncio.wait_for(q.shut_down_with_drain(), 1)
