@@ -1,8 +1,8 @@
 """StatefulSets end to end with the real kubectl (issue 13's acceptance).
 
-Runs on ``pykcm up`` and on pykcm's manager with ``pykcm sim`` on the real
-kube-apiserver. Not on the third cluster of conftest's ``cluster`` (the real
-kube-controller-manager on pykcm's API server).
+Runs on ``pykcm up``, on pykcm's manager with ``pykcm sim`` on the real
+kube-apiserver, and on the real kube-controller-manager on pykcm's API server (its
+StatefulSet controller and binder need the claims and classes pykcm's server serves).
 
 The set has a volumeClaimTemplate: its claims get the default StorageClass
 ``standard`` (the simulator's), the simulated provisioner makes their volumes, pykcm's
@@ -31,11 +31,13 @@ NS_PREFIX = "sts"
 
 
 @pytest.fixture(scope="session", params=["pykcm", pytest.param("kube-apiserver",
-                                                               marks=pytest.mark.upstream)])
+                                                               marks=pytest.mark.upstream),
+                                        pytest.param("kube-controller-manager",
+                                                     marks=pytest.mark.upstream)])
 def cluster(request: pytest.FixtureRequest) -> Cluster | KubeCluster:
-    """conftest's clusters but the real kube-controller-manager on pykcm's server (see the
-    module docstring)."""
-    name = {"pykcm": "pykcm_cluster", "kube-apiserver": "kube_cluster"}[request.param]
+    """conftest's clusters (see the module docstring)."""
+    name = {"pykcm": "pykcm_cluster", "kube-apiserver": "kube_cluster",
+            "kube-controller-manager": "kube_manager_cluster"}[request.param]
     c: Cluster | KubeCluster = request.getfixturevalue(name)
     return c
 
