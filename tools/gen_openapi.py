@@ -93,6 +93,10 @@ SUBRESOURCE_KINDS: tuple[tuple[str, str, str], ...] = (
     ("authentication.k8s.io", "v1", "TokenRequest"),
     ("authentication.k8s.io", "v1", "TokenReview"),
     ("authentication.k8s.io", "v1", "SelfSubjectReview"),
+    ("authorization.k8s.io", "v1", "SubjectAccessReview"),
+    ("authorization.k8s.io", "v1", "SelfSubjectAccessReview"),
+    ("authorization.k8s.io", "v1", "LocalSubjectAccessReview"),
+    ("authorization.k8s.io", "v1", "SelfSubjectRulesReview"),
 )
 # The meta/v1 types every group-version document of kube-apiserver carries
 # (discovery, delete and patch bodies, watch events, errors), plus the

@@ -158,7 +158,8 @@ def test_definitions_are_openapi_v3_not_json_schema() -> None:
 def test_index_lists_every_group_version_with_hash(api: OpenAPI) -> None:
     index = api.index()
     assert sorted(index["paths"]) == ["api/v1", "apis/apiextensions.k8s.io/v1", "apis/apps/v1",
-                                      "apis/authentication.k8s.io/v1", "apis/batch/v1",
+                                      "apis/authentication.k8s.io/v1",
+                                      "apis/authorization.k8s.io/v1", "apis/batch/v1",
                                       "apis/coordination.k8s.io/v1", "apis/discovery.k8s.io/v1",
                                       "apis/events.k8s.io/v1",
                                       "apis/storage.k8s.io/v1"]
