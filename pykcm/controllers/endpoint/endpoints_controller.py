@@ -28,7 +28,8 @@ Data flow::
         the last-change-trigger-time annotation, over-capacity=truncated beyond 1000
         addresses (ready ones kept first) ─► POST or PUT
         a PUT that changed the resourceVersion marks the cached version stale: a sync
-        that still reads it fails (retried) until the cache has caught up
+        that still reads it fails (retried) until the cache has caught up; checked
+        before the subsets are computed (upstream after: they are thrown away then)
 
 Events (Warning, on the Endpoints): FailedToCreateEndpoint, FailedToUpdateEndpoint.
 """
@@ -315,20 +316,26 @@ class EndpointController(ControllerHost):
             return
         pods = self.pod_lister.by_namespace(ns).list(selector_from_set(spec["selector"]))
         trigger_time = self.trigger_times.compute(ns, svc, pods)
-        subsets, ready_n, not_ready_n = compute_subsets(svc, pods)
-        svc_labels = dict(_meta(svc).get("labels") or {})
         try:
-            current: dict[str, Any] | None = copy.deepcopy(
-                dict(self.endpoints_lister.by_namespace(ns).get(name)))
+            cached: Mapping[str, Any] | None = self.endpoints_lister.by_namespace(ns).get(name)
         except ApiError as exc:
             if not is_not_found(exc):
                 raise
-            current = None
-        if current is not None and self._stale.get((ns, name)) == \
-                _meta(current).get("resourceVersion"):
+            cached = None
+        # Checked before the subsets are computed (upstream computes them first; they
+        # have no side effect): a stale cache is common right after our own PUT, and
+        # computing 1,000 addresses for nothing held the event loop the slices need.
+        if cached is not None and self._stale.get((ns, name)) == \
+                _meta(cached).get("resourceVersion"):
             raise RuntimeError(f"endpoints informer cache is out of date, resource version "
-                               f"{_meta(current).get('resourceVersion')} already processed for "
+                               f"{_meta(cached).get('resourceVersion')} already processed for "
                                f"endpoints {key}")
+        subsets, ready_n, not_ready_n = compute_subsets(svc, pods)
+        svc_labels = dict(_meta(svc).get("labels") or {})
+        # A copy of the top level and metadata is enough: below, every change to `new`
+        # assigns a fresh value (subsets, labels, annotations), never edits a cached one.
+        current: dict[str, Any] | None = None if cached is None else {
+            **cached, "metadata": dict(_meta(cached))}
         if current is not None:
             cur_subsets = current.get("subsets") or []
             want = _canonical_subsets(subsets)
