@@ -50,7 +50,8 @@ managers). Also the controller manager's CPU seconds (from /proc).
 Both managers run with the same --kube-api-qps/--kube-api-burst (default
 20/30, both managers' defaults) and no updates batch period (upstream's
 default 0). Prints a Markdown section and appends it to bench/RESULTS.md
-(--no-record to skip). --quick: 100 pods, 1 run (smoke run).
+(--no-record to skip). --quick: 100 pods, 1 run (smoke run). --profile DIR runs
+pykcm's manager under cProfile (a dump per run; its figures are not comparable).
 """
 
 from __future__ import annotations
@@ -170,8 +171,10 @@ class Setup:
     """One fresh API server (real or pykcm's) and one controller manager (real or pykcm's)
     running only the two endpoint controllers."""
 
-    def __init__(self, name: str, kit: KubeKit | None, qps: float, burst: int) -> None:
+    def __init__(self, name: str, kit: KubeKit | None, qps: float, burst: int,
+                 profile: str | None = None) -> None:
         self.name = name
+        self.profile = profile  # pykcm's manager under cProfile, its dump to this file
         self.apiserver, self.manager_kind = name.split("/")
         self.kit, self.qps, self.burst = kit, qps, burst
         self.work = Path(tempfile.mkdtemp(prefix="pykcm-bench-eps-"))
@@ -219,6 +222,8 @@ class Setup:
             pm = PykcmProcess.controller_manager(
                 self.kubeconfig, self.work / "controller-manager.log", controllers=CONTROLLERS,
                 kube_api_qps=self.qps, kube_api_burst=self.burst)
+            if self.profile:  # `python -m cProfile -o FILE -m pykcm ...`, dumped on SIGTERM
+                pm._proc.argv[1:1] = ["-m", "cProfile", "-o", self.profile]
             self.manager = pm.start(timeout)
             self.metrics_url = f"http://127.0.0.1:{pm.port}/metrics"
 
@@ -664,7 +669,11 @@ async def main_async(args: argparse.Namespace) -> int:
             wait_idle(20)
             log(f"bench: {s} run {i + 1}/{args.runs}")
             try:
-                r = await run_one(Setup(s, kit, qps, burst), args.pods, args.waves,
+                prof = (os.path.join(args.profile, f"{s.replace('/', '-')}-{i + 1}.prof")
+                        if args.profile and s.endswith("/pykcm") else None)
+                if prof:
+                    os.makedirs(args.profile, exist_ok=True)
+                r = await run_one(Setup(s, kit, qps, burst, prof), args.pods, args.waves,
                                   args.timeout, args.keep_logs)
             except BenchError as exc:
                 log(f"bench: {s} run {i + 1} failed: {exc}")
@@ -688,6 +697,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--setups", default="kube/kube,kube/pykcm,pykcm/pykcm")
     p.add_argument("--timeout", type=float, default=300.0, help="per wave (s)")
     p.add_argument("--keep-logs", metavar="DIR", help="copy each manager's log to DIR")
+    p.add_argument("--profile", metavar="DIR",
+                   help="run pykcm's manager under cProfile, a dump per run in DIR (slower: "
+                   "for finding what bounds it, not for the figures)")
     p.add_argument("--no-record", action="store_true")
     args = p.parse_args(argv)
     if args.quick:
