@@ -56,9 +56,10 @@ ALLOWED: tuple[Allowed, ...] = (
                    "control plane"),
     Allowed(pattern=(r"^W\S+ +\S+ +\d+ (authentication|authorization)\.go:\d+\] No "
                      r"(authentication|authorization)-kubeconfig provided"),
-            reason="harness: the manager runs without delegated authn/authz (pykcm serves no "
-                   "TokenReview or SubjectAccessReview), so its own /healthz and /metrics "
-                   "accept anyone"),
+            reason="harness: the manager runs without --authentication-kubeconfig and "
+                   "--authorization-kubeconfig, as the kit's control plane starts it: its "
+                   "/metrics cannot delegate token and access reviews (pykcm's manager "
+                   "falls back to its own kubeconfig)"),
     Allowed(pattern=r"is not as new as written version: \d+ for group resource ",
             reason="v1.36's stale-cache check (KEP-5647): a sync started before the informer "
                    "saw the controller's own last write is retried and logged through "
@@ -102,9 +103,9 @@ SAMPLE_LOG = r"""??? E1201 20:33:08.826344   25734 options.go:205] The manifest 
 failed with read version: 14 is not as new as written version: 24 for group resource \
 replicasets.apps" logger="UnhandledError"
 ??? E1201 21:28:34.597544   12223 reflector.go:227] "Failed to watch" err="failed to list \
-*v1.PersistentVolumeClaim: the server could not find the requested resource (get \
-persistentvolumeclaims)" logger="UnhandledError" \
-reflector="k8s.io/client-go@v1.36.2/tools/cache/reflector.go:343" type="*v1.PersistentVolumeClaim"
+*v1.ResourceQuota: the server could not find the requested resource (get \
+resourcequotas)" logger="UnhandledError" \
+reflector="k8s.io/client-go@v1.36.2/tools/cache/reflector.go:343" type="*v1.ResourceQuota"
 ??? E1201 21:28:34.597544   12223 reflector.go:227] "Failed to watch" err="failed to list \
 *v1.Pod: the server could not find the requested resource" type="*v1.Pod"
 ??? E1201 20:53:37.355020   26684 namespace_controller.go:164] "Deletion of namespace failed" \
