@@ -20,7 +20,8 @@ exception path.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -30,10 +31,13 @@ __all__ = [
     "DeletedFinalStateUnknown",
     "ExplicitKey",
     "KeyFunc",
+    "deleted_object",
     "deletion_handling_meta_namespace_key",
     "meta_namespace_key",
     "split_meta_namespace_key",
 ]
+
+log = logging.getLogger("pykcm.cache")
 
 KeyFunc: TypeAlias = Callable[[Any], str]
 """Computes the store key of an object (client-go ``KeyFunc``)."""
@@ -92,6 +96,17 @@ def deletion_handling_meta_namespace_key(obj: Any) -> str:
     if isinstance(obj, DeletedFinalStateUnknown):
         return obj.key
     return meta_namespace_key(obj)
+
+
+def deleted_object(obj: Any) -> Mapping[str, Any] | None:
+    """The object a delete notification is about: a tombstone's last known state, or
+    ``obj`` itself; None (logged) when that is no object, as client-go's handlers
+    reject a tombstone holding something else."""
+    found = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+    if not isinstance(found, Mapping):
+        log.error("couldn't get object from tombstone %r", obj)
+        return None
+    return found
 
 
 def split_meta_namespace_key(key: str) -> tuple[str, str]:

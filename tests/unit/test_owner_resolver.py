@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from pykcm.api.accessors import meta_of, spec_of, status_of
+from pykcm.cache.keys import DeletedFinalStateUnknown, deleted_object
 from pykcm.cache.listers import GenericLister
 from pykcm.cache.shared_informer import SharedIndexInformer
 from pykcm.controller.owner_resolver import OwnerResolver, controller_ref_changed
@@ -77,3 +78,11 @@ def test_accessors_answer_empty_for_missing_parts() -> None:
     obj = {"metadata": {"name": "a"}, "spec": None, "status": "garbage"}
     assert meta_of(obj) == {"name": "a"} and spec_of(obj) == {} and status_of(obj) == {}
     assert meta_of({}) == {}
+
+
+def test_deleted_object_unwraps_tombstones() -> None:
+    p = pod()
+    assert deleted_object(p) is p
+    assert deleted_object(DeletedFinalStateUnknown("ns/p", p)) is p
+    assert deleted_object(DeletedFinalStateUnknown("ns/p", None)) is None
+    assert deleted_object("ns/p") is None

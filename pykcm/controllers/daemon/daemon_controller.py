@@ -60,7 +60,7 @@ from pykcm.api.labels import selector_from_label_selector
 from pykcm.api.owner_refs import get_controller_of, new_controller_ref
 from pykcm.api.pod_util import is_pod_available, is_pod_ready, is_pod_terminal
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
-from pykcm.cache.keys import DeletedFinalStateUnknown, meta_namespace_key
+from pykcm.cache.keys import DeletedFinalStateUnknown, deleted_object, meta_namespace_key
 from pykcm.client import Client
 from pykcm.client.errors import has_status_cause, is_not_found
 from pykcm.controller.active_pods import (
@@ -262,9 +262,8 @@ class DaemonSetsController(ControllerHost):
         self._enqueue(cur)
 
     def delete_daemonset(self, obj: Any) -> None:
-        ds = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-        if not isinstance(ds, Mapping):
-            log.error("couldn't get object from tombstone %r", obj)
+        ds = deleted_object(obj)
+        if ds is None:
             return
         key = meta_namespace_key(ds)
         log.debug("Deleting daemon set %s", key)
@@ -296,9 +295,8 @@ class DaemonSetsController(ControllerHost):
                 self._enqueue(ds)
 
     def delete_history(self, obj: Any) -> None:
-        history = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-        if not isinstance(history, Mapping):
-            log.error("couldn't get object from tombstone %r", obj)
+        history = deleted_object(obj)
+        if history is None:
             return
         ds = self.owners.owner_of(history)
         if ds is not None:
@@ -346,9 +344,8 @@ class DaemonSetsController(ControllerHost):
             self._enqueue(ds)
 
     def delete_pod(self, obj: Any) -> None:
-        pod = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-        if not isinstance(pod, Mapping):
-            log.error("couldn't get object from tombstone %r", obj)
+        pod = deleted_object(obj)
+        if pod is None:
             return
         ds = self.owners.owner_of(pod)
         if ds is None:

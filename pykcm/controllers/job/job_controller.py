@@ -62,7 +62,7 @@ from pykcm.api.pod_util import is_pod_ready, parse_time
 from pykcm.api.timestamps import format_time
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.cache.keys import (
-    DeletedFinalStateUnknown,
+    deleted_object,
     deletion_handling_meta_namespace_key,
     split_meta_namespace_key,
 )
@@ -452,9 +452,8 @@ class JobController:
 
     def delete_job(self, obj: Any) -> None:
         self.enqueue_sync_job_immediately(obj)
-        job = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-        if not isinstance(job, Mapping):
-            log.error("couldn't get object from tombstone %r", obj)
+        job = deleted_object(obj)
+        if job is None:
             return
         self.cleanup_pod_finalizers(job)
 
@@ -517,9 +516,8 @@ class JobController:
 
     def delete_pod(self, obj: Any, final: bool) -> None:
         """A pod was deleted (``final``) or started its graceful deletion."""
-        pod = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-        if not isinstance(pod, Mapping):
-            log.error("tombstone contained object that is not a pod %r", obj)
+        pod = deleted_object(obj)
+        if pod is None:
             return
         ref = get_controller_of(pod)
         has_finalizer = has_job_tracking_finalizer(pod)

@@ -57,7 +57,7 @@ from pykcm.api.labels import LabelSelector, SelectorParseError, selector_from_la
 from pykcm.api.owner_refs import get_controller_of, new_controller_ref
 from pykcm.api.pod_util import is_pod_ready
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
-from pykcm.cache.keys import DeletedFinalStateUnknown, meta_namespace_key
+from pykcm.cache.keys import DeletedFinalStateUnknown, deleted_object, meta_namespace_key
 from pykcm.client import Client, ResourceRef
 from pykcm.client.errors import has_status_cause, is_not_found
 from pykcm.controller.active_pods import (
@@ -302,9 +302,8 @@ class ReplicaSetController(ControllerHost):
         self._enqueue_rs(cur)
 
     def delete_rs(self, obj: Any) -> None:
-        rs = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-        if not isinstance(rs, Mapping):
-            log.error("couldn't get object from tombstone %r", obj)
+        rs = deleted_object(obj)
+        if rs is None:
             return
         key = meta_namespace_key(rs)
         log.debug("Deleting ReplicaSet %s", key)
@@ -369,9 +368,8 @@ class ReplicaSetController(ControllerHost):
     def delete_pod(self, obj: Any) -> None:
         # A tombstone's pod may be stale: if its labels changed meanwhile the
         # new owner only hears of it at the next resync.
-        pod = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-        if not isinstance(pod, Mapping):
-            log.error("couldn't get object from tombstone %r", obj)
+        pod = deleted_object(obj)
+        if pod is None:
             return
         rs = self.owners.owner_of(pod)
         if rs is None:

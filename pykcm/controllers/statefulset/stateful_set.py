@@ -36,7 +36,7 @@ from pykcm.api.labels import SelectorParseError, selector_from_label_selector
 from pykcm.api.owner_refs import get_controller_of
 from pykcm.api.pod_util import is_pod_ready
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
-from pykcm.cache.keys import DeletedFinalStateUnknown, meta_namespace_key
+from pykcm.cache.keys import DeletedFinalStateUnknown, deleted_object, meta_namespace_key
 from pykcm.client import Client
 from pykcm.controller.active_pods import (
     add_pod_controller_indexer,
@@ -183,9 +183,8 @@ class StatefulSetController(ControllerHost):
             self.enqueue(set_)
 
     def delete_pod(self, obj: Any) -> None:
-        pod = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-        if not isinstance(pod, Mapping):
-            log.error("Couldn't get object from tombstone %r", obj)
+        pod = deleted_object(obj)
+        if pod is None:
             return
         set_ = self.owners.owner_of(pod)
         if set_ is not None:
