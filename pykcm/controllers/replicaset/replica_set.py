@@ -378,6 +378,8 @@ class ReplicaSetController(ControllerHost):
         rs_key = meta_namespace_key(rs)
         log.debug("Pod %s/%s deleted (deletionTimestamp %s)", meta.get("namespace"),
                   meta.get("name"), meta.get("deletionTimestamp"))
+        # By pod key, unlike the DaemonSet's and Job's counts: upstream's ReplicaSet
+        # controller tracks which pods it is waiting to see deleted (UID expectations).
         self.expectations.deletion_observed(rs_key, get_pod_keys([pod])[0])
         self.queue.add(rs_key)
 

@@ -156,6 +156,8 @@ class StatefulSetController(ControllerHost):
             return
         ref = get_controller_of(pod)
         if ref is not None:
+            # Only a sync to trigger: the StatefulSet controller keeps no expectations
+            # (as upstream), it creates one ordinal at a time and reads the cache.
             set_ = self.resolve_controller_ref(str(meta.get("namespace") or ""), ref)
             if set_ is not None:
                 self.enqueue(set_)
