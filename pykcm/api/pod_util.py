@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from pykcm.api.timestamps import parse_time
+from pykcm.api.timestamps import format_time, parse_time
 
 __all__ = [
     "get_pod_condition",
@@ -21,6 +21,7 @@ __all__ = [
     "is_pod_available",
     "is_pod_ready",
     "is_pod_terminal",
+    "new_pod_condition",
     "parse_time",
     "pod_claim_names",
 ]
@@ -89,3 +90,20 @@ def pod_claim_names(pod: Mapping[str, Any]) -> list[str]:
         elif v.get("ephemeral") is not None:
             out.append(f"{name}-{v.get('name')}")
     return out
+
+
+def new_pod_condition(ctype: str, status: str, now: float,
+                      existing: Mapping[str, Any] | None, reason: str = "",
+                      message: str = "") -> dict[str, Any]:
+    """A pod condition as the kubelet writes it: ``lastTransitionTime`` kept from
+    ``existing`` while the status is unchanged, else ``now``; reason and message only
+    when set (omitempty)."""
+    since = existing.get("lastTransitionTime") if existing and \
+        existing.get("status") == status else None
+    c: dict[str, Any] = {"type": ctype, "status": status, "lastProbeTime": None,
+                         "lastTransitionTime": since or format_time(now)}
+    if reason:
+        c["reason"] = reason
+    if message:
+        c["message"] = message
+    return c

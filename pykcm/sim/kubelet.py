@@ -85,7 +85,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Final
 
-from pykcm.api.pod_util import parse_time, pod_claim_names
+from pykcm.api.pod_util import new_pod_condition, parse_time, pod_claim_names
 from pykcm.api.timestamps import format_time
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.cache.keys import DeletedFinalStateUnknown
@@ -257,19 +257,6 @@ def advance(record: PodRecord, script: PodScript, now: float) -> None:
     record.cycle_start = max(now, finish_at)
 
 
-def _condition(ctype: str, status: str, now: float, existing: Mapping[str, Any] | None,
-               reason: str = "", message: str = "") -> dict[str, Any]:
-    since = existing.get("lastTransitionTime") if existing and \
-        existing.get("status") == status else None
-    c: dict[str, Any] = {"type": ctype, "status": status, "lastProbeTime": None,
-                         "lastTransitionTime": since or format_time(now)}
-    if reason:
-        c["reason"] = reason
-    if message:
-        c["message"] = message
-    return c
-
-
 def _gates_message(pod: Mapping[str, Any],
                    conds: Mapping[str, Mapping[str, Any]]) -> str | None:
     """Why the readiness gates hold the pod unready (upstream's messages), or None."""
@@ -364,21 +351,21 @@ def build_pod_status(pod: Mapping[str, Any], record: PodRecord, script: PodScrip
         cr_msg = f"containers with unready status: [{unready}]"
     gates = _gates_message(pod, old_conds) if cr_status == "True" else None
     if gates is not None:
-        ready_cond = _condition("Ready", "False", now, old_conds.get("Ready"),
+        ready_cond = new_pod_condition("Ready", "False", now, old_conds.get("Ready"),
                                 "ReadinessGatesNotReady", gates)
     else:
-        ready_cond = _condition("Ready", cr_status, now, old_conds.get("Ready"),
+        ready_cond = new_pod_condition("Ready", cr_status, now, old_conds.get("Ready"),
                                 cr_reason, cr_msg)
     conditions = [
-        _condition("PodReadyToStartContainers", "True" if running else "False", now,
+        new_pod_condition("PodReadyToStartContainers", "True" if running else "False", now,
                    old_conds.get("PodReadyToStartContainers")),
-        _condition("Initialized", "True", now, old_conds.get("Initialized"),
+        new_pod_condition("Initialized", "True", now, old_conds.get("Initialized"),
                    "PodCompleted" if phase == "Succeeded" and has_init else ""),
         ready_cond,
-        _condition("ContainersReady", cr_status, now, old_conds.get("ContainersReady"),
+        new_pod_condition("ContainersReady", cr_status, now, old_conds.get("ContainersReady"),
                    cr_reason, cr_msg),
         dict(old_conds["PodScheduled"]) if "PodScheduled" in old_conds else
-        _condition("PodScheduled", "True", record.start_time, None),
+        new_pod_condition("PodScheduled", "True", record.start_time, None),
     ]
     # Conditions other writers own (DisruptionTarget, readiness gates ...) are kept.
     conditions += [dict(c) for t, c in old_conds.items() if t not in _OWN_CONDITIONS]

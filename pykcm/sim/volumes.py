@@ -35,7 +35,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
-from pykcm.api.pod_util import pod_claim_names
+from pykcm.api.pod_util import new_pod_condition, pod_claim_names
 from pykcm.api.timestamps import format_time
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.client import Client
@@ -222,15 +222,7 @@ def waiting_status(pod: Mapping[str, Any], host_ip: str, now: float,
     names = [str(c.get("name", "")) for c in spec.get("containers") or ()]
 
     def cond(ctype: str, status: str, reason: str = "", message: str = "") -> dict[str, Any]:
-        prev = old.get(ctype)
-        since = prev.get("lastTransitionTime") if prev and prev.get("status") == status else None
-        c: dict[str, Any] = {"type": ctype, "status": status, "lastProbeTime": None,
-                             "lastTransitionTime": since or format_time(now)}
-        if reason:
-            c["reason"] = reason
-        if message:
-            c["message"] = message
-        return c
+        return new_pod_condition(ctype, status, now, old.get(ctype), reason, message)
 
     unready = f"containers with unready status: [{' '.join(names)}]"
     conditions = [
