@@ -222,7 +222,11 @@ async def test_controllers_and_informers_converge_through_faults(cluster: Cluste
             assert j["status"]["succeeded"] == 6 and not j["status"].get("active")
             job_pods = (await api.list("pods", ns, label_selector="job-name=batch"))["items"]
             succeeded_pods = [p for p in job_pods if p["status"].get("phase") == "Succeeded"]
-            assert len(succeeded_pods) == 6, [p["status"].get("phase") for p in job_pods]
+            # A create whose answer the proxy dropped after forwarding it may be made again
+            # (the Job controller cannot tell it reached the server; client-go's would do
+            # the same), so a Job may run extra pods under faults, never fewer: the count in
+            # its status stays exact.
+            assert len(succeeded_pods) >= 6, [p["status"].get("phase") for p in job_pods]
 
             # every informer of the manager holds what a fresh LIST returns
             ctx = manager.context
@@ -259,7 +263,7 @@ async def test_controllers_and_informers_converge_through_faults(cluster: Cluste
                   f"{before.get('readyReplicas', 0)}/4 ready); "
                   f"{len(writes)} writes forwarded, "
                   f"{pod_creates} pod creates; final: web 4 pods / 2 ReplicaSets, "
-                  f"job 6 succeeded pods, doomed 0 left; {len(informers)} informers, "
+                  f"job {len(succeeded_pods)} succeeded pods, doomed 0 left; {len(informers)} informers, "
                   f"{objects} cached objects, divergent {sum(final.values())}")
         finally:
             manager.request_stop()

@@ -67,6 +67,8 @@ async def controllers(client: Client, ns: str) -> AsyncIterator[EventBroadcaster
 
 
 def volume(name: str, size: str, cls: str = "", **spec: Any) -> dict[str, Any]:
+    # Volumes are cluster-scoped and the session's servers are shared: a test binds through
+    # a class of its own (its namespace's name), so another test's volume never matches.
     return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
             "spec": {"capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"],
                      "hostPath": {"path": f"/tmp/{name}"}, "storageClassName": cls, **spec}}
@@ -114,10 +116,10 @@ async def test_a_claim_binds_the_smallest_matching_volume_and_releases_it(
     small, big = f"{ns}-small", f"{ns}-big"
     try:
         async with controllers(client, ns):
-            await client.create("persistentvolumes", volume(big, "5Gi"))
-            await client.create("persistentvolumes", volume(small, "1Gi"))
+            await client.create("persistentvolumes", volume(big, "5Gi", ns))
+            await client.create("persistentvolumes", volume(small, "1Gi", ns))
             await phase(client, "persistentvolumes", small, "Available")
-            created = await client.create("persistentvolumeclaims", claim("data", "500Mi"), ns)
+            created = await client.create("persistentvolumeclaims", claim("data", "500Mi", ns), ns)
             bound = await phase(client, "persistentvolumeclaims", "data", "Bound", ns)
             assert bound["spec"]["volumeName"] == small
             assert bound["status"]["capacity"] == {"storage": "1Gi"}
@@ -208,8 +210,8 @@ async def test_a_claim_in_use_by_a_pod_is_kept_until_the_pod_goes(
     pv_name = f"{ns}-pv"
     try:
         async with controllers(client, ns):
-            await client.create("persistentvolumes", volume(pv_name, "1Gi"))
-            await client.create("persistentvolumeclaims", claim("data", "1Gi"), ns)
+            await client.create("persistentvolumes", volume(pv_name, "1Gi", ns))
+            await client.create("persistentvolumeclaims", claim("data", "1Gi", ns), ns)
             await phase(client, "persistentvolumeclaims", "data", "Bound", ns)
             await client.create("pods", {"metadata": {"name": "user"}, "spec": {
                 "nodeName": "somewhere", "containers": [{"name": "c", "image": "x"}],
