@@ -67,6 +67,10 @@ ALLOWED: tuple[Allowed, ...] = (
     Allowed(pattern=r"the object has been modified; please apply your changes to the latest",
             reason="optimistic concurrency between writers (controllers, the simulated "
                    "kubelets): the 409 is retried, as on any cluster"),
+    Allowed(pattern=r'failed with replicasets\.apps \\"[^"\\]+\\" not found',
+            reason="a ReplicaSet sync racing its deletion by the garbage collector (the "
+                   "informer had not seen the delete when the status write was answered "
+                   "404): a timing race of any cluster, logged through HandleError"),
     Allowed(pattern=r"unable to create new content in namespace \S+ because it is being "
                     r"terminated",
             reason="a controller creating in a namespace being deleted (the CronJob "
