@@ -82,8 +82,9 @@ def test_wheel_installs_into_a_fresh_venv_and_runs(dist: Path, tmp_path: Path) -
     version = subprocess.run([str(env_dir / "bin" / "pykcm"), "--version"],
                              check=True, capture_output=True, text=True, timeout=60)
     assert version.stdout.strip() == f"pykcm {pykcm.__version__}"
+    # Not from the checkout: `python -c` puts the working directory first on sys.path.
     where = subprocess.run([str(py), "-c", "import pykcm.cli.up, pykcm; print(pykcm.__file__)"],
-                           check=True, capture_output=True, text=True, timeout=60)
+                           check=True, capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert Path(where.stdout.strip()).is_relative_to(env_dir)
     helptext = subprocess.run([str(env_dir / "bin" / "pykcm"), "up", "--help"],
                               check=True, capture_output=True, text=True, timeout=60)
