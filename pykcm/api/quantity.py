@@ -4,17 +4,28 @@ One parser for every layer that compares quantities (the simulated scheduler's
 requests, the PersistentVolume binder's capacities, the provisioner's sizes):
 ``"100m"``, ``"1Gi"``, ``"1e3"``, ``"1.5G"`` or a JSON number, as
 ``k8s.io/apimachinery/pkg/api/resource`` reads them, to an exact Decimal.
-Formatting (the canonical form Go prints) is not here: nothing in these
-layers writes a quantity it did not read.
+``Quantity`` adds what the quota evaluators need on top of the value: Go's
+``Format`` (DecimalSI, BinarySI, DecimalExponent, chosen by the suffix),
+``Add``/``Sub`` (a zero takes the other operand's format) and the canonical
+``String()`` (``"1500m"``, ``"128Mi"``, ``"2"``), which kube-apiserver and
+kube-controller-manager write into ResourceQuota status and messages.
+Deliberate deviation: values are exact Decimals rounded up to nano units at
+parse time, as Go's; Go's int64 fast path (and its overflow to inf.Dec) is
+not modelled, which changes nothing a user sees.
 """
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
+from dataclasses import dataclass
+from decimal import ROUND_UP, Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any, Final
 
-__all__ = ["parse_quantity"]
+__all__ = ["BINARY_SI", "DECIMAL_EXPONENT", "DECIMAL_SI", "Quantity", "parse_quantity"]
+
+DECIMAL_SI: Final = "DecimalSI"
+BINARY_SI: Final = "BinarySI"
+DECIMAL_EXPONENT: Final = "DecimalExponent"
 
 _BINARY: Final = {"Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40,
                   "Pi": 2 ** 50, "Ei": 2 ** 60}
@@ -55,3 +66,111 @@ def parse_quantity(q: Any) -> Decimal | None:
     if isinstance(q, str):
         return _parse_str(q)
     return None
+
+
+_NANO: Final = Decimal("1e-9")
+_SI_SUFFIX_OF_EXPONENT: Final = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G",
+                                 12: "T", 15: "P", 18: "E"}
+_BINARY_SUFFIX_OF_POWER: Final = {0: "", 1: "Ki", 2: "Mi", 3: "Gi", 4: "Ti", 5: "Pi", 6: "Ei"}
+
+
+@lru_cache(maxsize=1024)
+def _format_of_str(s: str) -> str:
+    i = len(s)
+    while i > 0 and s[i - 1].isalpha():
+        i -= 1
+    suffix = s[i:]
+    if suffix in _BINARY:
+        return BINARY_SI
+    if suffix == "" and any(c in "eE" for c in s):
+        return DECIMAL_EXPONENT  # "1e3": the trailing letters stopped at the exponent's digits
+    return DECIMAL_SI
+
+
+@dataclass(frozen=True, slots=True)
+class Quantity:
+    """A resource.Quantity: its exact value and the format its String() uses."""
+
+    value: Decimal
+    format: str = DECIMAL_SI
+
+    @classmethod
+    def parse(cls, q: Any) -> Quantity | None:
+        """The Quantity of a wire value ("100m", "1Gi", "1e3", 2); None if malformed."""
+        value = parse_quantity(q)
+        if value is None:
+            return None
+        text = q.strip() if isinstance(q, str) else str(q)
+        fmt = _format_of_str(text) if text else DECIMAL_SI
+        if value.as_tuple().exponent < -9:  # type: ignore[operator]
+            # Go keeps nano precision and rounds away from zero past it.
+            value = value.quantize(_NANO, rounding=ROUND_UP)
+        return cls(value, fmt)
+
+    @classmethod
+    def of(cls, q: Any) -> Quantity:
+        """parse() for values the API server already accepted (malformed: zero)."""
+        return cls.parse(q) or ZERO
+
+    def __add__(self, other: Quantity) -> Quantity:
+        # Go's Add: a zero receiver takes the other's format.
+        fmt = other.format if self.value == 0 else self.format
+        return Quantity(self.value + other.value, fmt)
+
+    def __sub__(self, other: Quantity) -> Quantity:
+        fmt = other.format if self.value == 0 else self.format
+        return Quantity(self.value - other.value, fmt)
+
+    def __lt__(self, other: Quantity) -> bool:
+        return self.value < other.value
+
+    def __le__(self, other: Quantity) -> bool:
+        return self.value <= other.value
+
+    def __gt__(self, other: Quantity) -> bool:
+        return self.value > other.value
+
+    def __ge__(self, other: Quantity) -> bool:
+        return self.value >= other.value
+
+    def sign(self) -> int:
+        return (self.value > 0) - (self.value < 0)
+
+    def round_up(self) -> Quantity:
+        """RoundUp(0): the next whole unit (PVC storage requests are quota'd so)."""
+        return Quantity(self.value.to_integral_value(rounding=ROUND_UP), self.format)
+
+    def __str__(self) -> str:
+        return _canonical(self.value, self.format)
+
+    def __repr__(self) -> str:
+        return f"Quantity({str(self)!r})"
+
+
+ZERO: Final = Quantity(Decimal(0), DECIMAL_SI)
+
+
+def _canonical(value: Decimal, fmt: str) -> str:
+    """Go's Quantity.String(): the canonical form for the value's format."""
+    if value == 0:
+        return "0"
+    if fmt == BINARY_SI and -1024 < value < 1024:
+        fmt = DECIMAL_SI  # avoids rounding and confusion, as upstream says
+    if fmt == BINARY_SI and value != value.to_integral_value():
+        fmt = DECIMAL_SI  # would lose precision
+    sign = "-" if value < 0 else ""
+    if fmt == BINARY_SI:
+        amount, power = int(abs(value)), 0
+        while amount % 1024 == 0 and power < 6:
+            amount //= 1024
+            power += 1
+        return f"{sign}{amount}{_BINARY_SUFFIX_OF_POWER[power]}"
+    _, digits, exponent = abs(value).normalize().as_tuple()
+    assert isinstance(exponent, int)
+    mantissa = int("".join(map(str, digits)))
+    while exponent % 3:
+        mantissa *= 10
+        exponent -= 1
+    if fmt == DECIMAL_SI and exponent in _SI_SUFFIX_OF_EXPONENT:
+        return f"{sign}{mantissa}{_SI_SUFFIX_OF_EXPONENT[exponent]}"
+    return f"{sign}{mantissa}" + (f"e{exponent}" if exponent else "")

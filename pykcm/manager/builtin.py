@@ -235,6 +235,24 @@ async def _podgc(ctx: ControllerContext, name: str) -> RunnableController | None
                            terminated_pod_threshold=ctx.options.terminated_pod_gc_threshold)
 
 
+async def _resourcequota(ctx: ControllerContext, name: str) -> RunnableController | None:
+    from pykcm.client import NoResourceMatchError
+    from pykcm.controllers.resourcequota import ResourceQuotaController
+
+    client = ctx.client_builder.client("resourcequota-controller")
+    try:
+        quotas = await client.resolve("v1/resourcequotas")
+    except NoResourceMatchError:
+        log.warning("Skipping controller: the API server does not serve v1 resourcequotas",
+                    extra={"controller": name})
+        return None
+    rq = ResourceQuotaController(client=client, quota_informer=ctx.informer_factory.informer_for(
+        quotas), informer_factory=ctx.informer_factory,
+        resync_period=ctx.options.resource_quota_sync_period)
+    await rq.start_monitors()
+    return rq
+
+
 async def _ttl(ctx: ControllerContext, name: str) -> RunnableController | None:
     from pykcm.controllers.ttl import TTLController
 
@@ -410,6 +428,9 @@ def register_builtin_controllers(registry: ControllerRegistry) -> None:
         ControllerDescriptor("cronjob-controller", _cronjob, aliases=("cronjob",),
                              concurrency="concurrent_cron_job_syncs"),
         ControllerDescriptor("ttl-controller", _ttl, aliases=("ttl",), concurrency=5),
+        ControllerDescriptor("resourcequota-controller", _resourcequota,
+                             aliases=("resourcequota",),
+                             concurrency="concurrent_resource_quota_syncs"),
         ControllerDescriptor("node-lifecycle-controller", _node_lifecycle,
                              aliases=("nodelifecycle",), concurrency=1),
         ControllerDescriptor("persistentvolume-binder-controller", _persistentvolume_binder,

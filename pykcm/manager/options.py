@@ -20,7 +20,7 @@ Flags pykcm has, with upstream's names and defaults: ``--kubeconfig``,
 (0.0.0.0), ``--secure-port`` (10257; 0 turns HTTPS serving off),
 ``--concurrent-*-syncs`` of the built-in controllers (``--concurrent_rc_syncs`` too, as
 upstream spells it), ``--terminated-pod-gc-threshold`` (12500), ``--enable-garbage-collector``,
-``--pvclaimbinder-sync-period`` (15s),
+``--pvclaimbinder-sync-period`` (15s), ``--resource-quota-sync-period`` (5m),
 ``--namespace-sync-period``, the node lifecycle ones (``--node-monitor-period`` 5s,
 ``--node-monitor-grace-period`` 50s, ``--node-startup-grace-period`` 60s,
 ``--node-eviction-rate`` 0.1, ``--secondary-node-eviction-rate`` 0.01,
@@ -197,6 +197,8 @@ class ControllerManagerOptions:
     concurrent_rc_syncs: int = 5
     terminated_pod_gc_threshold: int = 12500
     pvclaimbinder_sync_period: float = 15.0
+    concurrent_resource_quota_syncs: int = 5
+    resource_quota_sync_period: float = 300.0
     # node lifecycle (nodelifecycle/config/v1alpha1/defaults.go; KubeCloudShared's period)
     node_monitor_period: float = 5.0
     node_monitor_grace_period: float = 50.0
@@ -382,6 +384,9 @@ class ControllerManagerOptions:
             "KubeCloudShared": {
                 "UseServiceAccountCredentials": self.use_service_account_credentials,
                 "NodeMonitorPeriod": d(self.node_monitor_period)},
+            "ResourceQuotaController": {
+                "ResourceQuotaSyncPeriod": d(self.resource_quota_sync_period),
+                "ConcurrentResourceQuotaSyncs": self.concurrent_resource_quota_syncs},
             "PersistentVolumeBinderController": {
                 "PVClaimBinderSyncPeriod": d(self.pvclaimbinder_sync_period)},
             "NodeLifecycleController": {
@@ -589,6 +594,10 @@ def add_flags(p: argparse.ArgumentParser, known: Sequence[str] = (),
             "concurrently")
     dur(c, "--pvclaimbinder-sync-period", o.pvclaimbinder_sync_period,
         "the period for syncing persistent volumes and persistent volume claims")
+    integer(c, "--concurrent-resource-quota-syncs", o.concurrent_resource_quota_syncs,
+            "the number of resource quotas that are allowed to sync concurrently")
+    dur(c, "--resource-quota-sync-period", o.resource_quota_sync_period,
+        "the period for syncing quota usage status in the system")
     dur(c, "--node-monitor-period", o.node_monitor_period,
         "the period for syncing NodeStatus in cloud-node-lifecycle-controller")
     dur(c, "--node-monitor-grace-period", o.node_monitor_grace_period,

@@ -404,7 +404,8 @@ WORKLOAD_CONTROLLERS = ("cronjob-controller", "daemonset-controller", "deploymen
                         "persistentvolume-protection-controller",
                         "persistentvolumeclaim-protection-controller",
                         "pod-garbage-collector-controller", "replicaset-controller",
-                        "replicationcontroller-controller", "statefulset-controller",
+                        "replicationcontroller-controller", "resourcequota-controller",
+                        "statefulset-controller",
                         "ttl-after-finished-controller", "ttl-controller")
 """The controllers that act on what a test creates (workloads, Services, deletion): a real
 API server shared by tests that run their own controllers in-process gets every other
