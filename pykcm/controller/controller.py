@@ -15,6 +15,7 @@ Data flow::
           returns None             → forget(key)                      (success)
           returns Result(requeue_after=s) → forget(key), add_after(key, s)
           returns Result(requeue=True) or raises → add_rate_limited(key)  (retry, backoff)
+          raises: logged at ERROR, the traceback once per failure burst (handle_error.py)
 
 Stopping: :meth:`Controller.shutdown` (or cancelling the task running
 :meth:`Controller.run`) stops taking keys; each worker finishes the key it
@@ -52,6 +53,7 @@ from pykcm.cache.event_handlers import ResourceEventHandler
 from pykcm.cache.keys import DeletedFinalStateUnknown, deletion_handling_meta_namespace_key
 from pykcm.cache.shared_informer import SharedIndexInformer
 from pykcm.cache.synced import InformerSynced, wait_for_named_cache_sync
+from pykcm.controller import handle_error
 from pykcm.workqueue import RateLimiter, RateLimitingQueue
 
 __all__ = ["Controller", "ControllerHost", "Reconciler", "Result"]
@@ -283,17 +285,20 @@ class Controller:
                 res = await res
         except asyncio.CancelledError:
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any reconcile failure: reported, retried
             self._last_error = f"{key}: {exc}"
             if self._max_retries is not None and self.queue.num_requeues(key) >= self._max_retries:
                 log.error("%s: dropping %s out of the queue after %d retries: %s",
                           self.name, key, self._max_retries, exc)
                 self.queue.forget(key)
                 return
-            log.warning("%s: error syncing %s, requeuing: %s", self.name, key, exc,
-                        exc_info=log.isEnabledFor(logging.DEBUG),
-                        extra={"controller": self.name, "key": key})
+            # At ERROR with the traceback once per failure burst (handle_error.py), and
+            # paced as client-go's HandleError paces the worker.
+            pause = handle_error.reporter.report(self.name, key, exc,
+                                                 self.queue.num_requeues(key))
             self.queue.add_rate_limited(key)
+            if pause > 0:
+                await asyncio.sleep(pause)
             return
         finally:
             if log.isEnabledFor(logging.DEBUG):

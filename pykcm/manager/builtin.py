@@ -23,7 +23,9 @@ upstream would start them and fail to list.
 The StatefulSet controller runs without its PersistentVolumeClaim informer there
 (logged): sets without volumeClaimTemplates work, claims cannot be created. The
 ReplicationController controller is skipped (logged) where v1 replicationcontrollers
-are not served.
+are not served. The disruption controller is skipped (logged) where policy/v1
+poddisruptionbudgets are not served, and runs without ReplicationControllers where those
+are not.
 """
 
 from __future__ import annotations
@@ -302,6 +304,30 @@ async def _deployment(ctx: ControllerContext, name: str) -> RunnableController |
         recorder=ctx.event_recorder("deployment-controller"))
 
 
+async def _disruption(ctx: ControllerContext, name: str) -> RunnableController | None:
+    from pykcm.client import NoResourceMatchError
+    from pykcm.controllers.disruption import DisruptionController
+
+    client = ctx.client_builder.client("disruption-controller")
+    try:
+        pdbs = await client.resolve("policy/v1/poddisruptionbudgets")
+    except NoResourceMatchError:
+        log.warning("Skipping controller: the API server does not serve policy/v1 "
+                    "poddisruptionbudgets", extra={"controller": name})
+        return None
+    f = ctx.informer_factory
+    try:
+        rc_informer = f.informer_for(await client.resolve("replicationcontrollers"))
+    except NoResourceMatchError:
+        rc_informer = None
+    return DisruptionController(
+        client=client, pod_informer=f.core_v1.pods, pdb_informer=f.informer_for(pdbs),
+        rc_informer=rc_informer, rs_informer=f.apps_v1.replicasets,
+        deployment_informer=f.apps_v1.deployments, statefulset_informer=f.apps_v1.statefulsets,
+        # upstream's recorder source is "controllermanager", not the controller's name
+        recorder=ctx.event_recorder("disruption-controller", "controllermanager"))
+
+
 async def _job(ctx: ControllerContext, name: str) -> RunnableController | None:
     from pykcm.controllers.job import JobController
 
@@ -423,6 +449,8 @@ def register_builtin_controllers(registry: ControllerRegistry) -> None:
                              concurrency="concurrent_job_syncs"),
         ControllerDescriptor("deployment-controller", _deployment, aliases=("deployment",),
                              concurrency="concurrent_deployment_syncs"),
+        ControllerDescriptor("disruption-controller", _disruption, aliases=("disruption",),
+                             concurrency=1),
         ControllerDescriptor("statefulset-controller", _statefulset, aliases=("statefulset",),
                              concurrency="concurrent_statefulset_syncs"),
         ControllerDescriptor("cronjob-controller", _cronjob, aliases=("cronjob",),

@@ -397,7 +397,7 @@ def complement_controllers(pykcm_names: Iterable[str] | None = None) -> str:
 
 
 WORKLOAD_CONTROLLERS = ("cronjob-controller", "daemonset-controller", "deployment-controller",
-                        "endpoints-controller", "endpointslice-controller",
+                        "disruption-controller", "endpoints-controller", "endpointslice-controller",
                         "endpointslice-mirroring-controller",
                         "garbage-collector-controller", "job-controller", "namespace-controller",
                         "persistentvolume-binder-controller",

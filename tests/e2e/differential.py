@@ -62,6 +62,7 @@ RESOURCES: dict[str, str] = {
     "controllerrevisions": "/apis/apps/v1", "persistentvolumeclaims": "/api/v1",
     "replicationcontrollers": "/api/v1",
     "jobs": "/apis/batch/v1", "cronjobs": "/apis/batch/v1",
+    "poddisruptionbudgets": "/apis/policy/v1",
 }
 HASH_RE = re.compile(r"^[bcdfghjklmnpqrstvwxz2456789]{1,10}$")
 """A pod-template-hash: the decimal digits of a 32-bit FNV sum, each mapped by
