@@ -11,12 +11,17 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-_FENCE = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)
+
+
+def blocks(text: str, lang: str) -> list[str]:
+    """The blocks fenced as ```<lang> in a Markdown text, in order."""
+    fence = re.compile(rf"^```{re.escape(lang)}\n(.*?)^```$", re.DOTALL | re.MULTILINE)
+    return [m.group(1) for m in fence.finditer(text)]
 
 
 def python_blocks(text: str) -> list[str]:
     """The ```python blocks of a Markdown text, in order."""
-    return [m.group(1) for m in _FENCE.finditer(text)]
+    return blocks(text, "python")
 
 
 def section(text: str, heading: str) -> str:
