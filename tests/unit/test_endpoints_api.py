@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pykcm.api.endpoints import (
     PortNotFound,
@@ -160,6 +162,31 @@ def test_subsets_of_a_service() -> None:
     assert [sorted(s) for s in headless] == [["addresses"]]
     assert [a["ip"] for a in headless[0]["addresses"]] == ["10.0.0.1"]
     assert compute_subsets(svc([]), pods[:1])[0] == []
+
+
+# one step: (pod index, new readiness, new IP suffix or None: pod deleted)
+_steps = st.lists(st.tuples(st.integers(0, 7), st.booleans(), st.none() | st.integers(1, 9)),
+                  max_size=25)
+
+
+@given(_steps)
+@settings(max_examples=60, deadline=None)
+def test_memo_gives_the_subsets_of_a_fresh_computation(steps: list[Any]) -> None:
+    """The controller's per-pod memo (entries kept by resourceVersion) never changes the
+    result: after any sequence of pod changes, deletions and re-creations the subsets and
+    counts are those computed from scratch, and the memo holds exactly the current pods."""
+    live: dict[int, dict[str, Any]] = {}
+    memo: dict[str, Any] = {}
+    for rv, (i, ready, ip) in enumerate([(i, True, 1) for i in range(4)] + steps, 1):
+        if ip is None:
+            live.pop(i, None)
+        else:
+            p = pod(f"p{i}", f"10.0.{i}.{ip}", ready=ready)
+            p["metadata"]["resourceVersion"] = str(rv)
+            live[i] = p
+        pods = list(live.values())
+        assert compute_subsets(svc(), pods, memo) == compute_subsets(svc(), pods)
+        assert set(memo) == {p["metadata"]["name"] for p in pods}
 
 
 def test_truncation_keeps_ready_first_proportionally() -> None:

@@ -315,3 +315,23 @@ def test_terminating_and_published_not_ready_conditions() -> None:
     assert pod_to_endpoint(p, node, svc(publishNotReadyAddresses=True), "IPv4")[
         "conditions"] == {"ready": True, "serving": True, "terminating": True}
     assert pod_to_endpoint(p, node, svc(), "IPv6")["addresses"] == []
+
+
+async def test_cached_slices_are_never_edited() -> None:
+    """The reconciler edits copies (_copy_slice): the informer's objects stay as they were
+    when a slice is refilled, relabelled, loses its hints or gets a trigger time."""
+    client = FakeClient()
+    r = reconciler(client, max_per_slice=4)
+    pods = [pod(f"p{i}", f"10.0.0.{i}", node="n1" if i % 2 else "n2") for i in range(6)]
+    await r.reconcile(svc(trafficDistribution="PreferSameNode"), pods, [], T)
+    cached = [copy.deepcopy(s) for s in client.objects.values()]
+    snapshot = copy.deepcopy(cached)
+    client.calls.clear()
+    relabelled = svc()
+    relabelled["metadata"]["labels"] = {"tier": "back"}
+    more = [*pods, pod("p6", "10.0.0.6"), pod("p7", "10.0.0.7")]
+    await r.reconcile(relabelled, more, cached, T)  # hints go, labels change, slices fill
+    assert len(client.calls) == 2
+    assert all(s["metadata"]["labels"]["tier"] == "back" for s in client.objects.values())
+    assert all("hints" not in e for s in client.objects.values() for e in s["endpoints"])
+    assert cached == snapshot

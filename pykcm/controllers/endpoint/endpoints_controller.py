@@ -28,8 +28,10 @@ Data flow::
         the last-change-trigger-time annotation, over-capacity=truncated beyond 1000
         addresses (ready ones kept first) ─► POST or PUT
         a PUT that changed the resourceVersion marks the cached version stale: a sync
-        that still reads it fails (retried) until the cache has caught up; checked
-        before the subsets are computed (upstream after: they are thrown away then)
+        that still reads it first waits up to 0.25 s for the informer, then fails
+        (retried) as upstream's; checked before anything is computed (upstream after)
+        each pod's part of the subsets is kept by its resourceVersion per Service
+        version, so a sync derives only the pods changed since the last one
 
 Events (Warning, on the Endpoints): FailedToCreateEndpoint, FailedToUpdateEndpoint.
 """
@@ -37,7 +39,6 @@ Events (Warning, on the Endpoints): FailedToCreateEndpoint, FailedToUpdateEndpoi
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import math
 from collections.abc import Mapping
@@ -86,6 +87,9 @@ MAX_RETRIES: Final = 15
 MAX_CAPACITY: Final = 1000
 """Addresses an Endpoints object holds at most (upstream maxCapacity)."""
 TRUNCATED: Final = "truncated"
+STALE_CACHE_WAIT: Final = 0.25
+"""Seconds a sync waits for the informer to hold our own last write (see _await_own_write)."""
+STALE_CACHE_POLL: Final = 0.005
 NAMESPACE_TERMINATING_CAUSE: Final = "NamespaceTerminating"
 
 
@@ -127,39 +131,71 @@ def _endpoint_port(svc_port: Mapping[str, Any], number: int) -> dict[str, Any]:
     return out
 
 
-def compute_subsets(svc: Mapping[str, Any], pods: list[Mapping[str, Any]]
-                    ) -> tuple[list[dict[str, Any]], int, int]:
-    """(repacked subsets, ready count, not-ready count) of ``svc`` over ``pods``."""
+Entry = tuple[bool, dict[str, Any], "dict[str, Any] | None"]
+"""One pod's contribution to a Service's subsets: (ready, address, port or None)."""
+PodMemo = dict[str, tuple[str, tuple[Entry, ...]]]
+"""Per pod name: (the pod's resourceVersion, its entries) for one Service version."""
+
+
+def pod_entries(svc: Mapping[str, Any], pod: Mapping[str, Any]) -> tuple[Entry, ...]:
+    """What ``pod`` adds to ``svc``'s subsets: an address per Service port it serves
+    (a headless Service without ports: one without a port)."""
     spec = svc.get("spec") or {}
     tolerate_unready = bool(spec.get("publishNotReadyAddresses"))
+    if not should_pod_be_in_endpoints(pod, tolerate_unready):
+        return ()
+    address = _endpoint_address(svc, pod)
+    if address is None:
+        log.debug("Failed to find endpoint for service %s on pod %s", _meta(svc).get("name"),
+                  _meta(pod).get("name"))
+        return ()
+    if should_set_hostname(pod, svc):
+        address["hostname"] = (pod.get("spec") or {}).get("hostname")
+    ready = tolerate_unready or is_pod_ready(pod)
     ports = spec.get("ports") or []
+    if not ports:
+        # headless: no ports is fine
+        return ((ready, address, None),) if spec.get("clusterIP") == "None" else ()
+    out: list[Entry] = []
+    for svc_port in ports:
+        try:
+            number = find_port(pod, svc_port)
+        except PortNotFound as exc:
+            log.debug("Failed to find port for service %s: %s", _meta(svc).get("name"), exc)
+            continue
+        out.append((ready, address, _endpoint_port(svc_port, number)))
+    return tuple(out)
+
+
+def compute_subsets(svc: Mapping[str, Any], pods: list[Mapping[str, Any]],
+                    memo: PodMemo | None = None) -> tuple[list[dict[str, Any]], int, int]:
+    """(repacked subsets, ready count, not-ready count) of ``svc`` over ``pods``.
+
+    ``memo`` (the caller's, for this version of ``svc``) keeps each pod's entries by
+    its resourceVersion: a churning Service's sync then derives only the pods that
+    changed since the last one, not all of them. It is rewritten to hold exactly
+    ``pods``. The entries' dicts are shared between syncs: repack_subsets copies what
+    it keeps and nothing below edits them.
+    """
     subsets: list[dict[str, Any]] = []
     ready_n = not_ready_n = 0
+    previous = dict(memo) if memo is not None else {}
+    if memo is not None:
+        memo.clear()
     for pod in pods:
-        if not should_pod_be_in_endpoints(pod, tolerate_unready):
-            continue
-        address = _endpoint_address(svc, pod)
-        if address is None:
-            log.debug("Failed to find endpoint for service %s on pod %s", _meta(svc).get("name"),
-                      _meta(pod).get("name"))
-            continue
-        if should_set_hostname(pod, svc):
-            address["hostname"] = (pod.get("spec") or {}).get("hostname")
-        ready = tolerate_unready or is_pod_ready(pod)
-        field = "addresses" if ready else "notReadyAddresses"
-        if not ports:
-            if spec.get("clusterIP") == "None":  # headless: no ports is fine
-                subsets.append({field: [address]})
-                ready_n += ready
-                not_ready_n += not ready
-            continue
-        for svc_port in ports:
-            try:
-                number = find_port(pod, svc_port)
-            except PortNotFound as exc:
-                log.debug("Failed to find port for service %s: %s", _meta(svc).get("name"), exc)
-                continue
-            subsets.append({field: [address], "ports": [_endpoint_port(svc_port, number)]})
+        m = _meta(pod)
+        name, rv = str(m.get("name") or ""), str(m.get("resourceVersion") or "")
+        known = previous.get(name)
+        if known is not None and known[0] == rv and rv:
+            entries = known[1]
+        else:
+            entries = pod_entries(svc, pod)
+        if memo is not None:
+            memo[name] = (rv, entries)
+        for ready, address, port in entries:
+            field = "addresses" if ready else "notReadyAddresses"
+            subsets.append({field: [address], "ports": [port]} if port is not None
+                           else {field: [address]})
             if ready:
                 ready_n += 1
             else:
@@ -261,6 +297,8 @@ class EndpointController(ControllerHost):
         self.endpoints_lister = endpoints_informer.lister
         self.trigger_times = TriggerTimeTracker()
         self._stale: dict[tuple[str, str], str] = {}
+        # per Service: (its resourceVersion, its pods' entries): compute_subsets' memo
+        self._memo: dict[tuple[str, str], tuple[str, PodMemo]] = {}
         self.controller = Controller("endpoint", self.sync_service, max_retries=MAX_RETRIES)
         self._endpoints_synced = endpoints_informer.informer.has_synced
         c = self.controller
@@ -296,6 +334,38 @@ class EndpointController(ControllerHost):
                 continue  # a leader-election lock of an old component
             self.controller.enqueue_key(meta_namespace_key(ep))
 
+    def _cached_endpoints(self, ns: str, name: str) -> Mapping[str, Any] | None:
+        try:
+            ep: Mapping[str, Any] = self.endpoints_lister.by_namespace(ns).get(name)
+        except ApiError as exc:
+            if not is_not_found(exc):
+                raise
+            return None
+        return ep
+
+    def _is_stale(self, ns: str, name: str, cached: Mapping[str, Any] | None) -> bool:
+        """The cache still holds the version our last PUT replaced (upstream's
+        staleEndpointsTracker)."""
+        return cached is not None and \
+            self._stale.get((ns, name)) == _meta(cached).get("resourceVersion")
+
+    async def _await_own_write(self, ns: str, name: str, key: str) -> Mapping[str, Any] | None:
+        """The cached Endpoints once it holds our last write. Upstream fails the sync at
+        once and retries after the rate limiter's delay; in one event loop the watch
+        event of our own PUT is usually already read, only not yet handled, so a short
+        wait lets the informer catch up without a retry (the EndpointSlice controller
+        does the same). Still stale after STALE_CACHE_WAIT: upstream's error, retried."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + STALE_CACHE_WAIT
+        while loop.time() < deadline:
+            await asyncio.sleep(STALE_CACHE_POLL)
+            cached = self._cached_endpoints(ns, name)
+            if not self._is_stale(ns, name, cached):
+                return cached
+        raise RuntimeError(f"endpoints informer cache is out of date, resource version "
+                           f"{self._stale.get((ns, name))} already processed for "
+                           f"endpoints {key}")
+
     async def sync_service(self, key: str) -> None:
         ns, _, name = key.rpartition("/")
         try:
@@ -310,27 +380,25 @@ class EndpointController(ControllerHost):
                     raise
             self.trigger_times.delete_service(ns, name)
             self._stale.pop((ns, name), None)
+            self._memo.pop((ns, name), None)
             return
         spec = svc.get("spec") or {}
         if spec.get("type") == "ExternalName" or not spec.get("selector"):
             return
-        pods = self.pod_lister.by_namespace(ns).list(selector_from_set(spec["selector"]))
-        trigger_time = self.trigger_times.compute(ns, svc, pods)
-        try:
-            cached: Mapping[str, Any] | None = self.endpoints_lister.by_namespace(ns).get(name)
-        except ApiError as exc:
-            if not is_not_found(exc):
-                raise
-            cached = None
-        # Checked before the subsets are computed (upstream computes them first; they
+        # Checked before anything is computed (upstream computes the subsets first; they
         # have no side effect): a stale cache is common right after our own PUT, and
         # computing 1,000 addresses for nothing held the event loop the slices need.
-        if cached is not None and self._stale.get((ns, name)) == \
-                _meta(cached).get("resourceVersion"):
-            raise RuntimeError(f"endpoints informer cache is out of date, resource version "
-                               f"{_meta(cached).get('resourceVersion')} already processed for "
-                               f"endpoints {key}")
-        subsets, ready_n, not_ready_n = compute_subsets(svc, pods)
+        cached = self._cached_endpoints(ns, name)
+        if self._is_stale(ns, name, cached):
+            cached = await self._await_own_write(ns, name, key)
+        pods = self.pod_lister.by_namespace(ns).list(selector_from_set(spec["selector"]))
+        trigger_time = self.trigger_times.compute(ns, svc, pods)
+        svc_rv = str(_meta(svc).get("resourceVersion") or "")
+        memo_rv, memo = self._memo.get((ns, name), ("", {}))
+        if memo_rv != svc_rv or not svc_rv:
+            memo = {}
+        self._memo[(ns, name)] = (svc_rv, memo)
+        subsets, ready_n, not_ready_n = compute_subsets(svc, pods, memo)
         svc_labels = dict(_meta(svc).get("labels") or {})
         # A copy of the top level and metadata is enough: below, every change to `new`
         # assigns a fresh value (subsets, labels, annotations), never edits a cached one.
@@ -339,8 +407,9 @@ class EndpointController(ControllerHost):
         if current is not None:
             cur_subsets = current.get("subsets") or []
             want = _canonical_subsets(subsets)
+            # (repack_subsets copies what it keeps: the cached subsets stay untouched)
             if ((_canonical_subsets(cur_subsets) == want
-                 or _canonical_subsets(repack_subsets(copy.deepcopy(cur_subsets))) == want)
+                 or _canonical_subsets(repack_subsets(cur_subsets)) == want)
                     and _labels_correct(_meta(current).get("labels") or {}, svc_labels)
                     and _capacity_annotation_correct(_meta(current).get("annotations") or {},
                                                      cur_subsets)):

@@ -351,7 +351,7 @@ class Reconciler:
             kept = []
             for s in unchanged:
                 if any("hints" in ep for ep in s.get("endpoints") or ()):
-                    fresh = copy.deepcopy(dict(s))
+                    fresh = _copy_slice(s)
                     for ep in fresh.get("endpoints") or ():
                         ep.pop("hints", None)
                     to_update.append(fresh)
@@ -362,7 +362,7 @@ class Reconciler:
             node_hints = td == "PreferSameNode"
             for s in unchanged:
                 if _hints_need_update(s, node_hints):
-                    to_update.append(copy.deepcopy(dict(s)))
+                    to_update.append(_copy_slice(s))
             for s in [*to_create, *to_update]:
                 _set_close_hints(s, node_hints)
         await self._finalize(svc, to_create, to_update, to_delete, trigger_time)
@@ -411,13 +411,13 @@ class Reconciler:
                 if not kept:
                     to_delete.append(name)
                 else:
-                    fresh = copy.deepcopy(dict(s))
+                    fresh = _copy_slice(s)
                     fresh["endpoints"] = kept
                     fresh["metadata"]["labels"] = labels
                     by_name[name] = fresh
                     to_update.append(name)
             elif labels_changed:
-                fresh = copy.deepcopy(dict(s))
+                fresh = _copy_slice(s)
                 fresh["metadata"]["labels"] = labels
                 by_name[name] = fresh
                 to_update.append(name)
@@ -437,7 +437,7 @@ class Reconciler:
             if len(desired) < self.max_endpoints and unchanged:
                 best = self._slice_to_fill([by_name[n] for n in unchanged], len(desired))
                 if best is not None:
-                    fill = copy.deepcopy(dict(best))
+                    fill = _copy_slice(best)
                     by_name[str(_meta(fill).get("name"))] = fill
             if fill is None:
                 fill = self.new_endpoint_slice(svc, copy.deepcopy(ports), address_type)
@@ -507,6 +507,16 @@ class Reconciler:
                 raise RuntimeError(f"failed to delete {name} EndpointSlice for Service "
                                    f"{ns}/{svc_name}: {exc}") from exc
             self.tracker.expect_deletion(old)
+
+
+def _copy_slice(s: Mapping[str, Any]) -> dict[str, Any]:
+    """A cached slice made safe to edit as this module does: its metadata dict, its
+    endpoints list and each endpoint's top level (hints) are new; the rest is shared
+    with the cache. A deep copy of 100 endpoints cost more than the rest of a sync."""
+    out = {**s, "metadata": dict(_meta(s))}
+    if isinstance(s.get("endpoints"), list):
+        out["endpoints"] = [dict(ep) for ep in s["endpoints"]]
+    return out
 
 
 def _set_trigger_time(slice_: dict[str, Any], t: datetime | None) -> None:

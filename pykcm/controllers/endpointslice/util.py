@@ -109,7 +109,10 @@ class TriggerTimeTracker:
     """Per Service: its last trigger time and its pods' (upstream ``TriggerTimeTracker``)."""
 
     def __init__(self) -> None:
-        self._states: dict[tuple[str, str], tuple[datetime | None, dict[str, datetime]]] = {}
+        # per pod: (the lastTransitionTime string last seen, its parsed time): a sync
+        # parses only the pods whose Ready condition moved since the last one
+        self._states: dict[tuple[str, str],
+                           tuple[datetime | None, dict[str, tuple[str, datetime]]]] = {}
 
     def compute(self, namespace: str, service: Mapping[str, Any],
                 pods: list[Mapping[str, Any]]) -> datetime | None:
@@ -118,16 +121,22 @@ class TriggerTimeTracker:
         known = key in self._states
         last_svc, last_pods = self._states.get(key, (None, {}))
         min_changed: datetime | None = None
-        pod_times: dict[str, datetime] = {}
+        pod_times: dict[str, tuple[str, datetime]] = {}
         for pod in pods:
             cond = get_pod_ready_condition(pod)
-            t = parse_datetime(cond.get("lastTransitionTime")) if cond else None
-            if t is None:
+            raw = cond.get("lastTransitionTime") if cond else None
+            if not isinstance(raw, str):
                 continue
             name = str(_meta(pod).get("name"))
-            pod_times[name] = t
             prev = last_pods.get(name)
-            if prev is None or t > prev:
+            if prev is not None and prev[0] == raw:
+                pod_times[name] = prev  # unchanged: not newer than itself
+                continue
+            t = parse_datetime(raw)
+            if t is None:
+                continue
+            pod_times[name] = (raw, t)
+            if prev is None or t > prev[1]:
                 min_changed = t if min_changed is None or t < min_changed else min_changed
         svc_time = parse_datetime(_meta(service).get("creationTimestamp"))
         if svc_time is not None and (last_svc is None or svc_time > last_svc):
