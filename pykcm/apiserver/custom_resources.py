@@ -23,7 +23,8 @@ from typing import Any
 
 from pykcm.api.resources import ResourceInfo, ResourceRegistry
 from pykcm.api.validation import Cause
-from pykcm.apiserver import crd_schema, tables
+from pykcm.apiserver import crd_schema
+from pykcm.apiserver.registry import printers
 
 CRD_GROUP = "apiextensions.k8s.io"
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
@@ -89,11 +90,11 @@ class CustomResourceVersion:
         cols = self.printer_columns or [{"name": "Age", "type": "date",
                                          "jsonPath": ".metadata.creationTimestamp"}]
         defs = [{"name": "Name", "type": "string", "format": "name",
-                 "description": tables.NAME_DESCRIPTION, "priority": 0}]
+                 "description": printers.NAME_DESCRIPTION, "priority": 0}]
         for c in cols:
             # a column without description: the JSONPath, or (the default Age) metadata's
             desc = c.get("description") or (
-                tables.CREATION_TIMESTAMP_DESCRIPTION if not self.printer_columns
+                printers.CREATION_TIMESTAMP_DESCRIPTION if not self.printer_columns
                 else f"Custom resource definition column (in JSONPath format): "
                      f"{c.get('jsonPath', '')}")
             defs.append({"name": c.get("name", ""), "type": c.get("type", "string"),
@@ -106,7 +107,7 @@ class CustomResourceVersion:
             for c in cols:
                 v = json_path(obj, str(c.get("jsonPath", "")))
                 if c.get("type") == "date":
-                    cells.append(tables.translate_timestamp_since(v, t) if v else "<unknown>")
+                    cells.append(printers.translate_timestamp_since(v, t) if v else "<unknown>")
                 elif v is None:
                     cells.append(None)
                 elif isinstance(v, (dict, list)):

@@ -128,9 +128,6 @@ _PROBE: Final = _GoOrder(
     "periodSeconds", "successThreshold", "failureThreshold", "terminationGracePeriodSeconds")
 _HTTP_GET: Final = _GoOrder("path", "port", "host", "scheme", "httpHeaders")
 _TEMPLATE: Final = _GoOrder("metadata", "spec")
-_DEPLOYMENT_SPEC: Final = _GoOrder(
-    "replicas", "selector", "template", "strategy", "minReadySeconds", "revisionHistoryLimit",
-    "paused", "progressDeadlineSeconds")
 _REPLICASET_SPEC: Final = _GoOrder("replicas", "minReadySeconds", "selector", "template")
 _STATEFULSET_SPEC: Final = _GoOrder(
     "replicas", "selector", "template", "volumeClaimTemplates", "serviceName",
@@ -532,23 +529,6 @@ def pod_qos_class(spec: Mapping[str, Any]) -> str:
 
 # --- per kind ------------------------------------------------------------------
 
-def _default_pod(obj: Obj, create: bool) -> None:
-    spec = _dict(obj, "spec")
-    default_pod_spec(spec, is_pod=True)
-    status = obj.get("status")
-    if status.__class__ is dict:
-        # PodCondition's times are metav1.Time: Go writes null when unset
-        for cond in _dicts(status.get("conditions")):
-            cond.setdefault("lastProbeTime", None)
-            cond.setdefault("lastTransitionTime", None)
-    if create:
-        status = _dict(obj, "status")
-        if not status.get("phase"):
-            status["phase"] = "Pending"
-        if not status.get("qosClass"):
-            status["qosClass"] = pod_qos_class(spec)
-
-
 def _default_rolling_strategy(strategy: Obj, rolling_type: str,
                               defaults: tuple[tuple[str, Any], ...]) -> None:
     if not strategy.get("type"):
@@ -558,18 +538,6 @@ def _default_rolling_strategy(strategy: Obj, rolling_type: str,
         for k, v in defaults:
             _setdefault(ru, k, v)
     _STRATEGY.apply(strategy)
-
-
-def _default_deployment(obj: Obj, create: bool) -> None:
-    spec = _dict(obj, "spec")
-    _setdefault(spec, "replicas", 1)
-    _default_rolling_strategy(_dict(spec, "strategy"), "RollingUpdate",
-                              (("maxUnavailable", "25%"), ("maxSurge", "25%")))
-    _setdefault(spec, "revisionHistoryLimit", 10)
-    _setdefault(spec, "progressDeadlineSeconds", 600)
-    default_pod_template(_dict(spec, "template"))
-    _DEPLOYMENT_SPEC.apply(spec)
-    _dict(obj, "status")
 
 
 def _default_replicaset(obj: Obj, create: bool) -> None:
@@ -904,9 +872,7 @@ def _default_event(obj: Obj, create: bool) -> None:
 
 
 _DEFAULTERS: Final[dict[str, Callable[[Obj, bool], None]]] = {
-    "Pod": _default_pod,
     "PodTemplate": _default_pod_template_kind,
-    "Deployment": _default_deployment,
     "ReplicaSet": _default_replicaset,
     "StatefulSet": _default_statefulset,
     "DaemonSet": _default_daemonset,
@@ -938,6 +904,11 @@ def apply_defaults(kind: str, obj: Obj, *, create: bool = True) -> None:
     if fn is None:
         return
     fn(obj, create)
+    go_order_object(obj)
+
+
+def go_order_object(obj: Obj) -> None:
+    """Re-key the top level and the metadata of a defaulted object into Go's struct order."""
     meta = obj.get("metadata")
     if isinstance(meta, dict):
         _META.apply(meta)

@@ -40,8 +40,8 @@ from pykcm.apiserver import (
     event_view,
     go_json,
     service_accounts,
-    strategy,
     tables,
+    validation,
 )
 from pykcm.apiserver.auth import AuthResponse, TokenAuthenticator
 from pykcm.apiserver.custom_resources import json_path, set_json_path
@@ -55,6 +55,7 @@ from pykcm.apiserver.openapi import (
     strict_error,
     warning_header,
 )
+from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.request_info import (
     RequestInfo,
     invalid_storage_key,
@@ -145,6 +146,13 @@ def _request_warnings(info: RequestInfo, q: Any) -> list[str]:
     if msg:
         out.append(msg)
     return out
+
+
+def _update_warnings(st: Strategy, obj: dict[str, Any],
+                     old: dict[str, Any] | None) -> list[str]:
+    """The strategy's warnings on an update (on a create when there was no old object: an
+    update that created it)."""
+    return st.warnings_on_create(obj) if old is None else st.warnings_on_update(obj, old)
 
 
 def _warn_job_orphaning(request: web.Request, res: ResourceInfo, opts: DeleteOptions) -> None:
@@ -506,7 +514,7 @@ class APIHandlers:
             entry = await rest.create(res, ns, body, dry)
             if res.kind == "Secret" and not res.group:
                 request[_WARNINGS].extend(_tls_warnings(entry.obj))
-            request[_WARNINGS].extend(strategy.warnings(res, entry.obj, None))
+            request[_WARNINGS].extend(rest.strategy(res).warnings_on_create(entry.obj))
             return fv.respond(json_response(entry.raw, 201))
         if verb == "update":
             body = _expect_object(await self._body(
@@ -523,7 +531,7 @@ class APIHandlers:
             old = self._stored(res, ns, info.name) if not sub else None
             code, entry = await rest.update(res, ns, info.name, body, sub, dry)
             if not sub:
-                request[_WARNINGS].extend(strategy.warnings(res, entry.obj, old))
+                request[_WARNINGS].extend(_update_warnings(rest.strategy(res), entry.obj, old))
             return fv.respond(json_response(entry.raw, code))
         if verb == "patch":
             raw = await read_body(request)
@@ -536,7 +544,7 @@ class APIHandlers:
             entry = await rest.patch(res, ns, info.name, ctype, raw, sub, dry,
                                      on_patched=fv.check_patched)
             if not sub:
-                request[_WARNINGS].extend(strategy.warnings(res, entry.obj, old or {}))
+                request[_WARNINGS].extend(_update_warnings(rest.strategy(res), entry.obj, old or {}))
             return fv.respond(json_response(entry.raw))
         if verb == "delete":
             if sub:
@@ -569,7 +577,7 @@ class APIHandlers:
     def _stored(self, res: ResourceInfo, ns: str, name: str) -> dict[str, Any] | None:
         """The object an update starts from, for the strategy's update warnings (only for
         the kinds that have some)."""
-        if res.kind not in strategy.KINDS_WITH_UPDATE_WARNINGS:
+        if not self.rest.strategy(res).has_update_warnings:
             return None
         entry = self.rest.rs(res).current(object_key(ns if res.namespaced else "", name))
         return entry.obj if entry is not None else None
@@ -674,11 +682,11 @@ class APIHandlers:
             _check_view_type(body, view, self.registry)
             if verb == "create":
                 entry = await rest.create(core, ns, event_view.to_core(body), dry,
-                                          validate=strategy.validate_event_v1_create)
+                                          validate=validation.validate_event_v1_create)
                 return fv.respond(json_response(orjson.dumps(event_view.to_view(entry.obj)), 201))
             code, entry = await rest.update(core, ns, name, event_view.to_core(body), "", dry,
-                                            validate=strategy.validate_event_v1_update,
-                                            create_validate=strategy.validate_event_v1_create)
+                                            validate=validation.validate_event_v1_update,
+                                            create_validate=validation.validate_event_v1_create)
             return fv.respond(json_response(orjson.dumps(event_view.to_view(entry.obj)), code))
         if verb == "patch":
             raw = await read_body(request)
@@ -696,7 +704,7 @@ class APIHandlers:
                 raise errors.bad_request(f"the name of the object ({pmeta.get('name')}) does not "
                                          f"match the name on the URL ({name})")
             code, entry = await rest.update(core, ns, name, event_view.to_core(patched), "",
-                                            dry, validate=strategy.validate_event_v1_update)
+                                            dry, validate=validation.validate_event_v1_update)
             return fv.respond(json_response(orjson.dumps(event_view.to_view(entry.obj))))
         if verb in ("delete", "deletecollection"):
             del_body = (await self._body(request, kind="DeleteOptions") if request.can_read_body
@@ -722,7 +730,8 @@ class APIHandlers:
         if crv is not None:
             return crv.table(objs, list_meta=list_meta, include_object=include_object,
                              with_column_definitions=with_column_definitions)
-        return tables.table(res.kind, res.group, objs, list_meta=list_meta,
+        return tables.table(res.kind, res.group, objs, printer=self.rest.strategy(res).printer,
+                            list_meta=list_meta,
                             include_object=include_object, api_version=_TABLE_GV,
                             with_column_definitions=with_column_definitions)
 

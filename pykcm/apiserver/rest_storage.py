@@ -46,8 +46,8 @@ from pykcm.api.patch import (
 )
 from pykcm.api.patch._errors import go_repr
 from pykcm.api.resources import ResourceInfo, ResourceRegistry
-from pykcm.api.validation import go_quote
-from pykcm.apiserver import admission, crd_strategy, errors, go_json, storage_admission, strategy
+from pykcm.api.validation import Cause, go_quote
+from pykcm.apiserver import admission, crd_strategy, errors, go_json, storage_admission
 from pykcm.apiserver import selectable_fields as _selectable
 from pykcm.apiserver.custom_resources import (
     CLEANUP_FINALIZER,
@@ -63,6 +63,9 @@ from pykcm.apiserver.go_types import (
     kind_struct,
     zero_nulls,
 )
+from pykcm.apiserver.registry.apiextensions.customresource import CustomResourceStrategy
+from pykcm.apiserver.registry.lookup import strategy_for
+from pykcm.apiserver.registry.strategy import Strategy, now_rfc3339, rfc3339
 from pykcm.apiserver.service_allocator import ServiceAllocator
 from pykcm.apiserver.storage import Entry, ResourceStore, Store, object_key, resource_id
 
@@ -108,8 +111,22 @@ class ListOptions:
 
 
 Filter = Callable[[str, Entry], bool]
-CreateValidator = Callable[[dict[str, Any]], list[dict[str, Any]]]
-UpdateValidator = Callable[[dict[str, Any], dict[str, Any]], list[dict[str, Any]]]
+CreateValidator = Callable[[dict[str, Any]], list[Cause]]
+UpdateValidator = Callable[[dict[str, Any], dict[str, Any]], list[Cause]]
+
+
+def _as_status_causes(causes: Iterable[Cause]) -> list[dict[str, Any]]:
+    return [c.to_status_cause() for c in causes]
+
+
+def _strip_for_compare(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object without the fields a no-op write may differ in."""
+    meta = dict(obj.get("metadata") or {})
+    meta.pop("resourceVersion", None)
+    meta.pop("managedFields", None)
+    out = dict(obj)
+    out["metadata"] = meta
+    return out
 
 
 def _rv_of(entry: Entry | None) -> int:
@@ -310,6 +327,12 @@ class RESTStorage:
 
     # -- create ------------------------------------------------------------------
 
+    def strategy(self, info: ResourceInfo) -> Strategy:
+        """The resource's strategy: a custom resource's from its CRD version, else its kind's."""
+        crv = self.custom.get(info)
+        return CustomResourceStrategy(crv) if crv is not None else strategy_for(info)
+
+
     def _check_namespace_for_create(self, info: ResourceInfo, namespace: str, name: str) -> None:
         if not info.namespaced:
             return
@@ -347,13 +370,14 @@ class RESTStorage:
             }])
         # admission runs before the name is generated: its errors name the generateName
         requested_name = str(meta.get("name") or meta.get("generateName") or "")
-        strategy.prepare_for_create(info, obj)
+        st = self.strategy(info)
+        st.prepare_for_create(obj)
         meta["uid"] = _new_uid()
-        meta["creationTimestamp"] = strategy.now_rfc3339()
+        meta["creationTimestamp"] = now_rfc3339()
         if generate:
             meta["name"] = _generate_name(meta["generateName"])
         crv = self.custom.get(info)
-        strategy.apply_defaults(info, obj, create=True, crv=crv)
+        st.default(obj, create=True)
         if info.kind == "Pod" and not info.group:
             # NamespaceLifecycle, then ServiceAccount (whose lookup may wait)
             self._check_namespace_for_create(info, namespace, requested_name)
@@ -361,8 +385,8 @@ class RESTStorage:
                                             self._service_account_lookup(namespace))
         admission.admit(info, obj, None, name=requested_name)
         self._storage_admission(info, obj, None)
-        causes = (validate(obj) if validate is not None
-                  else strategy.validate_create(info, obj, crv))
+        causes = _as_status_causes(validate(obj) if validate is not None
+                                   else st.validate_create(obj))
         if causes:
             raise errors.invalid(info.kind, info.group, meta.get("name", ""), causes)
         if crv is None:
@@ -660,15 +684,22 @@ class RESTStorage:
             }])
         # kube-apiserver defaults a body as it decodes it, and runs mutating admission
         # before the strategy's PrepareForUpdate: the generation then compares defaulted specs.
-        strategy.apply_defaults(info, obj, create=False, crv=crv)
+        st = self.strategy(info)
+        st.default(obj, create=False)
         admission.admit(info, obj, old, subresource)
         if not subresource:
             self._storage_admission(info, obj, old)
-        new = strategy.prepare_for_update(info, obj, old, subresource, custom=crv is not None)
+        if subresource == "status":
+            new = st.prepare_for_status_update(obj, old)
+        elif subresource:
+            new = st.prepare_for_subresource_update(subresource, obj, old)
+        else:
+            st.prepare_for_update(obj, old)
+            new = obj
         if info.kind == "Service" and not info.group and new is obj:
             self._update_service_type(info, name, new, old)
             # the IP family fields follow the addresses the update kept (REST, not decoding)
-            strategy.apply_defaults(info, new, create=False, crv=crv)
+            st.default(new, create=False)
         if new is not obj:
             # Status-style writes build the result from the stored object:
             # copy it so the stored dict is never mutated.
@@ -685,15 +716,19 @@ class RESTStorage:
                                f"being deleted, found new finalizers {_go_str_list(added)}",
                     "field": "metadata.finalizers",
                 }])
-        causes = (validate(new, old) if validate is not None
-                  else strategy.validate_update(info, new, old, subresource, crv))
+        if validate is not None:
+            causes = _as_status_causes(validate(new, old))
+        elif subresource == "status":
+            causes = _as_status_causes(st.validate_status_update(new, old))
+        else:
+            causes = _as_status_causes(st.validate_update(new, old))
         if causes:
             raise errors.invalid(info.kind, info.group, name, causes)
         if crv is None:
             _encode_as_go(info, new)
         is_crd = info.group == CRD_GROUP and info.kind == "CustomResourceDefinition"
         new_meta["resourceVersion"] = str(current.rv)
-        if strategy.strip_for_compare(new) == strategy.strip_for_compare(old):
+        if _strip_for_compare(new) == _strip_for_compare(old):
             return current  # no-op: same revision, no event
         if dry_run:
             return Entry(new, orjson.dumps(new), current.rv)
@@ -774,8 +809,7 @@ class RESTStorage:
         if info.kind == "Namespace" and name in UNDELETABLE_NAMESPACES:
             raise errors.forbidden("namespaces", "", name, "this namespace may not be deleted")
         ns_spec_finalizers = bool((new.get("spec") or {}).get("finalizers"))
-        pod_grace = (strategy.pod_grace_period(new, opts.grace_period_seconds)
-                     if info.kind == "Pod" else 0)
+        graceful = self.strategy(info).grace_period(new, opts.grace_period_seconds)
         old_finalizers = list(new_meta.get("finalizers") or [])
         finalizers = _gc_finalizers(info, opts, old_finalizers)
         changed_finalizers = finalizers != old_finalizers
@@ -790,11 +824,11 @@ class RESTStorage:
             if CLEANUP_FINALIZER not in finalizers:
                 finalizers.append(CLEANUP_FINALIZER)
             new_meta["finalizers"] = finalizers
-            new_meta["deletionTimestamp"] = strategy.rfc3339(now)
+            new_meta["deletionTimestamp"] = rfc3339(now)
             conds = [c for c in (new.get("status") or {}).get("conditions") or []
                      if c.get("type") != "Terminating"]
             conds.append({"type": "Terminating", "status": "True",
-                          "lastTransitionTime": strategy.rfc3339(now),
+                          "lastTransitionTime": rfc3339(now),
                           "reason": "InstanceDeletionPending",
                           "message": "CustomResourceDefinition marked for deletion; "
                                      "CustomResource deletion will begin soon"})
@@ -806,7 +840,7 @@ class RESTStorage:
         if info.kind == "Namespace":
             if not meta.get("deletionTimestamp"):
                 # kube-apiserver's namespace registry sets no deletionGracePeriodSeconds
-                new_meta["deletionTimestamp"] = strategy.rfc3339(now)
+                new_meta["deletionTimestamp"] = rfc3339(now)
                 new.setdefault("status", {})["phase"] = "Terminating"
                 return False, await self._write_or_dry(rs, key, new, current, opts.dry_run)
             if ns_spec_finalizers or finalizers:
@@ -814,23 +848,23 @@ class RESTStorage:
                     return False, await self._write_or_dry(rs, key, new, current, opts.dry_run)
                 return False, current
             return True, await self._remove(rs, key, current, opts.dry_run, new)
-        grace = pod_grace
+        grace = graceful or 0
         if meta.get("deletionTimestamp"):
             # Already deleting: a second delete may only shorten the grace period.
             old_grace = meta.get("deletionGracePeriodSeconds")
-            if info.kind == "Pod" and old_grace is not None and grace < old_grace:
+            if graceful is not None and old_grace is not None and grace < old_grace:
                 new_meta["deletionGracePeriodSeconds"] = grace
-                new_meta["deletionTimestamp"] = strategy.rfc3339(now + grace)
+                new_meta["deletionTimestamp"] = rfc3339(now + grace)
                 if grace == 0 and not finalizers:
                     return True, await self._remove(rs, key, current, opts.dry_run, new)
                 return False, await self._write_or_dry(rs, key, new, current, opts.dry_run)
             if changed_finalizers:
                 return False, await self._write_or_dry(rs, key, new, current, opts.dry_run)
             return False, current
-        if info.kind == "Pod":
+        if graceful is not None:
             # Graceful deletion (BeforeDelete): the object is marked and its generation
             # moves, even when the period is 0 and it goes at once (the answer shows it).
-            new_meta["deletionTimestamp"] = strategy.rfc3339(now + grace)
+            new_meta["deletionTimestamp"] = rfc3339(now + grace)
             new_meta["deletionGracePeriodSeconds"] = grace
             _bump_generation(new_meta)
             marked = await self._write_or_dry(rs, key, new, current, opts.dry_run)
@@ -844,7 +878,7 @@ class RESTStorage:
         if not finalizers:
             return True, await self._remove(rs, key, current, opts.dry_run, new)
         # markAsDeleting: finalizers keep it; generation moves once
-        new_meta["deletionTimestamp"] = strategy.rfc3339(now)
+        new_meta["deletionTimestamp"] = rfc3339(now)
         new_meta["deletionGracePeriodSeconds"] = 0
         _bump_generation(new_meta)
         return False, await self._write_or_dry(rs, key, new, current, opts.dry_run)

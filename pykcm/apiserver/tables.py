@@ -39,23 +39,48 @@ input: serialize it, do not mutate it.
 
 from __future__ import annotations
 
-import datetime as _dt
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
-from pykcm.api.labels import selector_from_label_selector
+from pykcm.apiserver.registry.printers import (
+    AGE_COLUMN,
+    CONTAINERS_DESCRIPTION,
+    DEFAULT_COLUMNS,
+    DEFAULT_PRINTER,
+    GO_SPACE,
+    IMAGES_DESCRIPTION,
+    LABEL_SELECTORS_URL,
+    NAME_COLUMN,
+    NAME_DESCRIPTION,
+    READY_PODS_DESCRIPTION,
+    Printer,
+    Row,
+    age,
+    as_dict,
+    as_int,
+    as_list,
+    as_str,
+    bool_ptr,
+    column,
+    default_row,
+    format_label_selector,
+    format_labels,
+    has,
+    human_duration_ns,
+    join_host_port,
+    layout_container_cells,
+    now_ns,
+    object_name,
+    parse_timestamp_ns,
+    since,
+)
 
 __all__ = [
     "TABLE_GROUP",
-    "column_definitions",
-    "has_printer",
-    "human_duration",
     "negotiate_table",
     "parse_include_object",
     "parse_table_accept",
     "table",
-    "translate_timestamp_since",
 ]
 
 Obj = Mapping[str, Any]
@@ -223,336 +248,91 @@ def _go_quote(s: str) -> str:
     return "".join(out)
 
 
-# --- durations and timestamps -------------------------------------------------
-
-_NS: Final = 1_000_000_000
-_MINUTE: Final = 60 * _NS
-_HOUR: Final = 60 * _MINUTE
-
-
-def _go_div(a: int, b: int) -> int:
-    """Integer division truncating toward zero (Go's / on integers)."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
-
-
-def _human_duration_ns(d: int) -> str:
-    seconds = _go_div(d, _NS)
-    if seconds < -1:
-        return "<invalid>"
-    if seconds < 0:
-        return "0s"
-    if seconds < 60 * 2:
-        return f"{seconds}s"
-    minutes = d // _MINUTE
-    if minutes < 10:
-        s = (d // _NS) % 60
-        return f"{minutes}m" if s == 0 else f"{minutes}m{s}s"
-    if minutes < 60 * 3:
-        return f"{minutes}m"
-    hours = d // _HOUR
-    if hours < 8:
-        m = (d // _MINUTE) % 60
-        return f"{hours}h" if m == 0 else f"{hours}h{m}m"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        h = hours % 24
-        return f"{hours // 24}d" if h == 0 else f"{hours // 24}d{h}h"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        dy = (hours // 24) % 365
-        years = hours // 24 // 365
-        return f"{years}y" if dy == 0 else f"{years}y{dy}d"
-    return f"{hours // 24 // 365}y"
-
-
-def human_duration(seconds: float) -> str:
-    """apimachinery's duration.HumanDuration for a duration in seconds.
-
-    "45s", "119s", "3m20s", "12m", "5h7m", "47h", "2d5h", "20d", "2y30d", "9y";
-    up to 1s in the future is "0s", further is "<invalid>".
-    """
-    return _human_duration_ns(int(seconds * _NS))
-
-
-_UNIX_EPOCH: Final = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
-_GO_ZERO_TIME: Final = _dt.datetime(1, 1, 1, tzinfo=_dt.UTC)
-
-
-def _parse_ts_ns(value: Any) -> int | None:
-    """A metav1.Time / MicroTime JSON string as Unix nanoseconds; None for zero/absent."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        t = _dt.datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=_dt.UTC)
-    if t == _GO_ZERO_TIME:
-        return None  # Go's zero time, IsZero()
-    delta = t - _UNIX_EPOCH
-    return (delta.days * 86400 + delta.seconds) * _NS + delta.microseconds * 1000
-
-
-def _now_ns(now: float | None) -> int:
-    return time.time_ns() if now is None else int(now * _NS)
-
-
-def translate_timestamp_since(timestamp: Any, now: float | None = None) -> str:
-    """printers' translateTimestampSince: HumanDuration(now - ts), "<unknown>" when unset."""
-    ts = _parse_ts_ns(timestamp)
-    if ts is None:
-        return "<unknown>"
-    return _human_duration_ns(_now_ns(now) - ts)
-
-
-def _rfc3339_utc(value: Any) -> str:
-    """time.Time.UTC().Format(time.RFC3339) of a metav1.Time (zero time when unset)."""
-    ts = _parse_ts_ns(value)
-    if ts is None:
-        return "0001-01-01T00:00:00Z"
-    t = _UNIX_EPOCH + _dt.timedelta(microseconds=ts // 1000)
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-# --- small typed accessors over JSON -----------------------------------------
-
-def _d(v: Any) -> Obj:
-    return v if isinstance(v, Mapping) else {}
-
-
-def _l(v: Any) -> list[Any]:
-    return v if isinstance(v, list) else []
-
-
-def _s(v: Any) -> str:
-    return v if isinstance(v, str) else ""
-
-
-def _i(v: Any, default: int = 0) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
-        return default
-    return v
-
-
-def _has(obj: Obj, key: str) -> bool:
-    """A pointer field that is set (present and not null)."""
-    return obj.get(key) is not None
-
-
-# Go's unicode.IsSpace set, for strings.TrimSpace.
-_GO_SPACE: Final = (
-    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
-    "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
-)
-
-
-def _format_labels(labels: Any) -> str:
-    """labels.FormatLabels: sorted "k=v,..." or "<none>"."""
-    m = _d(labels)
-    if not m:
-        return "<none>"
-    return ",".join(f"{k}={m[k]}" for k in sorted(m))
-
-
-def _selector_string(selector: Any) -> str:
-    """metav1.LabelSelectorAsSelector(...).String(); raises ValueError when invalid."""
-    sel = selector if isinstance(selector, Mapping) else None
-    try:
-        return str(selector_from_label_selector(sel))
-    except (ValueError, TypeError, AttributeError) as e:
-        raise ValueError(str(e)) from e
-
-
-def _format_label_selector(selector: Any) -> str:
-    """metav1.FormatLabelSelector: "<none>" when empty, "<error>" when invalid."""
-    try:
-        s = _selector_string(selector)
-    except ValueError:
-        return "<error>"
-    return s or "<none>"
-
-
-def _layout_container_cells(containers: Any) -> tuple[str, str]:
-    names: list[str] = []
-    images: list[str] = []
-    for c in _l(containers):
-        c = _d(c)
-        names.append(_s(c.get("name")))
-        images.append(_s(c.get("image")))
-    return ",".join(names), ",".join(images)
-
-
-def _bool_ptr(value: Any) -> str:
-    if value is None:
-        return "<unset>"
-    return "True" if value is True else "False"
-
-
-def _join_host_port(host: str, port: int) -> str:
-    if ":" in host:
-        return f"[{host}]:{port}"
-    return f"{host}:{port}"
-
-
-# --- column definitions -------------------------------------------------------
-
-def _col(name: str, type_: str, description: str, *, fmt: str = "",
-         priority: int = 0) -> dict[str, Any]:
-    return {"name": name, "type": type_, "format": fmt, "description": description,
-            "priority": priority}
-
-
-# SwaggerDoc() texts (k8s.io/api v1.36) the upstream column definitions reference.
-_D_NAME: Final = (
-    "Name must be unique within a namespace. Is required when creating resources, although "
-    "some resources may allow a client to request the generation of an appropriate name "
-    "automatically. Name is primarily intended for creation idempotence and configuration "
-    "definition. Cannot be updated. More info: "
-    "https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names"
-)
-_D_AGE: Final = (
-    "CreationTimestamp is a timestamp representing the server time when this object was "
-    "created. It is not guaranteed to be set in happens-before order across separate "
-    "operations. Clients may not set this value. It is represented in RFC3339 form and is in "
-    "UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: "
-    "https://git.k8s.io/community/contributors/devel/sig-architecture/"
-    "api-conventions.md#metadata"
-)
-_D_CONTAINERS: Final = "Names of each container in the template."
-_D_IMAGES: Final = "Images referenced by each container in the template."
-_D_READY_PODS: Final = "Number of the pod with ready state"
-_D_LABEL_SELECTORS_URL: Final = (
-    "https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"
-)
-
-_NAME_COL: Final = _col("Name", "string", _D_NAME, fmt="name")
-NAME_DESCRIPTION: Final = _D_NAME
-CREATION_TIMESTAMP_DESCRIPTION: Final = _D_AGE
-_AGE_COL: Final = _col("Age", "string", _D_AGE)
-
-_POD_COLUMNS: Final = (
-    _NAME_COL,
-    _col("Ready", "string", "The aggregate readiness state of this pod for accepting traffic."),
-    _col("Status", "string", "The aggregate status of the containers in this pod."),
-    _col("Restarts", "string",
-         "The number of times the containers in this pod have been restarted and when the "
-         "last container in this pod has restarted."),
-    _AGE_COL,
-    _col("IP", "string",
-         "podIP address allocated to the pod. Routable at least within the cluster. Empty if "
-         "not yet allocated.", priority=1),
-    _col("Node", "string",
-         "NodeName indicates in which node this pod is scheduled. If empty, this pod is a "
-         "candidate for scheduling by the scheduler defined in schedulerName. Once this field "
-         "is set, the kubelet for this node becomes responsible for the lifecycle of this pod. "
-         "This field should not be used to express a desire for the pod to be scheduled on a "
-         "specific node. "
-         "https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#nodename",
-         priority=1),
-    _col("Nominated Node", "string",
-         "nominatedNodeName is set only when this pod preempts other pods on the node, but it "
-         "cannot be scheduled right away as preemption victims receive their graceful "
-         "termination periods. This field does not guarantee that the pod will be scheduled "
-         "on this node. Scheduler may decide to place the pod elsewhere if other nodes become "
-         "available sooner. Scheduler may also decide to give the resources on this node to a "
-         "higher priority pod that is created after preemption. As a result, this field may "
-         "be different than PodSpec.nodeName when the pod is scheduled.", priority=1),
-    _col("Readiness Gates", "string",
-         "If specified, all readiness gates will be evaluated for pod readiness. A pod is ready "
-         "when all its containers are ready AND all conditions specified in the readiness gates "
-         "have status equal to \"True\" More info: "
-         "https://git.k8s.io/enhancements/keps/sig-network/580-pod-readiness-gates",
-         priority=1),
-)
 
 _POD_TEMPLATE_COLUMNS: Final = (
-    _NAME_COL,
-    _col("Containers", "string", _D_CONTAINERS),
-    _col("Images", "string", _D_IMAGES),
-    _col("Pod Labels", "string", "The labels for the pod template."),
+    NAME_COLUMN,
+    column("Containers", "string", CONTAINERS_DESCRIPTION),
+    column("Images", "string", IMAGES_DESCRIPTION),
+    column("Pod Labels", "string", "The labels for the pod template."),
 )
 
 _REPLICA_SET_COLUMNS: Final = (
-    _NAME_COL,
-    _col("Desired", "integer",
+    NAME_COLUMN,
+    column("Desired", "integer",
          "Replicas is the number of desired pods. This is a pointer to distinguish between "
          "explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/"
          "concepts/workloads/controllers/replicaset"),
-    _col("Current", "integer",
+    column("Current", "integer",
          "Replicas is the most recently observed number of non-terminating pods. More info: "
          "https://kubernetes.io/docs/concepts/workloads/controllers/replicaset"),
-    _col("Ready", "integer",
+    column("Ready", "integer",
          "The number of non-terminating pods targeted by this ReplicaSet with a Ready "
          "Condition."),
-    _AGE_COL,
-    _col("Containers", "string", _D_CONTAINERS, priority=1),
-    _col("Images", "string", _D_IMAGES, priority=1),
-    _col("Selector", "string",
+    AGE_COLUMN,
+    column("Containers", "string", CONTAINERS_DESCRIPTION, priority=1),
+    column("Images", "string", IMAGES_DESCRIPTION, priority=1),
+    column("Selector", "string",
          "Selector is a label query over pods that should match the replica count. Label "
          "keys and values that must match in order to be controlled by this replica set. "
-         "It must match the pod template's labels. More info: " + _D_LABEL_SELECTORS_URL,
+         "It must match the pod template's labels. More info: " + LABEL_SELECTORS_URL,
          priority=1),
 )
 
 _DAEMON_SET_COLUMNS: Final = (
-    _NAME_COL,
-    _col("Desired", "integer",
+    NAME_COLUMN,
+    column("Desired", "integer",
          "The total number of nodes that should be running the daemon pod (including nodes "
          "correctly running the daemon pod). More info: "
          "https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/"),
-    _col("Current", "integer",
+    column("Current", "integer",
          "The number of nodes that are running at least 1 daemon pod and are supposed to run "
          "the daemon pod. More info: "
          "https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/"),
-    _col("Ready", "integer",
+    column("Ready", "integer",
          "numberReady is the number of nodes that should be running the daemon pod and have "
          "one or more of the daemon pod running with a Ready Condition."),
-    _col("Up-to-date", "integer",
+    column("Up-to-date", "integer",
          "The total number of nodes that are running updated daemon pod"),
-    _col("Available", "integer",
+    column("Available", "integer",
          "The number of nodes that should be running the daemon pod and have one or more of "
          "the daemon pod running and available (ready for at least spec.minReadySeconds)"),
-    _col("Node Selector", "string",
+    column("Node Selector", "string",
          "NodeSelector is a selector which must be true for the pod to fit on a node. Selector "
          "which must match a node's labels for the pod to be scheduled on that node. More "
          "info: https://kubernetes.io/docs/concepts/configuration/assign-pod-node/"),
-    _AGE_COL,
-    _col("Containers", "string", _D_CONTAINERS, priority=1),
-    _col("Images", "string", _D_IMAGES, priority=1),
-    _col("Selector", "string",
+    AGE_COLUMN,
+    column("Containers", "string", CONTAINERS_DESCRIPTION, priority=1),
+    column("Images", "string", IMAGES_DESCRIPTION, priority=1),
+    column("Selector", "string",
          "A label query over pods that are managed by the daemon set. Must match in order to "
          "be controlled. It must match the pod template's labels. More info: "
-         + _D_LABEL_SELECTORS_URL, priority=1),
+         + LABEL_SELECTORS_URL, priority=1),
 )
 
 _D_JOB_SELECTOR: Final = (
     "A label query over pods that should match the pod count. Normally, the system sets this "
-    "field for you. More info: " + _D_LABEL_SELECTORS_URL
+    "field for you. More info: " + LABEL_SELECTORS_URL
 )
 
 _JOB_COLUMNS: Final = (
-    _NAME_COL,
-    _col("Status", "string", "Status of the job."),
-    _col("Completions", "string",
+    NAME_COLUMN,
+    column("Status", "string", "Status of the job."),
+    column("Completions", "string",
          "The number of pods which reached phase Succeeded. The value increases monotonically "
          "for a given spec. However, it may decrease in reaction to scale down of elastic "
          "indexed jobs."),
-    _col("Duration", "string", "Time required to complete the job."),
-    _AGE_COL,
-    _col("Containers", "string", _D_CONTAINERS, priority=1),
-    _col("Images", "string", _D_IMAGES, priority=1),
-    _col("Selector", "string", _D_JOB_SELECTOR, priority=1),
+    column("Duration", "string", "Time required to complete the job."),
+    AGE_COLUMN,
+    column("Containers", "string", CONTAINERS_DESCRIPTION, priority=1),
+    column("Images", "string", IMAGES_DESCRIPTION, priority=1),
+    column("Selector", "string", _D_JOB_SELECTOR, priority=1),
 )
 
 _CRON_JOB_COLUMNS: Final = (
-    _NAME_COL,
-    _col("Schedule", "string",
+    NAME_COLUMN,
+    column("Schedule", "string",
          "The schedule in Cron format, see https://en.wikipedia.org/wiki/Cron."),
-    _col("Timezone", "string",
+    column("Timezone", "string",
          "The time zone name for the given schedule, see "
          "https://en.wikipedia.org/wiki/List_of_tz_database_time_zones. If not specified, this "
          "will default to the time zone of the kube-controller-manager process. The set of "
@@ -564,21 +344,21 @@ _CRON_JOB_COLUMNS: Final = (
          "the controller will stop creating new new Jobs and will create a system event with "
          "the reason UnknownTimeZone. More information can be found in "
          "https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/#time-zones"),
-    _col("Suspend", "boolean",
+    column("Suspend", "boolean",
          "This flag tells the controller to suspend subsequent executions, it does not apply "
          "to already started executions.  Defaults to false."),
-    _col("Active", "integer", "A list of pointers to currently running jobs."),
-    _col("Last Schedule", "string",
+    column("Active", "integer", "A list of pointers to currently running jobs."),
+    column("Last Schedule", "string",
          "Information when was the last time the job was successfully scheduled."),
-    _AGE_COL,
-    _col("Containers", "string", _D_CONTAINERS, priority=1),
-    _col("Images", "string", _D_IMAGES, priority=1),
-    _col("Selector", "string", _D_JOB_SELECTOR, priority=1),
+    AGE_COLUMN,
+    column("Containers", "string", CONTAINERS_DESCRIPTION, priority=1),
+    column("Images", "string", IMAGES_DESCRIPTION, priority=1),
+    column("Selector", "string", _D_JOB_SELECTOR, priority=1),
 )
 
 _SERVICE_COLUMNS: Final = (
-    _NAME_COL,
-    _col("Type", "string",
+    NAME_COLUMN,
+    column("Type", "string",
          "type determines how the Service is exposed. Defaults to ClusterIP. Valid options are "
          "ExternalName, ClusterIP, NodePort, and LoadBalancer. \"ClusterIP\" allocates a "
          "cluster-internal IP address for load-balancing to endpoints. Endpoints are "
@@ -592,7 +372,7 @@ _SERVICE_COLUMNS: Final = (
          "service to the specified externalName. Several other fields do not apply to "
          "ExternalName services. More info: https://kubernetes.io/docs/concepts/"
          "services-networking/service/#publishing-services-service-types"),
-    _col("Cluster-IP", "string",
+    column("Cluster-IP", "string",
          "clusterIP is the IP address of the service and is usually assigned randomly. If an "
          "address is specified manually, is in-range (as per system configuration), and is not "
          "in use, it will be allocated to the service; otherwise creation of the service will "
@@ -607,17 +387,17 @@ _SERVICE_COLUMNS: Final = (
          "This field will be wiped when updating a Service to type ExternalName. More info: "
          "https://kubernetes.io/docs/concepts/services-networking/service/"
          "#virtual-ips-and-service-proxies"),
-    _col("External-IP", "string",
+    column("External-IP", "string",
          "externalIPs is a list of IP addresses for which nodes in the cluster will also "
          "accept traffic for this service.  These IPs are not managed by Kubernetes.  The user "
          "is responsible for ensuring that traffic arrives at a node with this IP.  A common "
          "example is external load-balancers that are not part of the Kubernetes system."),
-    _col("Port(s)", "string",
+    column("Port(s)", "string",
          "The list of ports that are exposed by this service. More info: "
          "https://kubernetes.io/docs/concepts/services-networking/service/"
          "#virtual-ips-and-service-proxies"),
-    _AGE_COL,
-    _col("Selector", "string",
+    AGE_COLUMN,
+    column("Selector", "string",
          "Route service traffic to pods with label keys and values matching this selector. If "
          "empty or not present, the service is assumed to have an external process managing "
          "its endpoints, which Kubernetes will not modify. Only applies to types ClusterIP, "
@@ -626,28 +406,28 @@ _SERVICE_COLUMNS: Final = (
 )
 
 _STATEFUL_SET_COLUMNS: Final = (
-    _NAME_COL,
-    _col("Ready", "string", _D_READY_PODS),
-    _AGE_COL,
-    _col("Containers", "string", _D_CONTAINERS, priority=1),
-    _col("Images", "string", _D_IMAGES, priority=1),
+    NAME_COLUMN,
+    column("Ready", "string", READY_PODS_DESCRIPTION),
+    AGE_COLUMN,
+    column("Containers", "string", CONTAINERS_DESCRIPTION, priority=1),
+    column("Images", "string", IMAGES_DESCRIPTION, priority=1),
 )
 
 _ENDPOINTS_COLUMNS: Final = (
-    _NAME_COL,
-    _col("Endpoints", "string",
+    NAME_COLUMN,
+    column("Endpoints", "string",
          "The set of all endpoints is the union of all subsets. Addresses are placed into "
          "subsets according to the IPs they share. A single address with multiple ports, some "
          "of which are ready and some of which are not (because they come from different "
          "containers) will result in the address being displayed in different subsets for the "
          "different ports. No address will appear in both Addresses and NotReadyAddresses in "
          "the same subset. Sets of addresses and ports that comprise a service."),
-    _AGE_COL,
+    AGE_COLUMN,
 )
 
 _ENDPOINT_SLICE_COLUMNS: Final = (
-    _NAME_COL,
-    _col("AddressType", "string",
+    NAME_COLUMN,
+    column("AddressType", "string",
          "addressType specifies the type of address carried by this EndpointSlice. All "
          "addresses in this slice must be the same type. This field is immutable after "
          "creation. The following address types are currently supported: * IPv4: Represents "
@@ -655,16 +435,16 @@ _ENDPOINT_SLICE_COLUMNS: Final = (
          "Qualified Domain Name. (Deprecated) The EndpointSlice controller only generates, and "
          "kube-proxy only processes, slices of addressType \"IPv4\" and \"IPv6\". No semantics "
          "are defined for the \"FQDN\" type."),
-    _col("Ports", "string",
+    column("Ports", "string",
          "ports specifies the list of network ports exposed by each endpoint in this slice. "
          "Each port must have a unique name. Each slice may include a maximum of 100 ports. "
          "Services always have at least 1 port, so EndpointSlices generated by the "
          "EndpointSlice controller will likewise always have at least 1 port. EndpointSlices "
          "used for other purposes may have an empty ports list."),
-    _col("Endpoints", "string",
+    column("Endpoints", "string",
          "endpoints is a list of unique endpoints in this slice. Each slice may include a "
          "maximum of 1000 endpoints."),
-    _AGE_COL,
+    AGE_COLUMN,
 )
 
 _D_NODE_ADDRESSES: Final = (
@@ -679,34 +459,34 @@ _D_NODE_ADDRESSES: Final = (
 )
 
 _NODE_COLUMNS: Final = (
-    _NAME_COL,
-    _col("Status", "string", "The status of the node"),
-    _col("Roles", "string", "The roles of the node"),
-    _AGE_COL,
-    _col("Version", "string", "Kubelet Version reported by the node."),
-    _col("Internal-IP", "string", _D_NODE_ADDRESSES, priority=1),
-    _col("External-IP", "string", _D_NODE_ADDRESSES, priority=1),
-    _col("OS-Image", "string",
+    NAME_COLUMN,
+    column("Status", "string", "The status of the node"),
+    column("Roles", "string", "The roles of the node"),
+    AGE_COLUMN,
+    column("Version", "string", "Kubelet Version reported by the node."),
+    column("Internal-IP", "string", _D_NODE_ADDRESSES, priority=1),
+    column("External-IP", "string", _D_NODE_ADDRESSES, priority=1),
+    column("OS-Image", "string",
          "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 "
          "(wheezy)).", priority=1),
-    _col("Kernel-Version", "string",
+    column("Kernel-Version", "string",
          "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).",
          priority=1),
-    _col("Container-Runtime", "string",
+    column("Container-Runtime", "string",
          "ContainerRuntime Version reported by the node through runtime remote API (e.g. "
          "containerd://1.4.2).", priority=1),
 )
 
 _EVENT_COLUMNS: Final = (
-    _col("Last Seen", "string",
+    column("Last Seen", "string",
          "The time at which the most recent occurrence of this event was recorded."),
-    _col("Type", "string",
+    column("Type", "string",
          "Type of this event (Normal, Warning), new types could be added in the future"),
-    _col("Reason", "string",
+    column("Reason", "string",
          "This should be a short, machine understandable string that gives the reason for the "
          "transition into the object's current status."),
-    _col("Object", "string", "The object that this event is about."),
-    _col("Subobject", "string",
+    column("Object", "string", "The object that this event is about."),
+    column("Subobject", "string",
          "If referring to a piece of an object instead of an entire object, this string should "
          "contain a valid JSON/Go field access statement, such as "
          "desiredState.manifest.containers[2]. For example, if the object reference is to a "
@@ -715,348 +495,121 @@ _EVENT_COLUMNS: Final = (
          "no container name is specified \"spec.containers[2]\" (container with index 2 in "
          "this pod). This syntax is chosen only to have some well-defined way of referencing a "
          "part of an object.", priority=1),
-    _col("Source", "string",
+    column("Source", "string",
          "The component reporting this event. Should be a short machine understandable "
          "string.", priority=1),
-    _col("Message", "string", "A human-readable description of the status of this operation."),
-    _col("First Seen", "string",
+    column("Message", "string", "A human-readable description of the status of this operation."),
+    column("First Seen", "string",
          "The time at which the event was first recorded. (Time of server receipt is in "
          "TypeMeta.)", priority=1),
-    _col("Count", "string", "The number of times this event has occurred.", priority=1),
-    _col("Name", "string", _D_NAME, fmt="name", priority=1),
+    column("Count", "string", "The number of times this event has occurred.", priority=1),
+    column("Name", "string", NAME_DESCRIPTION, fmt="name", priority=1),
 )
 
 _NAMESPACE_COLUMNS: Final = (
-    _NAME_COL,
-    _col("Status", "string", "The status of the namespace"),
-    _AGE_COL,
+    NAME_COLUMN,
+    column("Status", "string", "The status of the namespace"),
+    AGE_COLUMN,
 )
 
 _SECRET_COLUMNS: Final = (
-    _NAME_COL,
-    _col("Type", "string",
+    NAME_COLUMN,
+    column("Type", "string",
          "Used to facilitate programmatic handling of secret data. More info: "
          "https://kubernetes.io/docs/concepts/configuration/secret/#secret-types"),
-    _col("Data", "string",
+    column("Data", "string",
          "Data contains the secret data. Each key must consist of alphanumeric characters, "
          "'-', '_' or '.'. The serialized form of the secret data is a base64 encoded string, "
          "representing the arbitrary (possibly non-string) data value here. Described in "
          "https://tools.ietf.org/html/rfc4648#section-4"),
-    _AGE_COL,
+    AGE_COLUMN,
 )
 
 # v1.35 dropped the Secrets count (kubernetes/kubernetes#117160): the field is not
 # populated since 1.24 and the count misled.
-_SERVICE_ACCOUNT_COLUMNS: Final = (_NAME_COL, _AGE_COL)
-
-_DEPLOYMENT_COLUMNS: Final = (
-    _NAME_COL,
-    _col("Ready", "string", _D_READY_PODS),
-    _col("Up-to-date", "string",
-         "Total number of non-terminating pods targeted by this deployment that have the "
-         "desired template spec."),
-    _col("Available", "string",
-         "Total number of available non-terminating pods (ready for at least "
-         "minReadySeconds) targeted by this deployment."),
-    _AGE_COL,
-    _col("Containers", "string", _D_CONTAINERS, priority=1),
-    _col("Images", "string", _D_IMAGES, priority=1),
-    _col("Selector", "string",
-         "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be "
-         "the ones affected by this deployment. It must match the pod template's labels.",
-         priority=1),
-)
+_SERVICE_ACCOUNT_COLUMNS: Final = (NAME_COLUMN, AGE_COLUMN)
 
 _CONFIG_MAP_COLUMNS: Final = (
-    _NAME_COL,
-    _col("Data", "string",
+    NAME_COLUMN,
+    column("Data", "string",
          "Data contains the configuration data. Each key must consist of alphanumeric "
          "characters, '-', '_' or '.'. Values with non-UTF-8 byte sequences must use the "
          "BinaryData field. The keys stored in Data must not overlap with the keys in the "
          "BinaryData field, this is enforced during validation process."),
-    _AGE_COL,
+    AGE_COLUMN,
 )
 
 _LEASE_COLUMNS: Final = (
-    _NAME_COL,
-    _col("Holder", "string",
+    NAME_COLUMN,
+    column("Holder", "string",
          "holderIdentity contains the identity of the holder of a current lease. If "
          "Coordinated Leader Election is used, the holder identity must be equal to the "
          "elected LeaseCandidate.metadata.name field."),
-    _AGE_COL,
+    AGE_COLUMN,
 )
 
 _CONTROLLER_REVISION_COLUMNS: Final = (
-    _NAME_COL,
-    _col("Controller", "string", "Controller of the object"),
-    _col("Revision", "string", "Revision indicates the revision of the state represented by Data."),
-    _AGE_COL,
+    NAME_COLUMN,
+    column("Controller", "string", "Controller of the object"),
+    column("Revision", "string", "Revision indicates the revision of the state represented by Data."),
+    AGE_COLUMN,
 )
 
 _SCALE_COLUMNS: Final = (
-    _col("Name", "string", _D_NAME),
-    _col("Desired", "integer",
+    column("Name", "string", NAME_DESCRIPTION),
+    column("Desired", "integer",
          "replicas is the desired number of instances for the scaled object."),
-    _col("Available", "integer",
+    column("Available", "integer",
          "replicas is the actual number of observed instances of the scaled object."),
-    _AGE_COL,
+    AGE_COLUMN,
 )
 
-_DEFAULT_COLUMNS: Final = (
-    _NAME_COL,
-    _col("Created At", "date", _D_AGE),
-)
-
-
-# --- printers -------------------------------------------------------------------
-
-class _Row(NamedTuple):
-    cells: Cells
-    conditions: list[dict[str, str]] | None = None
-
-
-_Printer = Callable[[Obj, int], _Row]
-
-
-def _name(obj: Obj) -> str:
-    return _s(_d(obj.get("metadata")).get("name"))
-
-
-def _age(obj: Obj, now: int) -> str:
-    ts = _parse_ts_ns(_d(obj.get("metadata")).get("creationTimestamp"))
-    return "<unknown>" if ts is None else _human_duration_ns(now - ts)
-
-
-def _since(value: Any, now: int) -> str:
-    ts = _parse_ts_ns(value)
-    return "<unknown>" if ts is None else _human_duration_ns(now - ts)
-
-
-_POD_SUCCESS_CONDITIONS: Final = (
-    {"type": "Completed", "status": "True", "reason": "Succeeded",
-     "message": "The pod has completed successfully."},
-)
-_POD_FAILED_CONDITIONS: Final = (
-    {"type": "Completed", "status": "True", "reason": "Failed", "message": "The pod failed."},
-)
-
-
-def _is_restartable_init_container(container: Obj | None) -> bool:
-    return container is not None and container.get("restartPolicy") == "Always"
-
-
-def _term_finished_ns(cs: Obj) -> tuple[bool, int | None]:
-    """(LastTerminationState.Terminated != nil, its FinishedAt or None for zero)."""
-    term = _d(cs.get("lastState")).get("terminated")
-    if not isinstance(term, Mapping):
-        return False, None
-    return True, _parse_ts_ns(term.get("finishedAt"))
-
-
-def _later(current: int | None, candidate: int | None) -> int | None:
-    """lastRestartDate.Before(&terminatedDate) ? terminatedDate : lastRestartDate."""
-    if candidate is None:
-        return current
-    if current is None or current < candidate:
-        return candidate
-    return current
-
-
-def _pod_row(pod: Obj, now: int) -> _Row:
-    meta = _d(pod.get("metadata"))
-    spec = _d(pod.get("spec"))
-    status = _d(pod.get("status"))
-    restarts = 0
-    restartable_init_restarts = 0
-    total_containers = len(_l(spec.get("containers")))
-    ready_containers = 0
-    last_restart: int | None = None
-    last_restartable_init_restart: int | None = None
-
-    phase = _s(status.get("phase"))
-    reason = phase
-    if _s(status.get("reason")):
-        reason = _s(status.get("reason"))
-    pod_conditions = [_d(c) for c in _l(status.get("conditions"))]
-    for cond in pod_conditions:
-        if cond.get("type") == "PodScheduled" and cond.get("reason") == "SchedulingGated":
-            reason = "SchedulingGated"
-
-    row_conditions: list[dict[str, str]] | None = None
-    if phase == "Succeeded":
-        row_conditions = [dict(c) for c in _POD_SUCCESS_CONDITIONS]
-    elif phase == "Failed":
-        row_conditions = [dict(c) for c in _POD_FAILED_CONDITIONS]
-
-    init_containers = _l(spec.get("initContainers"))
-    init_by_name: dict[str, Obj] = {}
-    for c in init_containers:
-        c = _d(c)
-        init_by_name[_s(c.get("name"))] = c
-        if _is_restartable_init_container(c):
-            total_containers += 1
-
-    initializing = False
-    for i, cs in enumerate(_l(status.get("initContainerStatuses"))):
-        cs = _d(cs)
-        rc = _i(cs.get("restartCount"))
-        restarts += rc
-        has_term, finished = _term_finished_ns(cs)
-        if has_term:
-            last_restart = _later(last_restart, finished)
-        restartable = _is_restartable_init_container(init_by_name.get(_s(cs.get("name"))))
-        if restartable:
-            restartable_init_restarts += rc
-            if has_term:
-                last_restartable_init_restart = _later(last_restartable_init_restart, finished)
-        state = _d(cs.get("state"))
-        term = state.get("terminated")
-        waiting = state.get("waiting")
-        if isinstance(term, Mapping) and _i(term.get("exitCode")) == 0:
-            continue
-        if restartable and cs.get("started") is True:
-            if cs.get("ready") is True:
-                ready_containers += 1
-            continue
-        if isinstance(term, Mapping):
-            # initialization failed
-            if not _s(term.get("reason")):
-                if _i(term.get("signal")) != 0:
-                    reason = f"Init:Signal:{_i(term.get('signal'))}"
-                else:
-                    reason = f"Init:ExitCode:{_i(term.get('exitCode'))}"
-            else:
-                reason = "Init:" + _s(term.get("reason"))
-        elif isinstance(waiting, Mapping) and _s(waiting.get("reason")) and \
-                waiting.get("reason") != "PodInitializing":
-            reason = "Init:" + _s(waiting.get("reason"))
-        else:
-            reason = f"Init:{i}/{len(init_containers)}"
-        initializing = True
-        break
-
-    initialized = False
-    for cond in pod_conditions:
-        if cond.get("type") == "Initialized":
-            initialized = cond.get("status") == "True"
-            break
-
-    if not initializing or initialized:
-        restarts = restartable_init_restarts
-        last_restart = last_restartable_init_restart
-        has_running = False
-        for cs in reversed(_l(status.get("containerStatuses"))):
-            cs = _d(cs)
-            restarts += _i(cs.get("restartCount"))
-            has_term, finished = _term_finished_ns(cs)
-            if has_term:
-                last_restart = _later(last_restart, finished)
-            state = _d(cs.get("state"))
-            term = state.get("terminated")
-            waiting = state.get("waiting")
-            if isinstance(waiting, Mapping) and _s(waiting.get("reason")):
-                reason = _s(waiting.get("reason"))
-            elif isinstance(term, Mapping) and _s(term.get("reason")):
-                reason = _s(term.get("reason"))
-            elif isinstance(term, Mapping):
-                if _i(term.get("signal")) != 0:
-                    reason = f"Signal:{_i(term.get('signal'))}"
-                else:
-                    reason = f"ExitCode:{_i(term.get('exitCode'))}"
-            elif cs.get("ready") is True and isinstance(state.get("running"), Mapping):
-                has_running = True
-                ready_containers += 1
-
-        # back to "Running" while at least one container still reports running
-        if reason == "Completed" and has_running:
-            pod_ready = any(c.get("type") == "Ready" and c.get("status") == "True"
-                            for c in pod_conditions)
-            reason = "Running" if pod_ready else "NotReady"
-
-    deleting = _has(meta, "deletionTimestamp")
-    if deleting and status.get("reason") == "NodeLost":
-        reason = "Unknown"
-    elif deleting and phase not in ("Failed", "Succeeded"):
-        reason = "Terminating"
-
-    restarts_str = str(restarts)
-    if restarts != 0 and last_restart is not None:
-        restarts_str = f"{restarts} ({_human_duration_ns(now - last_restart)} ago)"
-
-    node_name = _s(spec.get("nodeName")) or "<none>"
-    nominated = _s(status.get("nominatedNodeName")) or "<none>"
-    # v1 → internal conversion: a set podIP is authoritative over podIPs[0]
-    pod_ip = _s(status.get("podIP"))
-    if not pod_ip:
-        pod_ips = _l(status.get("podIPs"))
-        pod_ip = _s(_d(pod_ips[0]).get("ip")) if pod_ips else ""
-    pod_ip = pod_ip or "<none>"
-    readiness_gates = "<none>"
-    gates = _l(spec.get("readinessGates"))
-    if gates:
-        true_conditions = 0
-        for gate in gates:
-            ctype = _d(gate).get("conditionType")
-            for cond in pod_conditions:
-                if cond.get("type") == ctype:
-                    if cond.get("status") == "True":
-                        true_conditions += 1
-                    break
-        readiness_gates = f"{true_conditions}/{len(gates)}"
-
-    cells: Cells = [
-        _s(meta.get("name")), f"{ready_containers}/{total_containers}", reason, restarts_str,
-        _age(pod, now), pod_ip, node_name, nominated, readiness_gates,
-    ]
-    return _Row(cells, row_conditions)
-
-
-def _pod_template_row(obj: Obj, now: int) -> _Row:
-    template = _d(obj.get("template"))
-    names, images = _layout_container_cells(_d(template.get("spec")).get("containers"))
-    labels = _format_labels(_d(template.get("metadata")).get("labels"))
-    return _Row([_name(obj), names, images, labels])
+def _pod_template_row(obj: Obj, now: int) -> Row:
+    template = as_dict(obj.get("template"))
+    names, images = layout_container_cells(as_dict(template.get("spec")).get("containers"))
+    labels = format_labels(as_dict(template.get("metadata")).get("labels"))
+    return Row([object_name(obj), names, images, labels])
 
 
 def _pod_template_spec(obj: Obj) -> Obj:
-    return _d(_d(_d(obj.get("spec")).get("template")).get("spec"))
+    return as_dict(as_dict(as_dict(obj.get("spec")).get("template")).get("spec"))
 
 
-def _replica_set_row(obj: Obj, now: int) -> _Row:
-    spec = _d(obj.get("spec"))
-    status = _d(obj.get("status"))
-    names, images = _layout_container_cells(_pod_template_spec(obj).get("containers"))
-    return _Row([
-        _name(obj), _i(spec.get("replicas"), 1), _i(status.get("replicas")),
-        _i(status.get("readyReplicas")), _age(obj, now),
-        names, images, _format_label_selector(spec.get("selector")),
+def _replica_set_row(obj: Obj, now: int) -> Row:
+    spec = as_dict(obj.get("spec"))
+    status = as_dict(obj.get("status"))
+    names, images = layout_container_cells(_pod_template_spec(obj).get("containers"))
+    return Row([
+        object_name(obj), as_int(spec.get("replicas"), 1), as_int(status.get("replicas")),
+        as_int(status.get("readyReplicas")), age(obj, now),
+        names, images, format_label_selector(spec.get("selector")),
     ])
 
 
-def _job_row(obj: Obj, now: int) -> _Row:
-    spec = _d(obj.get("spec"))
-    status = _d(obj.get("status"))
-    succeeded = _i(status.get("succeeded"))
-    if _has(spec, "completions"):
-        completions = f"{succeeded}/{_i(spec.get('completions'))}"
+def _job_row(obj: Obj, now: int) -> Row:
+    spec = as_dict(obj.get("spec"))
+    status = as_dict(obj.get("status"))
+    succeeded = as_int(status.get("succeeded"))
+    if has(spec, "completions"):
+        completions = f"{succeeded}/{as_int(spec.get('completions'))}"
     else:
-        parallelism = _i(spec.get("parallelism"))
+        parallelism = as_int(spec.get("parallelism"))
         if parallelism > 1:
             completions = f"{succeeded}/1 of {parallelism}"
         else:
             completions = f"{succeeded}/1"
-    start = _parse_ts_ns(status.get("startTime"))
-    completion = _parse_ts_ns(status.get("completionTime"))
+    start = parse_timestamp_ns(status.get("startTime"))
+    completion = parse_timestamp_ns(status.get("completionTime"))
     if start is None:
         job_duration = ""
     elif completion is None:
-        job_duration = _human_duration_ns(now - start)
+        job_duration = human_duration_ns(now - start)
     else:
-        job_duration = _human_duration_ns(completion - start)
+        job_duration = human_duration_ns(completion - start)
 
     def has_condition(ctype: str) -> bool:
-        for cond in _l(status.get("conditions")):
-            cond = _d(cond)
+        for cond in as_list(status.get("conditions")):
+            cond = as_dict(cond)
             if cond.get("type") == ctype:
                 return cond.get("status") == "True"
         return False
@@ -1065,7 +618,7 @@ def _job_row(obj: Obj, now: int) -> _Row:
         job_status = "Complete"
     elif has_condition("Failed"):
         job_status = "Failed"
-    elif _has(_d(obj.get("metadata")), "deletionTimestamp"):
+    elif has(as_dict(obj.get("metadata")), "deletionTimestamp"):
         job_status = "Terminating"
     elif has_condition("Suspended"):
         job_status = "Suspended"
@@ -1073,45 +626,45 @@ def _job_row(obj: Obj, now: int) -> _Row:
         job_status = "FailureTarget"
     else:
         job_status = "Running"
-    names, images = _layout_container_cells(_pod_template_spec(obj).get("containers"))
-    return _Row([
-        _name(obj), job_status, completions, job_duration, _age(obj, now),
-        names, images, _format_label_selector(spec.get("selector")),
+    names, images = layout_container_cells(_pod_template_spec(obj).get("containers"))
+    return Row([
+        object_name(obj), job_status, completions, job_duration, age(obj, now),
+        names, images, format_label_selector(spec.get("selector")),
     ])
 
 
-def _cron_job_row(obj: Obj, now: int) -> _Row:
-    spec = _d(obj.get("spec"))
-    status = _d(obj.get("status"))
+def _cron_job_row(obj: Obj, now: int) -> Row:
+    spec = as_dict(obj.get("spec"))
+    status = as_dict(obj.get("status"))
     last_schedule = "<none>"
-    if _has(status, "lastScheduleTime"):
-        last_schedule = _since(status.get("lastScheduleTime"), now)
-    time_zone = _s(spec.get("timeZone")) if _has(spec, "timeZone") else "<none>"
-    job_spec = _d(_d(spec.get("jobTemplate")).get("spec"))
-    names, images = _layout_container_cells(
-        _d(_d(job_spec.get("template")).get("spec")).get("containers"))
-    return _Row([
-        _name(obj), _s(spec.get("schedule")), time_zone, _bool_ptr(spec.get("suspend")),
-        len(_l(status.get("active"))), last_schedule, _age(obj, now),
-        names, images, _format_label_selector(job_spec.get("selector")),
+    if has(status, "lastScheduleTime"):
+        last_schedule = since(status.get("lastScheduleTime"), now)
+    time_zone = as_str(spec.get("timeZone")) if has(spec, "timeZone") else "<none>"
+    job_spec = as_dict(as_dict(spec.get("jobTemplate")).get("spec"))
+    names, images = layout_container_cells(
+        as_dict(as_dict(job_spec.get("template")).get("spec")).get("containers"))
+    return Row([
+        object_name(obj), as_str(spec.get("schedule")), time_zone, bool_ptr(spec.get("suspend")),
+        len(as_list(status.get("active"))), last_schedule, age(obj, now),
+        names, images, format_label_selector(job_spec.get("selector")),
     ])
 
 
 def _load_balancer_status(status: Obj) -> str:
     result: set[str] = set()
-    for ing in _l(_d(status.get("loadBalancer")).get("ingress")):
-        ing = _d(ing)
-        if _s(ing.get("ip")):
-            result.add(_s(ing.get("ip")))
-        elif _s(ing.get("hostname")):
-            result.add(_s(ing.get("hostname")))
+    for ing in as_list(as_dict(status.get("loadBalancer")).get("ingress")):
+        ing = as_dict(ing)
+        if as_str(ing.get("ip")):
+            result.add(as_str(ing.get("ip")))
+        elif as_str(ing.get("hostname")):
+            result.add(as_str(ing.get("hostname")))
     # the server prints wide: no clipping to 16 characters
     return ",".join(sorted(result))
 
 
 def _service_external_ip(spec: Obj, status: Obj) -> str:
     svc_type = spec.get("type")
-    external_ips = [_s(ip) for ip in _l(spec.get("externalIPs"))]
+    external_ips = [as_str(ip) for ip in as_list(spec.get("externalIPs"))]
     if svc_type in ("ClusterIP", "NodePort"):
         return ",".join(external_ips) if external_ips else "<none>"
     if svc_type == "LoadBalancer":
@@ -1121,15 +674,15 @@ def _service_external_ip(spec: Obj, status: Obj) -> str:
             return ",".join(results + external_ips)
         return lb_ips or "<pending>"
     if svc_type == "ExternalName":
-        return _s(spec.get("externalName"))
+        return as_str(spec.get("externalName"))
     return "<unknown>"
 
 
 def _port_string(ports: Iterable[Any]) -> str:
     pieces = []
     for p in ports:
-        p = _d(p)
-        port, protocol, node_port = _i(p.get("port")), _s(p.get("protocol")), _i(p.get("nodePort"))
+        p = as_dict(p)
+        port, protocol, node_port = as_int(p.get("port")), as_str(p.get("protocol")), as_int(p.get("nodePort"))
         if node_port > 0:
             pieces.append(f"{port}:{node_port}/{protocol}")
         else:
@@ -1137,44 +690,44 @@ def _port_string(ports: Iterable[Any]) -> str:
     return ",".join(pieces)
 
 
-def _service_row(obj: Obj, now: int) -> _Row:
-    spec = _d(obj.get("spec"))
-    cluster_ips = _l(spec.get("clusterIPs"))
-    if not cluster_ips and _s(spec.get("clusterIP")):
+def _service_row(obj: Obj, now: int) -> Row:
+    spec = as_dict(obj.get("spec"))
+    cluster_ips = as_list(spec.get("clusterIPs"))
+    if not cluster_ips and as_str(spec.get("clusterIP")):
         cluster_ips = [spec.get("clusterIP")]  # clusterIPs is set from clusterIP on write
-    internal_ip = _s(cluster_ips[0]) if cluster_ips else "<none>"
-    ports = _port_string(_l(spec.get("ports"))) or "<none>"
-    return _Row([
-        _name(obj), _s(spec.get("type")), internal_ip,
-        _service_external_ip(spec, _d(obj.get("status"))), ports, _age(obj, now),
-        _format_labels(spec.get("selector")),
+    internal_ip = as_str(cluster_ips[0]) if cluster_ips else "<none>"
+    ports = _port_string(as_list(spec.get("ports"))) or "<none>"
+    return Row([
+        object_name(obj), as_str(spec.get("type")), internal_ip,
+        _service_external_ip(spec, as_dict(obj.get("status"))), ports, age(obj, now),
+        format_labels(spec.get("selector")),
     ])
 
 
-def _stateful_set_row(obj: Obj, now: int) -> _Row:
-    spec = _d(obj.get("spec"))
-    status = _d(obj.get("status"))
-    names, images = _layout_container_cells(_pod_template_spec(obj).get("containers"))
-    ready = f"{_i(status.get('readyReplicas'))}/{_i(spec.get('replicas'), 1)}"
-    return _Row([_name(obj), ready, _age(obj, now), names, images])
+def _stateful_set_row(obj: Obj, now: int) -> Row:
+    spec = as_dict(obj.get("spec"))
+    status = as_dict(obj.get("status"))
+    names, images = layout_container_cells(_pod_template_spec(obj).get("containers"))
+    ready = f"{as_int(status.get('readyReplicas'))}/{as_int(spec.get('replicas'), 1)}"
+    return Row([object_name(obj), ready, age(obj, now), names, images])
 
 
-def _daemon_set_row(obj: Obj, now: int) -> _Row:
-    spec = _d(obj.get("spec"))
-    status = _d(obj.get("status"))
+def _daemon_set_row(obj: Obj, now: int) -> Row:
+    spec = as_dict(obj.get("spec"))
+    status = as_dict(obj.get("status"))
     pod_spec = _pod_template_spec(obj)
-    names, images = _layout_container_cells(pod_spec.get("containers"))
-    return _Row([
-        _name(obj), _i(status.get("desiredNumberScheduled")),
-        _i(status.get("currentNumberScheduled")), _i(status.get("numberReady")),
-        _i(status.get("updatedNumberScheduled")), _i(status.get("numberAvailable")),
-        _format_labels(pod_spec.get("nodeSelector")), _age(obj, now),
-        names, images, _format_label_selector(spec.get("selector")),
+    names, images = layout_container_cells(pod_spec.get("containers"))
+    return Row([
+        object_name(obj), as_int(status.get("desiredNumberScheduled")),
+        as_int(status.get("currentNumberScheduled")), as_int(status.get("numberReady")),
+        as_int(status.get("updatedNumberScheduled")), as_int(status.get("numberAvailable")),
+        format_labels(pod_spec.get("nodeSelector")), age(obj, now),
+        names, images, format_label_selector(spec.get("selector")),
     ])
 
 
 def _format_endpoints(obj: Obj) -> str:
-    subsets = _l(obj.get("subsets"))
+    subsets = as_list(obj.get("subsets"))
     if not subsets:
         return "<none>"
     items: list[str] = []
@@ -1182,9 +735,9 @@ def _format_endpoints(obj: Obj) -> str:
     more = False
     count = 0
     for ss in subsets:
-        ss = _d(ss)
-        addresses = [_s(_d(a).get("ip")) for a in _l(ss.get("addresses"))]
-        ports = _l(ss.get("ports"))
+        ss = as_dict(ss)
+        addresses = [as_str(as_dict(a).get("ip")) for a in as_list(ss.get("addresses"))]
+        ports = as_list(ss.get("ports"))
         if not ports:
             # headless services with no ports
             count += len(addresses)
@@ -1200,15 +753,15 @@ def _format_endpoints(obj: Obj) -> str:
                 if len(items) == limit:
                     more = True
                     break
-                items.append(_join_host_port(ip, _i(_d(port).get("port"))))
+                items.append(join_host_port(ip, as_int(as_dict(port).get("port"))))
     ret = ",".join(items)
     if more:
         return f"{ret} + {count - limit} more..."
     return ret
 
 
-def _endpoints_row(obj: Obj, now: int) -> _Row:
-    return _Row([_name(obj), _format_endpoints(obj), _age(obj, now)])
+def _endpoints_row(obj: Obj, now: int) -> Row:
+    return Row([object_name(obj), _format_endpoints(obj), age(obj, now)])
 
 
 def _list_with_more(items: list[str], count: int, limit: int = 3) -> str:
@@ -1219,27 +772,27 @@ def _list_with_more(items: list[str], count: int, limit: int = 3) -> str:
     return text or "<unset>"
 
 
-def _endpoint_slice_row(obj: Obj, now: int) -> _Row:
+def _endpoint_slice_row(obj: Obj, now: int) -> Row:
     ports = []
-    for p in _l(obj.get("ports")):
-        p = _d(p)
+    for p in as_list(obj.get("ports")):
+        p = as_dict(p)
         num = p.get("port")
         ports.append(str(num) if isinstance(num, int) else
-                     _s(p.get("name")) if p.get("name") is not None else "*")
-    addresses = [_s(a) for e in _l(obj.get("endpoints")) for a in _l(_d(e).get("addresses"))]
-    return _Row([_name(obj), _s(obj.get("addressType")), _list_with_more(ports, len(ports)),
-                 _list_with_more(addresses, len(addresses)), _age(obj, now)])
+                     as_str(p.get("name")) if p.get("name") is not None else "*")
+    addresses = [as_str(a) for e in as_list(obj.get("endpoints")) for a in as_list(as_dict(e).get("addresses"))]
+    return Row([object_name(obj), as_str(obj.get("addressType")), _list_with_more(ports, len(ports)),
+                 _list_with_more(addresses, len(addresses)), age(obj, now)])
 
 
-def _node_row(obj: Obj, now: int) -> _Row:
-    meta = _d(obj.get("metadata"))
-    spec = _d(obj.get("spec"))
-    status = _d(obj.get("status"))
+def _node_row(obj: Obj, now: int) -> Row:
+    meta = as_dict(obj.get("metadata"))
+    spec = as_dict(obj.get("spec"))
+    status = as_dict(obj.get("status"))
     ready_status: str | None = None
-    for cond in _l(status.get("conditions")):
-        cond = _d(cond)
+    for cond in as_list(status.get("conditions")):
+        cond = as_dict(cond)
         if cond.get("type") == "Ready":  # the last one wins, as in upstream's map
-            ready_status = _s(cond.get("status"))
+            ready_status = as_str(cond.get("status"))
     states = []
     if ready_status is not None:
         states.append("Ready" if ready_status == "True" else "NotReady")
@@ -1249,61 +802,61 @@ def _node_row(obj: Obj, now: int) -> _Row:
         states.append("SchedulingDisabled")
 
     roles: set[str] = set()
-    for k, v in _d(meta.get("labels")).items():
+    for k, v in as_dict(meta.get("labels")).items():
         if k.startswith("node-role.kubernetes.io/"):
             role = k[len("node-role.kubernetes.io/"):]
             if role:
                 roles.add(role)
         elif k == "kubernetes.io/role" and v:
-            roles.add(_s(v))
+            roles.add(as_str(v))
 
     def address(kind: str) -> str:
-        for a in _l(status.get("addresses")):
-            a = _d(a)
+        for a in as_list(status.get("addresses")):
+            a = as_dict(a)
             if a.get("type") == kind:
-                return _s(a.get("address"))
+                return as_str(a.get("address"))
         return "<none>"
 
-    info = _d(status.get("nodeInfo"))
-    return _Row([
-        _s(meta.get("name")), ",".join(states), ",".join(sorted(roles)) or "<none>",
-        _age(obj, now), _s(info.get("kubeletVersion")),
+    info = as_dict(status.get("nodeInfo"))
+    return Row([
+        as_str(meta.get("name")), ",".join(states), ",".join(sorted(roles)) or "<none>",
+        age(obj, now), as_str(info.get("kubeletVersion")),
         address("InternalIP"), address("ExternalIP"),
-        _s(info.get("osImage")) or "<unknown>",
+        as_str(info.get("osImage")) or "<unknown>",
         # the architecture goes after the kernel version (v1.36's printer)
-        (_s(info.get("kernelVersion")) or "<unknown>")
-        + (f" ({_s(info['architecture'])})" if info.get("architecture") else ""),
-        _s(info.get("containerRuntimeVersion")) or "<unknown>",
+        (as_str(info.get("kernelVersion")) or "<unknown>")
+        + (f" ({as_str(info['architecture'])})" if info.get("architecture") else ""),
+        as_str(info.get("containerRuntimeVersion")) or "<unknown>",
     ])
 
 
-def _event_row(obj: Obj, now: int) -> _Row:
+def _event_row(obj: Obj, now: int) -> Row:
     """core/v1 Event (events.k8s.io/v1 Events are mapped onto it first)."""
-    first_ts = _parse_ts_ns(obj.get("firstTimestamp"))
+    first_ts = parse_timestamp_ns(obj.get("firstTimestamp"))
     if first_ts is None:
-        first = _since(obj.get("eventTime"), now)
+        first = since(obj.get("eventTime"), now)
     else:
-        first = _human_duration_ns(now - first_ts)
-    last_ts = _parse_ts_ns(obj.get("lastTimestamp"))
-    last = first if last_ts is None else _human_duration_ns(now - last_ts)
-    count = _i(obj.get("count"))
+        first = human_duration_ns(now - first_ts)
+    last_ts = parse_timestamp_ns(obj.get("lastTimestamp"))
+    last = first if last_ts is None else human_duration_ns(now - last_ts)
+    count = as_int(obj.get("count"))
     series = obj.get("series")
     if isinstance(series, Mapping):
-        last = _since(series.get("lastObservedTime"), now)
-        count = _i(series.get("count"))
+        last = since(series.get("lastObservedTime"), now)
+        count = as_int(series.get("count"))
     elif count == 0:
         count = 1  # singleton events have no count in the new API
-    involved = _d(obj.get("involvedObject"))
-    kind = _s(involved.get("kind")).lower()
-    target = f"{kind}/{_s(involved.get('name'))}" if _s(involved.get("name")) else kind
-    source = _d(obj.get("source"))
-    component = _s(source.get("component")) or _s(obj.get("reportingComponent"))
-    instance = _s(source.get("host")) or _s(obj.get("reportingInstance"))
+    involved = as_dict(obj.get("involvedObject"))
+    kind = as_str(involved.get("kind")).lower()
+    target = f"{kind}/{as_str(involved.get('name'))}" if as_str(involved.get("name")) else kind
+    source = as_dict(obj.get("source"))
+    component = as_str(source.get("component")) or as_str(obj.get("reportingComponent"))
+    instance = as_str(source.get("host")) or as_str(obj.get("reportingInstance"))
     source_str = f"{component}, {instance}" if instance else component
-    return _Row([
-        last, _s(obj.get("type")), _s(obj.get("reason")), target,
-        _s(involved.get("fieldPath")), source_str, _s(obj.get("message")).strip(_GO_SPACE),
-        first, count, _name(obj),
+    return Row([
+        last, as_str(obj.get("type")), as_str(obj.get("reason")), target,
+        as_str(involved.get("fieldPath")), source_str, as_str(obj.get("message")).strip(GO_SPACE),
+        first, count, object_name(obj),
     ])
 
 
@@ -1326,158 +879,143 @@ def _events_v1_as_core(obj: Obj) -> dict[str, Any]:
     }
 
 
-def _events_v1_row(obj: Obj, now: int) -> _Row:
+def _events_v1_row(obj: Obj, now: int) -> Row:
     return _event_row(_events_v1_as_core(obj), now)
 
 
-def _namespace_row(obj: Obj, now: int) -> _Row:
-    return _Row([_name(obj), _s(_d(obj.get("status")).get("phase")), _age(obj, now)])
+def _namespace_row(obj: Obj, now: int) -> Row:
+    return Row([object_name(obj), as_str(as_dict(obj.get("status")).get("phase")), age(obj, now)])
 
 
-def _secret_row(obj: Obj, now: int) -> _Row:
-    return _Row([_name(obj), _s(obj.get("type")), len(_d(obj.get("data"))), _age(obj, now)])
+def _secret_row(obj: Obj, now: int) -> Row:
+    return Row([object_name(obj), as_str(obj.get("type")), len(as_dict(obj.get("data"))), age(obj, now)])
 
 
-def _service_account_row(obj: Obj, now: int) -> _Row:
-    return _Row([_name(obj), _age(obj, now)])
+def _service_account_row(obj: Obj, now: int) -> Row:
+    return Row([object_name(obj), age(obj, now)])
 
 
-def _deployment_row(obj: Obj, now: int) -> _Row:
-    spec = _d(obj.get("spec"))
-    status = _d(obj.get("status"))
-    try:
-        selector = _selector_string(spec.get("selector"))
-    except ValueError:
-        selector = "<invalid>"
-    names, images = _layout_container_cells(_pod_template_spec(obj).get("containers"))
-    return _Row([
-        _name(obj), f"{_i(status.get('readyReplicas'))}/{_i(spec.get('replicas'), 1)}",
-        _i(status.get("updatedReplicas")), _i(status.get("availableReplicas")), _age(obj, now),
-        names, images, selector,
-    ])
+def _config_map_row(obj: Obj, now: int) -> Row:
+    n = len(as_dict(obj.get("data"))) + len(as_dict(obj.get("binaryData")))
+    return Row([object_name(obj), n, age(obj, now)])
 
 
-def _config_map_row(obj: Obj, now: int) -> _Row:
-    n = len(_d(obj.get("data"))) + len(_d(obj.get("binaryData")))
-    return _Row([_name(obj), n, _age(obj, now)])
+def _lease_row(obj: Obj, now: int) -> Row:
+    holder = as_str(as_dict(obj.get("spec")).get("holderIdentity"))
+    return Row([object_name(obj), holder, age(obj, now)])
 
 
-def _lease_row(obj: Obj, now: int) -> _Row:
-    holder = _s(_d(obj.get("spec")).get("holderIdentity"))
-    return _Row([_name(obj), holder, _age(obj, now)])
-
-
-def _controller_revision_row(obj: Obj, now: int) -> _Row:
+def _controller_revision_row(obj: Obj, now: int) -> Row:
     controller = "<none>"
-    for ref in _l(_d(obj.get("metadata")).get("ownerReferences")):
-        ref = _d(ref)
+    for ref in as_list(as_dict(obj.get("metadata")).get("ownerReferences")):
+        ref = as_dict(ref)
         if ref.get("controller") is not True:
             continue
-        api_version = _s(ref.get("apiVersion"))
+        api_version = as_str(ref.get("apiVersion"))
         if api_version in ("", "/") or api_version.count("/") == 0:
             group = ""
         elif api_version.count("/") == 1:
             group = api_version.split("/", 1)[0]
         else:
             raise ValueError(f"unexpected GroupVersion string: {api_version}")
-        kind = _s(ref.get("kind"))
-        name = _s(ref.get("name"))
+        kind = as_str(ref.get("kind"))
+        name = as_str(ref.get("name"))
         if not group and not kind:
             controller = name
         else:
             group_kind = f"{kind}.{group}" if group else kind
             controller = f"{group_kind.lower()}/{name}"
         break
-    return _Row([_name(obj), controller, _i(obj.get("revision")), _age(obj, now)])
+    return Row([object_name(obj), controller, as_int(obj.get("revision")), age(obj, now)])
 
 
-def _scale_row(obj: Obj, now: int) -> _Row:
-    return _Row([
-        _name(obj), _i(_d(obj.get("spec")).get("replicas")),
-        _i(_d(obj.get("status")).get("replicas")), _age(obj, now),
+def _scale_row(obj: Obj, now: int) -> Row:
+    return Row([
+        object_name(obj), as_int(as_dict(obj.get("spec")).get("replicas")),
+        as_int(as_dict(obj.get("status")).get("replicas")), age(obj, now),
     ])
 
 
 _PERSISTENT_VOLUME_COLUMNS: Final = (
-    _NAME_COL,
-    _col("Capacity", "string",
+    NAME_COLUMN,
+    column("Capacity", "string",
          "capacity is the description of the persistent volume's resources and capacity. "
          "More info: https://kubernetes.io/docs/concepts/storage/persistent-"
          "volumes#capacity"),
-    _col("Access Modes", "string",
+    column("Access Modes", "string",
          "accessModes contains all ways the volume can be mounted. More info: "
          "https://kubernetes.io/docs/concepts/storage/persistent-volumes#access-modes"),
-    _col("Reclaim Policy", "string",
+    column("Reclaim Policy", "string",
          "persistentVolumeReclaimPolicy defines what happens to a persistent volume when "
          "released from its claim. Valid options are Retain (default for manually created "
          "PersistentVolumes), Delete (default for dynamically provisioned "
          "PersistentVolumes), and Recycle (deprecated). Recycle must be supported by the "
          "volume plugin underlying this PersistentVolume. More info: "
          "https://kubernetes.io/docs/concepts/storage/persistent-volumes#reclaiming"),
-    _col("Status", "string",
+    column("Status", "string",
          "phase indicates if a volume is available, bound to a claim, or released by a "
          "claim. More info: https://kubernetes.io/docs/concepts/storage/persistent-"
          "volumes#phase"),
-    _col("Claim", "string",
+    column("Claim", "string",
          "claimRef is part of a bi-directional binding between PersistentVolume and "
          "PersistentVolumeClaim. Expected to be non-nil when bound. claim.VolumeName is "
          "the authoritative bind between PV and PVC. More info: "
          "https://kubernetes.io/docs/concepts/storage/persistent-volumes#binding"),
-    _col("StorageClass", "string",
+    column("StorageClass", "string",
          "StorageClass of the pv"),
-    _col("VolumeAttributesClass", "string",
+    column("VolumeAttributesClass", "string",
          "VolumeAttributesClass of the pv"),
-    _col("Reason", "string",
+    column("Reason", "string",
          "reason is a brief CamelCase string that describes any failure and is meant for "
          "machine parsing and tidy display in the CLI."),
-    _AGE_COL,
-    _col("VolumeMode", "string",
+    AGE_COLUMN,
+    column("VolumeMode", "string",
          "volumeMode defines if a volume is intended to be used with a formatted "
          "filesystem or to remain in raw block state. Value of Filesystem is implied when "
          "not included in spec.", priority=1),
 )
 
 _PERSISTENT_VOLUME_CLAIM_COLUMNS: Final = (
-    _NAME_COL,
-    _col("Status", "string",
+    NAME_COLUMN,
+    column("Status", "string",
          "phase represents the current phase of PersistentVolumeClaim."),
-    _col("Volume", "string",
+    column("Volume", "string",
          "volumeName is the binding reference to the PersistentVolume backing this claim."),
-    _col("Capacity", "string",
+    column("Capacity", "string",
          "capacity represents the actual resources of the underlying volume."),
-    _col("Access Modes", "string",
+    column("Access Modes", "string",
          "accessModes contains the actual access modes the volume backing the PVC has. "
          "More info: https://kubernetes.io/docs/concepts/storage/persistent-"
          "volumes#access-modes-1"),
-    _col("StorageClass", "string",
+    column("StorageClass", "string",
          "StorageClass of the pvc"),
-    _col("VolumeAttributesClass", "string",
+    column("VolumeAttributesClass", "string",
          "VolumeAttributesClass of the pvc"),
-    _AGE_COL,
-    _col("VolumeMode", "string",
+    AGE_COLUMN,
+    column("VolumeMode", "string",
          "volumeMode defines what type of volume is required by the claim. Value of "
          "Filesystem is implied when not included in claim spec.", priority=1),
 )
 
 _REPLICATION_CONTROLLER_COLUMNS: Final = (
-    _NAME_COL,
-    _col("Desired", "integer",
+    NAME_COLUMN,
+    column("Desired", "integer",
          "Replicas is the number of desired replicas. This is a pointer to distinguish "
          "between explicit zero and unspecified. Defaults to 1. More info: https://kuberne"
          "tes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-"
          "replicationcontroller"),
-    _col("Current", "integer",
+    column("Current", "integer",
          "Replicas is the most recently observed number of replicas. More info: https://ku"
          "bernetes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-"
          "replicationcontroller"),
-    _col("Ready", "integer",
+    column("Ready", "integer",
          "The number of ready replicas for this replication controller."),
-    _AGE_COL,
-    _col("Containers", "string",
+    AGE_COLUMN,
+    column("Containers", "string",
          "Names of each container in the template.", priority=1),
-    _col("Images", "string",
+    column("Images", "string",
          "Images referenced by each container in the template.", priority=1),
-    _col("Selector", "string",
+    column("Selector", "string",
          "Selector is a label query over pods that should match the Replicas count. If "
          "Selector is empty, it is defaulted to the labels present on the Pod template. "
          "Label keys and values that must match in order to be controlled by this "
@@ -1487,19 +1025,19 @@ _REPLICATION_CONTROLLER_COLUMNS: Final = (
 )
 
 _STORAGE_CLASS_COLUMNS: Final = (
-    _NAME_COL,
-    _col("Provisioner", "string",
+    NAME_COLUMN,
+    column("Provisioner", "string",
          "provisioner indicates the type of the provisioner."),
-    _col("ReclaimPolicy", "string",
+    column("ReclaimPolicy", "string",
          "reclaimPolicy controls the reclaimPolicy for dynamically provisioned "
          "PersistentVolumes of this storage class. Defaults to Delete."),
-    _col("VolumeBindingMode", "string",
+    column("VolumeBindingMode", "string",
          "volumeBindingMode indicates how PersistentVolumeClaims should be provisioned and"
          " bound.  When unset, VolumeBindingImmediate is used. This field is only honored "
          "by servers that enable the VolumeScheduling feature."),
-    _col("AllowVolumeExpansion", "string",
+    column("AllowVolumeExpansion", "string",
          "allowVolumeExpansion shows whether the storage class allow volume expand."),
-    _AGE_COL,
+    AGE_COLUMN,
 )
 
 
@@ -1514,55 +1052,55 @@ def _access_modes(modes: Any) -> str:
 
 
 def _deleting(obj: Obj) -> bool:
-    return bool(_d(obj.get("metadata")).get("deletionTimestamp"))
+    return bool(as_dict(obj.get("metadata")).get("deletionTimestamp"))
 
 
 def _unset(v: Any) -> str:
     return "<unset>" if v is None else str(v)
 
 
-def _persistent_volume_row(obj: Obj, now: int) -> _Row:
-    spec = _d(obj.get("spec"))
-    status = _d(obj.get("status"))
-    ref = _d(spec.get("claimRef"))
+def _persistent_volume_row(obj: Obj, now: int) -> Row:
+    spec = as_dict(obj.get("spec"))
+    status = as_dict(obj.get("status"))
+    ref = as_dict(spec.get("claimRef"))
     claim = f"{ref.get('namespace', '')}/{ref.get('name', '')}" if spec.get("claimRef") else ""
-    cls = (_d(_d(obj.get("metadata")).get("annotations"))
+    cls = (as_dict(as_dict(obj.get("metadata")).get("annotations"))
            .get("volume.beta.kubernetes.io/storage-class") or spec.get("storageClassName") or "")
     phase = "Terminating" if _deleting(obj) else str(status.get("phase") or "")
-    return _Row([
-        _name(obj), str(_d(spec.get("capacity")).get("storage") or "0"),
+    return Row([
+        object_name(obj), str(as_dict(spec.get("capacity")).get("storage") or "0"),
         _access_modes(spec.get("accessModes")),
         str(spec.get("persistentVolumeReclaimPolicy") or ""), phase, claim, str(cls),
         _unset(spec.get("volumeAttributesClassName")), str(status.get("reason") or ""),
-        _age(obj, now), _unset(spec.get("volumeMode")),
+        age(obj, now), _unset(spec.get("volumeMode")),
     ])
 
 
-def _persistent_volume_claim_row(obj: Obj, now: int) -> _Row:
-    spec = _d(obj.get("spec"))
-    status = _d(obj.get("status"))
+def _persistent_volume_claim_row(obj: Obj, now: int) -> Row:
+    spec = as_dict(obj.get("spec"))
+    status = as_dict(obj.get("status"))
     phase = "Terminating" if _deleting(obj) else str(status.get("phase") or "")
     capacity = modes = ""
     if spec.get("volumeName"):
         modes = _access_modes(status.get("accessModes"))
-        capacity = str(_d(status.get("capacity")).get("storage") or "0")
-    cls = (_d(_d(obj.get("metadata")).get("annotations"))
+        capacity = str(as_dict(status.get("capacity")).get("storage") or "0")
+    cls = (as_dict(as_dict(obj.get("metadata")).get("annotations"))
            .get("volume.beta.kubernetes.io/storage-class") or spec.get("storageClassName") or "")
-    return _Row([
-        _name(obj), phase, str(spec.get("volumeName") or ""), capacity, modes, str(cls),
-        _unset(spec.get("volumeAttributesClassName")), _age(obj, now),
+    return Row([
+        object_name(obj), phase, str(spec.get("volumeName") or ""), capacity, modes, str(cls),
+        _unset(spec.get("volumeAttributesClassName")), age(obj, now),
         _unset(spec.get("volumeMode")),
     ])
 
 
-def _replication_controller_row(obj: Obj, now: int) -> _Row:
-    spec = _d(obj.get("spec"))
-    status = _d(obj.get("status"))
-    names, images = _layout_container_cells(_pod_template_spec(obj).get("containers"))
-    return _Row([
-        _name(obj), _i(spec.get("replicas"), 1), _i(status.get("replicas")),
-        _i(status.get("readyReplicas")), _age(obj, now), names, images,
-        _format_labels(spec.get("selector")),
+def _replication_controller_row(obj: Obj, now: int) -> Row:
+    spec = as_dict(obj.get("spec"))
+    status = as_dict(obj.get("status"))
+    names, images = layout_container_cells(_pod_template_spec(obj).get("containers"))
+    return Row([
+        object_name(obj), as_int(spec.get("replicas"), 1), as_int(status.get("replicas")),
+        as_int(status.get("readyReplicas")), age(obj, now), names, images,
+        format_labels(spec.get("selector")),
     ])
 
 
@@ -1570,25 +1108,22 @@ _DEFAULT_CLASS_ANNOTATIONS: Final = ("storageclass.kubernetes.io/is-default-clas
                                      "storageclass.beta.kubernetes.io/is-default-class")
 
 
-def _storage_class_row(obj: Obj, now: int) -> _Row:
-    annotations = _d(_d(obj.get("metadata")).get("annotations"))
-    name = _name(obj)
+def _storage_class_row(obj: Obj, now: int) -> Row:
+    annotations = as_dict(as_dict(obj.get("metadata")).get("annotations"))
+    name = object_name(obj)
     if any(annotations.get(a) == "true" for a in _DEFAULT_CLASS_ANNOTATIONS):
         name += " (default)"
     expansion = obj.get("allowVolumeExpansion")
-    return _Row([
+    return Row([
         name, str(obj.get("provisioner") or ""), str(obj.get("reclaimPolicy") or "Delete"),
         str(obj.get("volumeBindingMode") or "Immediate"),
-        expansion is True, _age(obj, now),
+        expansion is True, age(obj, now),
     ])
 
 
-def _default_row(obj: Obj, now: int) -> _Row:
-    return _Row([_name(obj), _rfc3339_utc(_d(obj.get("metadata")).get("creationTimestamp"))])
 
-
-_PRINTERS: Final[dict[tuple[str, str], tuple[tuple[dict[str, Any], ...], _Printer]]] = {
-    ("", "Pod"): (_POD_COLUMNS, _pod_row),
+_RowFn = Callable[[Obj, int], Row]
+_PRINTERS: Final[dict[tuple[str, str], tuple[tuple[dict[str, Any], ...], _RowFn]]] = {
     ("", "PodTemplate"): (_POD_TEMPLATE_COLUMNS, _pod_template_row),
     ("", "Service"): (_SERVICE_COLUMNS, _service_row),
     ("", "Endpoints"): (_ENDPOINTS_COLUMNS, _endpoints_row),
@@ -1600,7 +1135,6 @@ _PRINTERS: Final[dict[tuple[str, str], tuple[tuple[dict[str, Any], ...], _Printe
     ("", "Secret"): (_SECRET_COLUMNS, _secret_row),
     ("", "ServiceAccount"): (_SERVICE_ACCOUNT_COLUMNS, _service_account_row),
     ("", "ConfigMap"): (_CONFIG_MAP_COLUMNS, _config_map_row),
-    ("apps", "Deployment"): (_DEPLOYMENT_COLUMNS, _deployment_row),
     ("apps", "ReplicaSet"): (_REPLICA_SET_COLUMNS, _replica_set_row),
     ("apps", "StatefulSet"): (_STATEFUL_SET_COLUMNS, _stateful_set_row),
     ("apps", "DaemonSet"): (_DAEMON_SET_COLUMNS, _daemon_set_row),
@@ -1616,17 +1150,6 @@ _PRINTERS: Final[dict[tuple[str, str], tuple[tuple[dict[str, Any], ...], _Printe
                                     _replication_controller_row),
     ("storage.k8s.io", "StorageClass"): (_STORAGE_CLASS_COLUMNS, _storage_class_row),
 }
-
-
-def has_printer(kind: str, group: str) -> bool:
-    """Whether (group, kind) has its own columns (else the Name/Created At default)."""
-    return (group, kind) in _PRINTERS
-
-
-def column_definitions(kind: str, group: str) -> list[dict[str, Any]]:
-    """The column definitions the Table for this kind carries (fresh copies)."""
-    columns = _PRINTERS.get((group, kind), (_DEFAULT_COLUMNS, _default_row))[0]
-    return [dict(c) for c in columns]
 
 
 # --- the Table ------------------------------------------------------------------
@@ -1660,6 +1183,7 @@ def table(
     group: str,
     objects: Sequence[Obj],
     *,
+    printer: Printer | None = None,
     list_meta: Mapping[str, Any] | None,
     include_object: str,
     api_version: str = "meta.k8s.io/v1",
@@ -1677,8 +1201,12 @@ def table(
     """
     if include_object not in INCLUDE_OBJECT_POLICIES:
         raise ValueError(f"unrecognized includeObject value: {_go_quote(include_object)}")
-    columns, printer = _PRINTERS.get((group, kind), (_DEFAULT_COLUMNS, _default_row))
-    now_ns = _now_ns(now)
+    if printer is None or printer is DEFAULT_PRINTER:
+        # a kind whose printer is still in this module's table (transitional)
+        columns, row_of = _PRINTERS.get((group, kind), (DEFAULT_COLUMNS, default_row))
+    else:
+        columns, row_of = printer.columns, printer.row
+    now_stamp = now_ns(now)
 
     metadata: dict[str, Any] = {}
     if list_meta is not None:
@@ -1691,13 +1219,13 @@ def table(
         if list_meta.get("remainingItemCount") is not None:
             metadata["remainingItemCount"] = list_meta["remainingItemCount"]
     elif len(objects) == 1:
-        rv = _d(objects[0].get("metadata")).get("resourceVersion")
+        rv = as_dict(objects[0].get("metadata")).get("resourceVersion")
         if rv:
             metadata["resourceVersion"] = rv
 
     rows: list[dict[str, Any]] = []
     for obj in objects:
-        printed = printer(obj, now_ns)
+        printed = row_of(obj, now_stamp)
         row: dict[str, Any] = {"cells": printed.cells}
         if printed.conditions:
             row["conditions"] = printed.conditions

@@ -38,7 +38,6 @@ from pykcm.api.validation import (
     go_int_or_string,
     go_label_selector,
     go_quote,
-    go_string_map,
     go_string_slice,
     inclusive_range_error,
     invalid,
@@ -48,7 +47,6 @@ from pykcm.api.validation import (
     is_qualified_name,
     is_valid_ip,
     is_valid_label_value,
-    is_valid_percent,
     is_valid_port_name,
     is_valid_port_num,
     name_is_dns_label,
@@ -62,162 +60,38 @@ from pykcm.api.validation import (
     validate_immutable,
     validate_label_selector,
     validate_labels,
-    validate_nonnegative,
     validate_object_meta,
     validate_object_meta_update,
 )
 from pykcm.apiserver.defaults import parse_quantity
+from pykcm.apiserver.registry.validation import (
+    as_int,
+    as_list,
+    as_map,
+    as_str,
+    go_labels,
+    immutable,
+    int_or_percent_value,
+    meta_of,
+    nonnegative_field,
+    not_more_than_100_percent,
+    semantic_equal,
+    validate_positive_int_or_percent,
+)
 
 __all__ = ["ip_warnings", "validate_create", "validate_status_update", "validate_update"]
 
 Obj = Mapping[str, Any]
 MAX_INT32: Final = 2**31 - 1
 MAX_SECRET_SIZE: Final = 1 * 1024 * 1024
-_EMPTY: Final[Mapping[str, Any]] = {}
 
 _NAMESPACED: Final = {r.kind: r.namespaced for r in BUILTIN_RESOURCES}
-
-
-# --- small helpers ------------------------------------------------------------
-#
-# Validation runs on every write. Objects are wire-form dicts (JSON-decoded:
-# dict, list, str, int, float, bool, None), so the helpers test those exact
-# types first; isinstance against the Mapping ABC costs several times more
-# and is left for the other Mappings the public functions accept. String
-# checks (pykcm.api.validation) are memoized, and field paths are built only
-# when there is an error to report.
-
-def _m(v: Any) -> Mapping[str, Any]:
-    if v.__class__ is dict:
-        return v  # the common case, without the slower Mapping ABC check
-    return v if isinstance(v, Mapping) else _EMPTY
-
-
-def _l(v: Any) -> list[Any]:
-    return v if isinstance(v, list) else []
-
-
-def _int(v: Any) -> int | None:
-    if v.__class__ is int:  # the common case (bool is a subclass, not int itself)
-        return v
-    if isinstance(v, bool) or not isinstance(v, int):
-        return None
-    return v
-
-
-def _str(v: Any) -> str:
-    return v if isinstance(v, str) else ("" if v is None else str(v))
-
-
-def _is_zero(v: Any) -> bool:
-    """Whether Go would see the (normalized) value as unset."""
-    return v is None or v == "" or v is False or v == {} or v == [] or (
-        v == 0 and not isinstance(v, bool) and isinstance(v, (int, float)))
-
-
-# Exact types a JSON decoder produces; for them Go's zero values are exactly
-# the falsy ones.
-_JSON_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
-_JSON_TYPES: Final = _JSON_SCALARS | {dict, list}
-
-
-def _normalize(v: Any) -> Any:
-    """Go's semantic equality treats unset, nil and zero values alike.
-
-    Drop None, "", 0, False, {} and [] (recursively) so two wire dicts
-    compare equal when the Go structs they decode to would.
-    """
-    cls = v.__class__
-    if cls in _JSON_SCALARS:
-        return v
-    if cls is dict or (cls is not list and isinstance(v, Mapping)):
-        out = {}
-        for k, x in v.items():
-            nx = x if x.__class__ in _JSON_SCALARS else _normalize(x)
-            # For the JSON types the zero values are exactly the falsy ones.
-            if (not nx) if nx.__class__ in _JSON_TYPES else _is_zero(nx):
-                continue
-            out[k] = nx
-        return out
-    if isinstance(v, list):
-        return [_normalize(x) for x in v]
-    return v
-
-
-def _sem_eq(a: Any, b: Any) -> bool:
-    # Equal wire (JSON) values normalize equally, and most comparisons are of
-    # a field an update left alone: compare as is first, normalize only when
-    # that fails.
-    if a == b:
-        return True
-    return bool(_normalize(a) == _normalize(b))
-
-
-def _go_labels(labels: Any) -> GoValue:
-    return go_string_map(labels if isinstance(labels, Mapping) else None)
-
-
-def _meta(obj: Obj) -> Mapping[str, Any]:
-    return _m(obj.get("metadata"))
 
 
 def _validate_meta(kind: str, obj: Obj, name_fn: NameValidator = name_is_dns_subdomain,
                    ) -> list[Cause]:
     return validate_object_meta(obj.get("metadata"), namespaced=_NAMESPACED.get(kind, True),
                                 name_validator=name_fn)
-
-
-def _immutable(new: Any, old: Any, path: str, rendered: Any = None) -> list[Cause]:
-    if _sem_eq(new, old):
-        return []
-    return [invalid(path, new if rendered is None else rendered, FIELD_IMMUTABLE_ERROR_MSG)]
-
-
-def _nonneg(obj: Mapping[str, Any], key: str, path: str) -> list[Cause]:
-    v = _int(obj.get(key))
-    return validate_nonnegative(v, path) if v is not None else []
-
-
-# --- int-or-percent -------------------------------------------------------------
-
-def _percent_value(v: Any) -> int | None:
-    if isinstance(v, str) and not is_valid_percent(v):
-        return int(v[:-1])
-    return None
-
-
-def _int_or_percent_value(v: Any) -> int:
-    p = _percent_value(v)
-    if p is not None:
-        return p
-    if isinstance(v, bool):
-        return 0
-    if isinstance(v, int):
-        return v
-    if isinstance(v, str):
-        # intstr.IntValue() of a string: Atoi, 0 when not a number.
-        try:
-            return int(v)
-        except ValueError:
-            return 0
-    return 0
-
-
-def _validate_positive_int_or_percent(v: Any, path: str) -> list[Cause]:
-    if isinstance(v, str):
-        return [invalid(path, go_int_or_string(v), m) for m in is_valid_percent(v)]
-    if isinstance(v, int) and not isinstance(v, bool):
-        return validate_nonnegative(v, path)
-    if v is None:
-        return []
-    return [invalid(path, go_int_or_string(v), "must be an integer or percentage (e.g '5%')")]
-
-
-def _not_more_than_100_percent(v: Any, path: str) -> list[Cause]:
-    p = _percent_value(v)
-    if p is None or p <= 100:
-        return []
-    return [invalid(path, go_int_or_string(v), "must not be greater than 100%")]
 
 
 # --- pod specs -------------------------------------------------------------------
@@ -243,7 +117,7 @@ def _validate_volumes(volumes: list[Any], path: str) -> tuple[list[Cause], set[s
     errs: list[Cause] = []
     names: set[str] = set()
     for i, vol in enumerate(volumes):
-        vol = _m(vol)
+        vol = as_map(vol)
         # Look the volume's few keys up among the sources (rather than probing
         # for each of the 30 sources), then put them in upstream's order.
         sources = [k for k in vol if k in _VOLUME_SOURCE_RANK and vol[k] is not None]
@@ -254,7 +128,7 @@ def _validate_volumes(volumes: list[Any], path: str) -> tuple[list[Cause], set[s
         for extra in sources[1:]:
             errs.append(forbidden(f"{path}[{i}].{extra}",
                                   "may not specify more than 1 volume type"))
-        name = _str(vol.get("name"))
+        name = as_str(vol.get("name"))
         if not name:
             errs.append(required(f"{path}[{i}].name"))
         else:
@@ -272,8 +146,8 @@ def _validate_ports(ports: list[Any], path: str) -> list[Cause]:
     errs: list[Cause] = []
     names: set[str] = set()
     for i, port in enumerate(ports):
-        port = _m(port)
-        name = _str(port.get("name"))
+        port = as_map(port)
+        name = as_str(port.get("name"))
         if name:
             msgs = is_valid_port_name(name)
             if msgs:
@@ -282,16 +156,16 @@ def _validate_ports(ports: list[Any], path: str) -> list[Cause]:
                 errs.append(duplicate(f"{path}[{i}].name", name))
             else:
                 names.add(name)
-        cport = _int(port.get("containerPort")) or 0
+        cport = as_int(port.get("containerPort")) or 0
         if cport == 0:
             errs.append(required(f"{path}[{i}].containerPort"))
         elif not 1 <= cport <= 65535:
             errs.extend(invalid(f"{path}[{i}].containerPort", cport, m)
                         for m in is_valid_port_num(cport))
-        hport = _int(port.get("hostPort")) or 0
+        hport = as_int(port.get("hostPort")) or 0
         if hport and not 1 <= hport <= 65535:
             errs.extend(invalid(f"{path}[{i}].hostPort", hport, m) for m in is_valid_port_num(hport))
-        proto = _str(port.get("protocol"))
+        proto = as_str(port.get("protocol"))
         if not proto:
             errs.append(required(f"{path}[{i}].protocol"))
         elif proto not in _PROTOCOLS:
@@ -301,14 +175,14 @@ def _validate_ports(ports: list[Any], path: str) -> list[Cause]:
 
 def _validate_env(env: list[Any], path: str) -> list[Cause]:
     # The hottest loop (every env var of every container written): the exact
-    # types are tested inline, before paying for a _m/_str call.
+    # types are tested inline, before paying for a as_map/as_str call.
     errs: list[Cause] = []
     for i, ev in enumerate(env):
         if ev.__class__ is not dict:
-            ev = _m(ev)
+            ev = as_map(ev)
         name = ev.get("name")
         if name.__class__ is not str:
-            name = _str(name)
+            name = as_str(name)
         if not name:
             errs.append(required(f"{path}[{i}].name"))
         # Printable ASCII other than '=' (upstream's regex), with str methods:
@@ -321,7 +195,7 @@ def _validate_env(env: list[Any], path: str) -> list[Cause]:
             errs.append(invalid(f"{path}[{i}].valueFrom", "",
                                 "may not be specified when `value` is not empty"))
         if vf.__class__ is dict and vf.get("fieldRef").__class__ is dict:
-            fp = _str(vf["fieldRef"].get("fieldPath"))
+            fp = as_str(vf["fieldRef"].get("fieldPath"))
             if fp and not _env_field_path_ok(fp):
                 errs.append(invalid(f"{path}[{i}].valueFrom.fieldRef.fieldPath", fp,
                                     f"error converting fieldPath: field label not supported: {fp}"))
@@ -346,13 +220,13 @@ def _validate_volume_mounts(mounts: list[Any], volumes: set[str], path: str) -> 
     errs: list[Cause] = []
     seen_paths: set[str] = set()
     for i, mnt in enumerate(mounts):
-        mnt = _m(mnt)
-        name = _str(mnt.get("name"))
+        mnt = as_map(mnt)
+        name = as_str(mnt.get("name"))
         if not name:
             errs.append(required(f"{path}[{i}].name"))
         if name not in volumes:
             errs.append(not_found(f"{path}[{i}].name", name))
-        mount_path = _str(mnt.get("mountPath"))
+        mount_path = as_str(mnt.get("mountPath"))
         if not mount_path:
             errs.append(required(f"{path}[{i}].mountPath"))
         if mount_path in seen_paths:
@@ -363,18 +237,18 @@ def _validate_volume_mounts(mounts: list[Any], volumes: set[str], path: str) -> 
 
 def _validate_resources(resources: Mapping[str, Any], path: str) -> list[Cause]:
     errs: list[Cause] = []
-    limits = _m(resources.get("limits"))
+    limits = as_map(resources.get("limits"))
     if not limits:
         return errs
-    requests = _m(resources.get("requests"))
+    requests = as_map(resources.get("requests"))
     for name, q in requests.items():
         lim = limits.get(name)
         if lim is None:
             continue
         rq, lq = parse_quantity(q), parse_quantity(lim)
         if rq is not None and lq is not None and rq > lq:
-            errs.append(invalid(f"{path}.requests", _str(q),
-                                f"must be less than or equal to {name} limit of {_str(lim)}"))
+            errs.append(invalid(f"{path}.requests", as_str(q),
+                                f"must be less than or equal to {name} limit of {as_str(lim)}"))
     return errs
 
 
@@ -398,8 +272,8 @@ def _validate_probe(probe: Any, path: str, *, liveness_like: bool) -> list[Cause
         errs.append(forbidden(f"{path}.{h}", "may not specify more than 1 handler type"))
     for key in ("initialDelaySeconds", "timeoutSeconds", "periodSeconds", "successThreshold",
                 "failureThreshold"):
-        errs.extend(_nonneg(probe, key, f"{path}.{key}"))
-    success = _int(probe.get("successThreshold"))
+        errs.extend(nonnegative_field(probe, key, f"{path}.{key}"))
+    success = as_int(probe.get("successThreshold"))
     if liveness_like and success is not None and success != 1:
         errs.append(invalid(f"{path}.successThreshold", success, "must be 1"))
     return errs
@@ -409,38 +283,38 @@ def _validate_container_common(c: Mapping[str, Any], path: str, volumes: set[str
     # Sub-checks run only when there is something to check, and field paths
     # are built only for errors: this runs for every container written.
     errs: list[Cause] = []
-    name = _str(c.get("name"))
+    name = as_str(c.get("name"))
     if not name:
         errs.append(required(f"{path}.name"))
     else:
         msgs = is_dns1123_label(name)
         if msgs:
             errs.extend(invalid(f"{path}.name", name, m) for m in msgs)
-    if not _str(c.get("image")):
+    if not as_str(c.get("image")):
         errs.append(required(f"{path}.image"))
-    tmp = _str(c.get("terminationMessagePolicy"))
+    tmp = as_str(c.get("terminationMessagePolicy"))
     if not tmp:
         errs.append(required(f"{path}.terminationMessagePolicy"))
     elif tmp not in _TERMINATION_MESSAGE_POLICIES:
         errs.append(not_supported(f"{path}.terminationMessagePolicy", tmp,
                                   _TERMINATION_MESSAGE_POLICIES))
-    ports = _l(c.get("ports"))
+    ports = as_list(c.get("ports"))
     if ports:
         errs.extend(_validate_ports(ports, f"{path}.ports"))
-    env = _l(c.get("env"))
+    env = as_list(c.get("env"))
     if env:
         errs.extend(_validate_env(env, f"{path}.env"))
-    mounts = _l(c.get("volumeMounts"))
+    mounts = as_list(c.get("volumeMounts"))
     if mounts:
         errs.extend(_validate_volume_mounts(mounts, volumes, f"{path}.volumeMounts"))
-    policy = _str(c.get("imagePullPolicy"))
+    policy = as_str(c.get("imagePullPolicy"))
     if not policy:
         errs.append(required(f"{path}.imagePullPolicy"))
     elif policy not in _PULL_POLICIES:
         errs.append(not_supported(f"{path}.imagePullPolicy", policy, _PULL_POLICIES))
     resources = c.get("resources")
     if resources:
-        errs.extend(_validate_resources(_m(resources), f"{path}.resources"))
+        errs.extend(_validate_resources(as_map(resources), f"{path}.resources"))
     sc = c.get("securityContext")
     if sc.__class__ is dict:
         errs.extend(_validate_security_context_ids(sc, f"{path}.securityContext"))
@@ -462,13 +336,13 @@ def _validate_host_ports(spec: Mapping[str, Any], path: str) -> list[Cause]:
     errs: list[Cause] = []
     seen: set[str] = set()
     for field_name in ("containers", "initContainers"):
-        for ci, c in enumerate(_l(spec.get(field_name))):
-            for pi, port in enumerate(_l(_m(c).get("ports"))):
-                port = _m(port)
-                hport = _int(port.get("hostPort")) or 0
+        for ci, c in enumerate(as_list(spec.get(field_name))):
+            for pi, port in enumerate(as_list(as_map(c).get("ports"))):
+                port = as_map(port)
+                hport = as_int(port.get("hostPort")) or 0
                 if not hport:
                     continue
-                key = f"{_str(port.get('protocol'))}/{_str(port.get('hostIP'))}/{hport}"
+                key = f"{as_str(port.get('protocol'))}/{as_str(port.get('hostIP'))}/{hport}"
                 if key in seen:
                     errs.append(duplicate(f"{path}.{field_name}[{ci}].ports[{pi}].hostPort", key))
                 seen.add(key)
@@ -477,33 +351,33 @@ def _validate_host_ports(spec: Mapping[str, Any], path: str) -> list[Cause]:
 
 def _validate_containers(spec: Mapping[str, Any], path: str, volumes: set[str]) -> list[Cause]:
     errs: list[Cause] = []
-    containers = _l(spec.get("containers"))
+    containers = as_list(spec.get("containers"))
     if not containers:
         errs.append(required(f"{path}.containers"))
     names: set[str] = set()
     for i, c in enumerate(containers):
-        c = _m(c)
+        c = as_map(c)
         ipath = f"{path}.containers[{i}]"
         errs.extend(_validate_container_common(c, ipath, volumes))
-        name = _str(c.get("name"))
+        name = as_str(c.get("name"))
         if name in names:
             errs.append(duplicate(f"{ipath}.name", name))
         else:
             names.add(name)
         errs.extend(_validate_probes(c, ipath))
     # Init containers share the name space with regular containers.
-    for i, c in enumerate(_l(spec.get("initContainers"))):
-        c = _m(c)
+    for i, c in enumerate(as_list(spec.get("initContainers"))):
+        c = as_map(c)
         ipath = f"{path}.initContainers[{i}]"
         errs.extend(_validate_container_common(c, ipath, volumes))
-        name = _str(c.get("name"))
+        name = as_str(c.get("name"))
         if name in names:
             errs.append(duplicate(f"{ipath}.name", name))
         else:
             names.add(name)
         restart = c.get("restartPolicy")
         if restart is not None and restart != "Always":
-            errs.append(not_supported(f"{ipath}.restartPolicy", _str(restart), ("Always",)))
+            errs.append(not_supported(f"{ipath}.restartPolicy", as_str(restart), ("Always",)))
         if restart == "Always":
             errs.extend(_validate_probes(c, ipath))
         else:
@@ -518,11 +392,11 @@ def _validate_containers(spec: Mapping[str, Any], path: str, volumes: set[str]) 
 def _validate_tolerations(tolerations: list[Any], path: str) -> list[Cause]:
     errs: list[Cause] = []
     for i, t in enumerate(tolerations):
-        t = _m(t)
-        key = _str(t.get("key"))
-        op = _str(t.get("operator"))
-        effect = _str(t.get("effect"))
-        value = _str(t.get("value"))
+        t = as_map(t)
+        key = as_str(t.get("key"))
+        op = as_str(t.get("operator"))
+        effect = as_str(t.get("effect"))
+        value = as_str(t.get("value"))
         if key:
             msgs = is_qualified_name(key)
             if msgs:
@@ -550,14 +424,14 @@ def _validate_tolerations(tolerations: list[Any], path: str) -> list[Cause]:
 
 def _validate_pod_spec(spec: Mapping[str, Any], path: str) -> list[Cause]:
     """ValidatePodSpec (the checks this server supports)."""
-    errs, volumes = _validate_volumes(_l(spec.get("volumes")), f"{path}.volumes")
+    errs, volumes = _validate_volumes(as_list(spec.get("volumes")), f"{path}.volumes")
     errs.extend(_validate_containers(spec, path, volumes))
-    restart = _str(spec.get("restartPolicy"))
+    restart = as_str(spec.get("restartPolicy"))
     if not restart:
         errs.append(required(f"{path}.restartPolicy"))
     elif restart not in _RESTART_POLICIES:
         errs.append(not_supported(f"{path}.restartPolicy", restart, _RESTART_POLICIES))
-    dns = _str(spec.get("dnsPolicy"))
+    dns = as_str(spec.get("dnsPolicy"))
     if not dns:
         errs.append(required(f"{path}.dnsPolicy"))
     elif dns not in _DNS_POLICIES:
@@ -567,34 +441,34 @@ def _validate_pod_spec(spec: Mapping[str, Any], path: str) -> list[Cause]:
                              "must provide `dnsConfig` when `dnsPolicy` is None"))
     node_selector = spec.get("nodeSelector")
     if node_selector:
-        errs.extend(validate_labels(_m(node_selector), f"{path}.nodeSelector"))
+        errs.extend(validate_labels(as_map(node_selector), f"{path}.nodeSelector"))
     for key in ("serviceAccountName", "nodeName"):
-        v = _str(spec.get(key))
+        v = as_str(spec.get(key))
         if v:
             msgs = name_is_dns_subdomain(v, False)
             if msgs:
                 errs.extend(invalid(f"{path}.{key}", v, m) for m in msgs)
-    ads = _int(spec.get("activeDeadlineSeconds"))
+    ads = as_int(spec.get("activeDeadlineSeconds"))
     if ads is not None and not (1 <= ads <= MAX_INT32):
         errs.append(invalid(f"{path}.activeDeadlineSeconds", ads,
                             inclusive_range_error(1, MAX_INT32)))
     for key in ("hostname", "subdomain"):
-        v = _str(spec.get(key))
+        v = as_str(spec.get(key))
         if v:
             msgs = is_dns1123_label(v)
             if msgs:
                 errs.extend(invalid(f"{path}.{key}", v, m) for m in msgs)
-    tolerations = _l(spec.get("tolerations"))
+    tolerations = as_list(spec.get("tolerations"))
     if tolerations:
         errs.extend(_validate_tolerations(tolerations, f"{path}.tolerations"))
     for key in ("priorityClassName", "schedulerName"):
-        v = _str(spec.get(key))
+        v = as_str(spec.get(key))
         if v:
             msgs = is_dns1123_subdomain(v)
             if msgs:
                 errs.extend(invalid(f"{path}.{key}", v, m) for m in msgs)
-    for i, gate in enumerate(_l(spec.get("schedulingGates"))):
-        gname = _str(_m(gate).get("name"))
+    for i, gate in enumerate(as_list(spec.get("schedulingGates"))):
+        gname = as_str(as_map(gate).get("name"))
         errs.extend(invalid(f"{path}.schedulingGates[{i}].name", gname, m)
                     for m in is_qualified_name(gname))
     return errs
@@ -602,10 +476,10 @@ def _validate_pod_spec(spec: Mapping[str, Any], path: str) -> list[Cause]:
 
 def _validate_pod_template_spec(tmpl: Mapping[str, Any], path: str) -> list[Cause]:
     """ValidatePodTemplateSpec. Labels are reported at "<path>.labels", as upstream."""
-    meta = _m(tmpl.get("metadata"))
-    errs = validate_labels(_m(meta.get("labels")), f"{path}.labels")
-    errs.extend(validate_annotations(_m(meta.get("annotations")), f"{path}.annotations"))
-    spec = _m(tmpl.get("spec"))
+    meta = as_map(tmpl.get("metadata"))
+    errs = validate_labels(as_map(meta.get("labels")), f"{path}.labels")
+    errs.extend(validate_annotations(as_map(meta.get("annotations")), f"{path}.annotations"))
+    spec = as_map(tmpl.get("spec"))
     errs.extend(_validate_pod_spec(spec, f"{path}.spec"))
     if spec.get("ephemeralContainers"):
         errs.append(forbidden(f"{path}.spec.ephemeralContainers",
@@ -625,23 +499,23 @@ def _selector_and_template(
         if require:
             errs.append(required("spec.selector"))
     else:
-        sel = _m(sel)
+        sel = as_map(sel)
         errs.extend(validate_label_selector(sel, "spec.selector",
                                             allow_invalid_label_value=allow_invalid_value))
         if not sel.get("matchLabels") and not sel.get("matchExpressions"):
             errs.append(invalid("spec.selector", go_label_selector(sel),
                                 f"empty selector is invalid for {kind_word}"))
     try:
-        compiled = selector_from_label_selector(None if sel is None else _m(sel))
+        compiled = selector_from_label_selector(None if sel is None else as_map(sel))
     except SelectorParseError:
         return errs, None
     return errs, compiled
 
 
 def _template_labels_match(compiled: Any, tmpl: Mapping[str, Any], path: str) -> list[Cause]:
-    labels = _m(tmpl.get("metadata")).get("labels")
-    if compiled is not None and not compiled.empty and not compiled.matches(_m(labels)):
-        return [invalid(f"{path}.metadata.labels", _go_labels(labels),
+    labels = as_map(tmpl.get("metadata")).get("labels")
+    if compiled is not None and not compiled.empty and not compiled.matches(as_map(labels)):
+        return [invalid(f"{path}.metadata.labels", go_labels(labels),
                         "`selector` does not match template `labels`")]
     return []
 
@@ -650,8 +524,8 @@ def _validate_template_for_replicaset(tmpl: Mapping[str, Any], compiled: Any, pa
                                       kind_word: str) -> list[Cause]:
     errs = _template_labels_match(compiled, tmpl, path)
     errs.extend(_validate_pod_template_spec(tmpl, path))
-    spec = _m(tmpl.get("spec"))
-    restart = _str(spec.get("restartPolicy"))
+    spec = as_map(tmpl.get("spec"))
+    restart = as_str(spec.get("restartPolicy"))
     if restart != "Always":
         errs.append(not_supported(f"{path}.spec.restartPolicy", restart, ("Always",)))
     if spec.get("activeDeadlineSeconds") is not None:
@@ -662,79 +536,30 @@ def _validate_template_for_replicaset(tmpl: Mapping[str, Any], compiled: Any, pa
 
 # --- apps -----------------------------------------------------------------------------
 
-def _validate_deployment_strategy(strategy: Mapping[str, Any], path: str) -> list[Cause]:
-    stype = _str(strategy.get("type"))
-    ru = strategy.get("rollingUpdate")
-    if stype == "Recreate":
-        if ru is not None:
-            return [forbidden(f"{path}.rollingUpdate",
-                              "may not be specified when strategy `type` is 'Recreate'")]
-        return []
-    if stype == "RollingUpdate":
-        if ru is None:
-            return [required(f"{path}.rollingUpdate", "this should be defaulted and never be nil")]
-        ru = _m(ru)
-        rpath = f"{path}.rollingUpdate"
-        mu, ms = ru.get("maxUnavailable"), ru.get("maxSurge")
-        errs = _validate_positive_int_or_percent(mu, f"{rpath}.maxUnavailable")
-        errs.extend(_validate_positive_int_or_percent(ms, f"{rpath}.maxSurge"))
-        if _int_or_percent_value(mu) == 0 and _int_or_percent_value(ms) == 0:
-            errs.append(invalid(f"{rpath}.maxUnavailable", go_int_or_string(mu),
-                                "may not be 0 when `maxSurge` is 0"))
-        errs.extend(_not_more_than_100_percent(mu, f"{rpath}.maxUnavailable"))
-        return errs
-    ru_ptr = ("(*apps.RollingUpdateDeployment)(nil)" if ru is None
-              else "(*apps.RollingUpdateDeployment)(0xc000010000)")
-    rendered = GoValue(f"apps.DeploymentStrategy{{Type:{go_quote(stype)}, RollingUpdate:{ru_ptr}}}")
-    return [not_supported(path, rendered, ("Recreate", "RollingUpdate"))]
-
-
-def _validate_deployment_spec(spec: Mapping[str, Any]) -> list[Cause]:
-    errs = _nonneg(spec, "replicas", "spec.replicas")
-    sel_errs, compiled = _selector_and_template(spec, "deployment", require=True)
-    errs.extend(sel_errs)
-    if compiled is None:
-        errs.append(invalid("spec.selector", go_label_selector(_m(spec.get("selector"))),
-                            "invalid label selector"))
-    else:
-        errs.extend(_validate_template_for_replicaset(_m(spec.get("template")), compiled,
-                                                      "spec.template", "ReplicaSet"))
-    errs.extend(_validate_deployment_strategy(_m(spec.get("strategy")), "spec.strategy"))
-    errs.extend(_nonneg(spec, "minReadySeconds", "spec.minReadySeconds"))
-    errs.extend(_nonneg(spec, "revisionHistoryLimit", "spec.revisionHistoryLimit"))
-    pds = _int(spec.get("progressDeadlineSeconds"))
-    if pds is not None:
-        errs.extend(validate_nonnegative(pds, "spec.progressDeadlineSeconds"))
-        if pds <= (_int(spec.get("minReadySeconds")) or 0):
-            errs.append(invalid("spec.progressDeadlineSeconds", pds,
-                                "must be greater than minReadySeconds"))
-    return errs
-
-
 def _validate_replicaset_spec(spec: Mapping[str, Any]) -> list[Cause]:
-    errs = _nonneg(spec, "replicas", "spec.replicas")
-    errs.extend(_nonneg(spec, "minReadySeconds", "spec.minReadySeconds"))
+    errs = nonnegative_field(spec, "replicas", "spec.replicas")
+    errs.extend(nonnegative_field(spec, "minReadySeconds", "spec.minReadySeconds"))
     # Upstream's ReplicaSet message says "deployment" too.
     sel_errs, compiled = _selector_and_template(spec, "deployment", require=True)
     errs.extend(sel_errs)
     if compiled is None:
-        errs.append(invalid("spec.selector", go_label_selector(_m(spec.get("selector"))),
+        errs.append(invalid("spec.selector", go_label_selector(as_map(spec.get("selector"))),
                             "invalid label selector"))
     else:
-        errs.extend(_validate_template_for_replicaset(_m(spec.get("template")), compiled,
+        errs.extend(_validate_template_for_replicaset(as_map(spec.get("template")), compiled,
                                                       "spec.template", "ReplicaSet"))
     return errs
 
 
 def _validate_statefulset_spec(spec: Mapping[str, Any]) -> list[Cause]:
     errs: list[Cause] = []
-    pmp = _str(spec.get("podManagementPolicy"))
+    pmp = as_str(spec.get("podManagementPolicy"))
     if not pmp:
         errs.append(required("spec.podManagementPolicy"))
     elif pmp not in ("OrderedReady", "Parallel"):
         errs.append(invalid("spec.podManagementPolicy", pmp, "must be 'OrderedReady' or 'Parallel'"))
-    strategy = _m(spec.get("updateStrategy"))
-    stype = _str(strategy.get("type"))
+    strategy = as_map(spec.get("updateStrategy"))
+    stype = as_str(strategy.get("type"))
     ru = strategy.get("rollingUpdate")
     if not stype:
         errs.append(required("spec.updateStrategy"))
@@ -744,45 +569,45 @@ def _validate_statefulset_spec(spec: Mapping[str, Any]) -> list[Cause]:
                                 "only allowed for updateStrategy 'RollingUpdate'"))
     elif stype == "RollingUpdate":
         if ru is not None:
-            ru = _m(ru)
-            errs.extend(_nonneg(ru, "partition", "spec.updateStrategy.rollingUpdate.partition"))
+            ru = as_map(ru)
+            errs.extend(nonnegative_field(ru, "partition", "spec.updateStrategy.rollingUpdate.partition"))
             mu = ru.get("maxUnavailable")
             if mu is not None:
                 mpath = "spec.updateStrategy.rollingUpdate.maxUnavailable"
-                errs.extend(_validate_positive_int_or_percent(mu, mpath))
-                if _int_or_percent_value(mu) == 0:
+                errs.extend(validate_positive_int_or_percent(mu, mpath))
+                if int_or_percent_value(mu) == 0:
                     errs.append(invalid(mpath, go_int_or_string(mu), "cannot be 0"))
-                errs.extend(_not_more_than_100_percent(mu, mpath))
+                errs.extend(not_more_than_100_percent(mu, mpath))
     else:
         errs.append(invalid("spec.updateStrategy", strategy,
                             "must be 'RollingUpdate' or 'OnDelete'"))
     retention = spec.get("persistentVolumeClaimRetentionPolicy")
     if retention is not None:
-        retention = _m(retention)
+        retention = as_map(retention)
         for key in ("whenDeleted", "whenScaled"):
-            v = _str(retention.get(key))
+            v = as_str(retention.get(key))
             if v not in ("Retain", "Delete"):
                 errs.append(not_supported(f"spec.persistentVolumeClaimRetentionPolicy.{key}", v,
                                           ("Retain", "Delete")))
-    errs.extend(_nonneg(spec, "replicas", "spec.replicas"))
-    errs.extend(_nonneg(spec, "minReadySeconds", "spec.minReadySeconds"))
+    errs.extend(nonnegative_field(spec, "replicas", "spec.replicas"))
+    errs.extend(nonnegative_field(spec, "minReadySeconds", "spec.minReadySeconds"))
     ordinals = spec.get("ordinals")
     if isinstance(ordinals, Mapping):
-        errs.extend(_nonneg(ordinals, "start", "spec.ordinals.start"))
+        errs.extend(nonnegative_field(ordinals, "start", "spec.ordinals.start"))
     sel_errs, compiled = _selector_and_template(spec, "statefulset", require=True)
     errs.extend(sel_errs)
-    tmpl = _m(spec.get("template"))
+    tmpl = as_map(spec.get("template"))
     if compiled is None:
-        errs.append(invalid("spec.selector", go_label_selector(_m(spec.get("selector"))), ""))
+        errs.append(invalid("spec.selector", go_label_selector(as_map(spec.get("selector"))), ""))
     else:
         # Upstream does not validate a StatefulSet's pod spec, only labels
         # and annotations of its template.
         errs.extend(_template_labels_match(compiled, tmpl, "spec.template"))
-        tmeta = _m(tmpl.get("metadata"))
-        errs.extend(validate_labels(_m(tmeta.get("labels")), "spec.template.labels"))
-        errs.extend(validate_annotations(_m(tmeta.get("annotations")), "spec.template.annotations"))
-    tspec = _m(tmpl.get("spec"))
-    restart = _str(tspec.get("restartPolicy"))
+        tmeta = as_map(tmpl.get("metadata"))
+        errs.extend(validate_labels(as_map(tmeta.get("labels")), "spec.template.labels"))
+        errs.extend(validate_annotations(as_map(tmeta.get("annotations")), "spec.template.annotations"))
+    tspec = as_map(tmpl.get("spec"))
+    restart = as_str(tspec.get("restartPolicy"))
     if restart != "Always":
         errs.append(not_supported("spec.template.spec.restartPolicy", restart, ("Always",)))
     if tspec.get("activeDeadlineSeconds") is not None:
@@ -794,45 +619,45 @@ def _validate_statefulset_spec(spec: Mapping[str, Any]) -> list[Cause]:
 def _validate_daemonset_spec(spec: Mapping[str, Any]) -> list[Cause]:
     errs: list[Cause] = []
     sel = spec.get("selector")
-    errs.extend(validate_label_selector(None if sel is None else _m(sel), "spec.selector"))
-    tmpl = _m(spec.get("template"))
+    errs.extend(validate_label_selector(None if sel is None else as_map(sel), "spec.selector"))
+    tmpl = as_map(spec.get("template"))
     try:
-        compiled = selector_from_label_selector(None if sel is None else _m(sel))
+        compiled = selector_from_label_selector(None if sel is None else as_map(sel))
     except SelectorParseError:
         compiled = None
-    if compiled is not None and not compiled.matches(_m(_m(tmpl.get("metadata")).get("labels"))):
+    if compiled is not None and not compiled.matches(as_map(as_map(tmpl.get("metadata")).get("labels"))):
         errs.append(invalid("spec.template.metadata.labels",
-                            _go_labels(_m(tmpl.get("metadata")).get("labels")),
+                            go_labels(as_map(tmpl.get("metadata")).get("labels")),
                             "`selector` does not match template `labels`"))
-    if sel is not None and not _m(sel).get("matchLabels") and not _m(sel).get("matchExpressions"):
-        errs.append(invalid("spec.selector", go_label_selector(_m(sel)),
+    if sel is not None and not as_map(sel).get("matchLabels") and not as_map(sel).get("matchExpressions"):
+        errs.append(invalid("spec.selector", go_label_selector(as_map(sel)),
                             "empty selector is invalid for daemonset"))
     errs.extend(_validate_pod_template_spec(tmpl, "spec.template"))
-    tspec = _m(tmpl.get("spec"))
-    restart = _str(tspec.get("restartPolicy"))
+    tspec = as_map(tmpl.get("spec"))
+    restart = as_str(tspec.get("restartPolicy"))
     if restart != "Always":
         errs.append(not_supported("spec.template.spec.restartPolicy", restart, ("Always",)))
     if tspec.get("activeDeadlineSeconds") is not None:
         errs.append(forbidden("spec.template.spec.activeDeadlineSeconds",
                               "activeDeadlineSeconds in DaemonSet is not Supported"))
-    errs.extend(_nonneg(spec, "minReadySeconds", "spec.minReadySeconds"))
-    errs.extend(_nonneg(spec, "templateGeneration", "spec.templateGeneration"))
-    strategy = _m(spec.get("updateStrategy"))
-    stype = _str(strategy.get("type"))
+    errs.extend(nonnegative_field(spec, "minReadySeconds", "spec.minReadySeconds"))
+    errs.extend(nonnegative_field(spec, "templateGeneration", "spec.templateGeneration"))
+    strategy = as_map(spec.get("updateStrategy"))
+    stype = as_str(strategy.get("type"))
     if stype == "RollingUpdate":
         ru = strategy.get("rollingUpdate")
         if ru is None:
             errs.append(required("spec.updateStrategy.rollingUpdate"))
         else:
-            ru = _m(ru)
+            ru = as_map(ru)
             rpath = "spec.updateStrategy.rollingUpdate"
             mu, ms = ru.get("maxUnavailable"), ru.get("maxSurge")
-            errs.extend(_validate_positive_int_or_percent(mu, f"{rpath}.maxUnavailable"))
-            errs.extend(_validate_positive_int_or_percent(ms, f"{rpath}.maxSurge"))
-            errs.extend(_not_more_than_100_percent(mu, f"{rpath}.maxUnavailable"))
-            errs.extend(_not_more_than_100_percent(ms, f"{rpath}.maxSurge"))
-            has_unavailable = _int_or_percent_value(mu) != 0
-            has_surge = _int_or_percent_value(ms) != 0
+            errs.extend(validate_positive_int_or_percent(mu, f"{rpath}.maxUnavailable"))
+            errs.extend(validate_positive_int_or_percent(ms, f"{rpath}.maxSurge"))
+            errs.extend(not_more_than_100_percent(mu, f"{rpath}.maxUnavailable"))
+            errs.extend(not_more_than_100_percent(ms, f"{rpath}.maxSurge"))
+            has_unavailable = int_or_percent_value(mu) != 0
+            has_surge = int_or_percent_value(ms) != 0
             if has_unavailable and has_surge:
                 errs.append(invalid(f"{rpath}.maxSurge", go_int_or_string(ms),
                                     "may not be set when maxUnavailable is non-zero"))
@@ -844,66 +669,55 @@ def _validate_daemonset_spec(spec: Mapping[str, Any]) -> list[Cause]:
         rendered = GoValue(
             f"apps.DaemonSetUpdateStrategy{{Type:{go_quote(stype)}, RollingUpdate:{ru_ptr}}}")
         errs.append(not_supported("spec.updateStrategy", rendered, ("RollingUpdate", "OnDelete")))
-    errs.extend(_nonneg(spec, "revisionHistoryLimit", "spec.revisionHistoryLimit"))
+    errs.extend(nonnegative_field(spec, "revisionHistoryLimit", "spec.revisionHistoryLimit"))
     return errs
 
 
 def _selector_immutable(new: Obj, old: Obj) -> list[Cause]:
-    ns = _m(new.get("spec")).get("selector")
-    os_ = _m(old.get("spec")).get("selector")
-    if _sem_eq(ns, os_):
+    ns = as_map(new.get("spec")).get("selector")
+    os_ = as_map(old.get("spec")).get("selector")
+    if semantic_equal(ns, os_):
         return []
-    return [invalid("spec.selector", go_label_selector(None if ns is None else _m(ns)),
+    return [invalid("spec.selector", go_label_selector(None if ns is None else as_map(ns)),
                     FIELD_IMMUTABLE_ERROR_MSG)]
 
 
-def _create_deployment(obj: Obj) -> list[Cause]:
-    return _validate_meta("Deployment", obj) + _validate_deployment_spec(_m(obj.get("spec")))
-
-
-def _update_deployment(new: Obj, old: Obj) -> list[Cause]:
-    errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
-    errs.extend(_validate_deployment_spec(_m(new.get("spec"))))
-    errs.extend(_selector_immutable(new, old))
-    return errs
-
-
 def _create_replicaset(obj: Obj) -> list[Cause]:
-    return _validate_meta("ReplicaSet", obj) + _validate_replicaset_spec(_m(obj.get("spec")))
+    return _validate_meta("ReplicaSet", obj) + _validate_replicaset_spec(as_map(obj.get("spec")))
 
 
 def _update_replicaset(new: Obj, old: Obj) -> list[Cause]:
     errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
-    errs.extend(_validate_replicaset_spec(_m(new.get("spec"))))
+    errs.extend(_validate_replicaset_spec(as_map(new.get("spec"))))
     errs.extend(_selector_immutable(new, old))
     return errs
 
 
 def _validate_rc_spec(spec: Mapping[str, Any]) -> list[Cause]:
     """ValidateReplicationControllerSpec: a non-empty selector matching the template."""
-    errs = _nonneg(spec, "minReadySeconds", "spec.minReadySeconds")
-    sel = _m(spec.get("selector"))
+    errs = nonnegative_field(spec, "minReadySeconds", "spec.minReadySeconds")
+    sel = as_map(spec.get("selector"))
     if not sel:
         errs.append(required("spec.selector", ""))
-    errs.extend(_nonneg(spec, "replicas", "spec.replicas"))
+    errs.extend(nonnegative_field(spec, "replicas", "spec.replicas"))
     tmpl = spec.get("template")
     if tmpl is None:
         errs.append(required("spec.template", ""))
         return errs
     compiled = selector_from_label_selector({"matchLabels": dict(sel)}) if sel else None
-    errs.extend(_validate_template_for_replicaset(_m(tmpl), compiled, "spec.template",
+    errs.extend(_validate_template_for_replicaset(as_map(tmpl), compiled, "spec.template",
                                                   "ReplicationController"))
     return errs
 
 
 def _create_replication_controller(obj: Obj) -> list[Cause]:
     return (_validate_meta("ReplicationController", obj)
-            + _validate_rc_spec(_m(obj.get("spec"))))
+            + _validate_rc_spec(as_map(obj.get("spec"))))
 
 
 def _update_replication_controller(new: Obj, old: Obj) -> list[Cause]:
     errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
-    errs.extend(_validate_rc_spec(_m(new.get("spec"))))
+    errs.extend(_validate_rc_spec(as_map(new.get("spec"))))
     return errs
 
 
@@ -918,7 +732,7 @@ def _volume_check(name: str) -> Any:
 
 def _create_statefulset(obj: Obj) -> list[Cause]:
     return (_validate_meta("StatefulSet", obj, name_is_dns_label)
-            + _validate_statefulset_spec(_m(obj.get("spec"))))
+            + _validate_statefulset_spec(as_map(obj.get("spec"))))
 
 
 _STS_MUTABLE: Final = ("replicas", "template", "updateStrategy", "minReadySeconds", "ordinals",
@@ -928,11 +742,11 @@ _STS_MUTABLE: Final = ("replicas", "template", "updateStrategy", "minReadySecond
 def _update_statefulset(new: Obj, old: Obj) -> list[Cause]:
     # The name is not re-validated: older servers accepted DNS subdomains.
     errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
-    nspec, ospec = _m(new.get("spec")), _m(old.get("spec"))
+    nspec, ospec = as_map(new.get("spec")), as_map(old.get("spec"))
     errs.extend(_validate_statefulset_spec(nspec))
     clone_new = {k: v for k, v in nspec.items() if k not in _STS_MUTABLE}
     clone_old = {k: v for k, v in ospec.items() if k not in _STS_MUTABLE}
-    if not _sem_eq(clone_new, clone_old):
+    if not semantic_equal(clone_new, clone_old):
         errs.append(forbidden("spec", "updates to statefulset spec for fields other than "
                                       "'replicas', 'ordinals', 'template', 'updateStrategy', "
                                       "'revisionHistoryLimit', "
@@ -942,13 +756,13 @@ def _update_statefulset(new: Obj, old: Obj) -> list[Cause]:
 
 
 def _create_daemonset(obj: Obj) -> list[Cause]:
-    return _validate_meta("DaemonSet", obj) + _validate_daemonset_spec(_m(obj.get("spec")))
+    return _validate_meta("DaemonSet", obj) + _validate_daemonset_spec(as_map(obj.get("spec")))
 
 
 def _update_daemonset(new: Obj, old: Obj) -> list[Cause]:
     errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
-    nspec, ospec = _m(new.get("spec")), _m(old.get("spec"))
-    ntg, otg = _int(nspec.get("templateGeneration")) or 0, _int(ospec.get("templateGeneration")) or 0
+    nspec, ospec = as_map(new.get("spec")), as_map(old.get("spec"))
+    ntg, otg = as_int(nspec.get("templateGeneration")) or 0, as_int(ospec.get("templateGeneration")) or 0
     if ntg < otg:
         errs.append(invalid("spec.templateGeneration", ntg, "must not be decremented"))
     errs.extend(_validate_daemonset_spec(nspec))
@@ -958,7 +772,7 @@ def _update_daemonset(new: Obj, old: Obj) -> list[Cause]:
 
 def _create_controller_revision(obj: Obj) -> list[Cause]:
     errs = _validate_meta("ControllerRevision", obj)
-    errs.extend(_nonneg(obj, "revision", "revision"))
+    errs.extend(nonnegative_field(obj, "revision", "revision"))
     if obj.get("data") is None:
         errs.append(required("data", "data is mandatory"))
     return errs
@@ -967,7 +781,7 @@ def _create_controller_revision(obj: Obj) -> list[Cause]:
 def _update_controller_revision(new: Obj, old: Obj) -> list[Cause]:
     errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
     errs.extend(_create_controller_revision(new))
-    errs.extend(_immutable(new.get("data"), old.get("data"), "data"))
+    errs.extend(immutable(new.get("data"), old.get("data"), "data"))
     return errs
 
 
@@ -985,20 +799,20 @@ def _has_label(labels: Mapping[str, Any], key: str, expected: str) -> list[Cause
     if key not in labels:
         return [required(path, expected)]
     if labels[key] != expected:
-        return [invalid(path, _go_labels(labels), f"must be '{expected}'")]
+        return [invalid(path, go_labels(labels), f"must be '{expected}'")]
     return []
 
 
 def _validate_generated_selector(obj: Obj, require_prefixed: bool) -> list[Cause]:
-    spec = _m(obj.get("spec"))
+    spec = as_map(obj.get("spec"))
     if spec.get("manualSelector") is True:
         return []
-    meta = _meta(obj)
-    uid, name = _str(meta.get("uid")), _str(meta.get("name"))
+    meta = meta_of(obj)
+    uid, name = as_str(meta.get("uid")), as_str(meta.get("name"))
     errs: list[Cause] = []
     if not uid:
         errs.append(required("metadata.uid"))
-    labels = _m(_m(_m(spec.get("template")).get("metadata")).get("labels"))
+    labels = as_map(as_map(as_map(spec.get("template")).get("metadata")).get("labels"))
     errs.extend(_has_label(labels, _JOB_LEGACY_UID, uid))
     errs.extend(_has_label(labels, _JOB_LEGACY_NAME, name))
     if require_prefixed:
@@ -1009,12 +823,12 @@ def _validate_generated_selector(obj: Obj, require_prefixed: bool) -> list[Cause
         expected = {_JOB_LEGACY_UID: uid}
     sel = spec.get("selector")
     try:
-        compiled = selector_from_label_selector(None if sel is None else _m(sel))
+        compiled = selector_from_label_selector(None if sel is None else as_map(sel))
     except SelectorParseError:
-        errs.append(invalid("spec.selector", go_label_selector(_m(sel)), "invalid label selector"))
+        errs.append(invalid("spec.selector", go_label_selector(as_map(sel)), "invalid label selector"))
         return errs
     if not compiled.matches(expected):
-        errs.append(invalid("spec.selector", go_label_selector(None if sel is None else _m(sel)),
+        errs.append(invalid("spec.selector", go_label_selector(None if sel is None else as_map(sel)),
                             "`selector` not auto-generated"))
     return errs
 
@@ -1024,23 +838,23 @@ def _validate_job_spec_common(spec: Mapping[str, Any], path: str) -> list[Cause]
     errs: list[Cause] = []
     for key in ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit",
                 "ttlSecondsAfterFinished", "backoffLimitPerIndex"):
-        errs.extend(_nonneg(spec, key, f"{path}.{key}"))
-    mfi = _int(spec.get("maxFailedIndexes"))
+        errs.extend(nonnegative_field(spec, key, f"{path}.{key}"))
+    mfi = as_int(spec.get("maxFailedIndexes"))
     if spec.get("maxFailedIndexes") is not None:
-        errs.extend(_nonneg(spec, "maxFailedIndexes", f"{path}.maxFailedIndexes"))
+        errs.extend(nonnegative_field(spec, "maxFailedIndexes", f"{path}.maxFailedIndexes"))
         if spec.get("backoffLimitPerIndex") is None:
             errs.append(required(f"{path}.backoffLimitPerIndex",
                                  "when maxFailedIndexes is specified"))
     mode = spec.get("completionMode")
-    completions = _int(spec.get("completions"))
+    completions = as_int(spec.get("completions"))
     if mode is not None:
         if mode not in ("NonIndexed", "Indexed"):
-            errs.append(not_supported(f"{path}.completionMode", _str(mode),
+            errs.append(not_supported(f"{path}.completionMode", as_str(mode),
                                       ("NonIndexed", "Indexed")))
         if mode == "Indexed":
             if spec.get("completions") is None:
                 errs.append(required(f"{path}.completions", "when completion mode is Indexed"))
-            par = _int(spec.get("parallelism"))
+            par = as_int(spec.get("parallelism"))
             if par is not None and par > _MAX_PARALLELISM_FOR_INDEXED_JOB:
                 errs.append(invalid(f"{path}.parallelism", par,
                                     f"must be less than or equal to "
@@ -1055,22 +869,22 @@ def _validate_job_spec_common(spec: Mapping[str, Any], path: str) -> list[Cause]
     if mode in (None, "NonIndexed"):
         for key in ("backoffLimitPerIndex", "maxFailedIndexes"):
             if spec.get(key) is not None:
-                errs.append(invalid(f"{path}.{key}", _int(spec.get(key)),
+                errs.append(invalid(f"{path}.{key}", as_int(spec.get(key)),
                                     "requires indexed completion mode"))
     pfp = spec.get("podFailurePolicy")
     if pfp is not None:
-        errs.extend(_validate_pod_failure_policy(spec, _m(pfp), f"{path}.podFailurePolicy"))
+        errs.extend(_validate_pod_failure_policy(spec, as_map(pfp), f"{path}.podFailurePolicy"))
     prp = spec.get("podReplacementPolicy")
     if prp is not None:
         if spec.get("podFailurePolicy") is not None:
             if prp != "Failed":
-                errs.append(not_supported(f"{path}.podReplacementPolicy", _str(prp), ("Failed",)))
+                errs.append(not_supported(f"{path}.podReplacementPolicy", as_str(prp), ("Failed",)))
         elif prp not in ("TerminatingOrFailed", "Failed"):
-            errs.append(not_supported(f"{path}.podReplacementPolicy", _str(prp),
+            errs.append(not_supported(f"{path}.podReplacementPolicy", as_str(prp),
                                       ("TerminatingOrFailed", "Failed")))
-    tmpl = _m(spec.get("template"))
+    tmpl = as_map(spec.get("template"))
     errs.extend(_validate_pod_template_spec(tmpl, f"{path}.template"))
-    restart = _str(_m(tmpl.get("spec")).get("restartPolicy"))
+    restart = as_str(as_map(tmpl.get("spec")).get("restartPolicy"))
     rpath = f"{path}.template.spec.restartPolicy"
     # Defaulting turns an unset restartPolicy into Always, so both mean "not set".
     if restart in ("Always", ""):
@@ -1089,16 +903,16 @@ _PFP_ACTIONS: Final = ("Count", "FailIndex", "FailJob", "Ignore")
 def _validate_pod_failure_policy(spec: Mapping[str, Any], pfp: Mapping[str, Any],
                                  path: str) -> list[Cause]:
     errs: list[Cause] = []
-    rules = _l(pfp.get("rules"))
+    rules = as_list(pfp.get("rules"))
     if len(rules) > 20:
         errs.append(too_many(f"{path}.rules", len(rules), 20))
-    tspec = _m(_m(spec.get("template")).get("spec"))
-    names = {_str(_m(c).get("name")) for f in ("containers", "initContainers")
-             for c in _l(tspec.get(f))}
+    tspec = as_map(as_map(spec.get("template")).get("spec"))
+    names = {as_str(as_map(c).get("name")) for f in ("containers", "initContainers")
+             for c in as_list(tspec.get(f))}
     for i, rule in enumerate(rules):
-        rule = _m(rule)
+        rule = as_map(rule)
         rpath = f"{path}.rules[{i}]"
-        action = _str(rule.get("action"))
+        action = as_str(rule.get("action"))
         if not action:
             errs.append(required(f"{rpath}.action",
                                  'valid values: ["Count" "FailIndex" "FailJob" "Ignore"]'))
@@ -1110,14 +924,14 @@ def _validate_pod_failure_policy(spec: Mapping[str, Any], pfp: Mapping[str, Any]
             errs.append(not_supported(f"{rpath}.action", action, _PFP_ACTIONS))
         oec = rule.get("onExitCodes")
         if oec is not None:
-            errs.extend(_validate_on_exit_codes(_m(oec), f"{rpath}.onExitCodes", names))
-        opc = _l(rule.get("onPodConditions"))
+            errs.extend(_validate_on_exit_codes(as_map(oec), f"{rpath}.onExitCodes", names))
+        opc = as_list(rule.get("onPodConditions"))
         for j, pat in enumerate(opc):
-            pat = _m(pat)
+            pat = as_map(pat)
             ppath = f"{rpath}.onPodConditions[{j}]"
-            ctype = _str(pat.get("type"))
+            ctype = as_str(pat.get("type"))
             errs.extend(invalid(f"{ppath}.type", ctype, m) for m in is_qualified_name(ctype))
-            status = _str(pat.get("status"))
+            status = as_str(pat.get("status"))
             if not status:
                 errs.append(required(f"{ppath}.status",
                                      'valid values: ["False" "True" "Unknown"]'))
@@ -1135,17 +949,17 @@ def _validate_pod_failure_policy(spec: Mapping[str, Any], pfp: Mapping[str, Any]
 
 def _validate_on_exit_codes(oec: Mapping[str, Any], path: str, names: set[str]) -> list[Cause]:
     errs: list[Cause] = []
-    op = _str(oec.get("operator"))
+    op = as_str(oec.get("operator"))
     if not op:
         errs.append(required(f"{path}.operator", 'valid values: ["In" "NotIn"]'))
     elif op not in ("In", "NotIn"):
         errs.append(not_supported(f"{path}.operator", op, ("In", "NotIn")))
     cname = oec.get("containerName")
     if cname is not None and cname not in names:
-        errs.append(invalid(f"{path}.containerName", _str(cname),
+        errs.append(invalid(f"{path}.containerName", as_str(cname),
                             "must be one of the container or initContainer names in the pod "
                             "template"))
-    values = [v for v in _l(oec.get("values")) if isinstance(v, int)]
+    values = [v for v in as_list(oec.get("values")) if isinstance(v, int)]
     if not values:
         errs.append(invalid(f"{path}.values", GoValue("null" if oec.get("values") is None
                                                       else "[]"), "at least one value is required"))
@@ -1174,14 +988,14 @@ def _validate_job_spec(spec: Mapping[str, Any]) -> list[Cause]:
     if sel is None:
         errs.append(required("spec.selector"))
     else:
-        errs.extend(validate_label_selector(_m(sel), "spec.selector"))
+        errs.extend(validate_label_selector(as_map(sel), "spec.selector"))
     try:
-        compiled = selector_from_label_selector(None if sel is None else _m(sel))
+        compiled = selector_from_label_selector(None if sel is None else as_map(sel))
     except SelectorParseError:
         return errs
-    labels = _m(_m(spec.get("template")).get("metadata")).get("labels")
-    if not compiled.matches(_m(labels)):
-        errs.append(invalid("spec.template.metadata.labels", _go_labels(labels),
+    labels = as_map(as_map(spec.get("template")).get("metadata")).get("labels")
+    if not compiled.matches(as_map(labels)):
+        errs.append(invalid("spec.template.metadata.labels", go_labels(labels),
                             "`selector` does not match template `labels`"))
     return errs
 
@@ -1189,11 +1003,11 @@ def _validate_job_spec(spec: Mapping[str, Any]) -> list[Cause]:
 def _validate_job(obj: Obj, require_prefixed: bool) -> list[Cause]:
     errs = _validate_meta("Job", obj)
     errs.extend(_validate_generated_selector(obj, require_prefixed))
-    spec = _m(obj.get("spec"))
+    spec = as_map(obj.get("spec"))
     errs.extend(_validate_job_spec(spec))
-    completions = _int(spec.get("completions"))
+    completions = as_int(spec.get("completions"))
     if spec.get("completionMode") == "Indexed" and completions is not None and completions > 0:
-        name = _str(_meta(obj).get("name"))
+        name = as_str(meta_of(obj).get("name"))
         hostname = f"{name}-{completions - 1}"
         if is_dns1123_label(hostname):
             errs.append(invalid("metadata.name", name,
@@ -1206,33 +1020,33 @@ def _create_job(obj: Obj) -> list[Cause]:
 
 
 def _update_job(new: Obj, old: Obj) -> list[Cause]:
-    ospec = _m(old.get("spec"))
-    old_labels = _m(_m(_m(ospec.get("template")).get("metadata")).get("labels"))
+    ospec = as_map(old.get("spec"))
+    old_labels = as_map(as_map(as_map(ospec.get("template")).get("metadata")).get("labels"))
     require_prefixed = _JOB_NAME in old_labels and _JOB_UID in old_labels
     errs = _validate_job(new, require_prefixed)
     errs.extend(validate_object_meta_update(new.get("metadata"), old.get("metadata")))
-    nspec = _m(new.get("spec"))
+    nspec = as_map(new.get("spec"))
     # completions: immutable, except that an Indexed Job may scale it together
     # with parallelism (ElasticIndexedJob).
-    if not _sem_eq(nspec.get("completions"), ospec.get("completions")):
+    if not semantic_equal(nspec.get("completions"), ospec.get("completions")):
         if nspec.get("completionMode") != "Indexed":
-            errs.extend(_immutable(nspec.get("completions"), ospec.get("completions"),
+            errs.extend(immutable(nspec.get("completions"), ospec.get("completions"),
                                    "spec.completions"))
         elif nspec.get("completions") is not None and (
                 nspec.get("completions") != nspec.get("parallelism")):
             errs.append(invalid("spec.completions", nspec.get("completions"),
                                 "can only be modified in tandem with spec.parallelism"))
     nsel = nspec.get("selector")
-    if not _sem_eq(nsel, ospec.get("selector")):
-        errs.append(invalid("spec.selector", go_label_selector(None if nsel is None else _m(nsel)),
+    if not semantic_equal(nsel, ospec.get("selector")):
+        errs.append(invalid("spec.selector", go_label_selector(None if nsel is None else as_map(nsel)),
                             FIELD_IMMUTABLE_ERROR_MSG))
     # The pod template is immutable, except that a suspended Job that never
     # started may change its scheduling directives.
-    ntmpl, otmpl = dict(_m(nspec.get("template"))), dict(_m(ospec.get("template")))
+    ntmpl, otmpl = dict(as_map(nspec.get("template"))), dict(as_map(ospec.get("template")))
     suspended = ospec.get("suspend") is True
-    not_started = not _m(old.get("status")).get("startTime")
+    not_started = not as_map(old.get("status")).get("startTime")
     if suspended and not_started:
-        nts, ots = dict(_m(ntmpl.get("spec"))), dict(_m(otmpl.get("spec")))
+        nts, ots = dict(as_map(ntmpl.get("spec"))), dict(as_map(otmpl.get("spec")))
         for key in ("nodeSelector", "tolerations", "schedulingGates"):
             ots[key] = nts.get(key)
         naff, oaff = nts.get("affinity"), ots.get("affinity")
@@ -1243,16 +1057,16 @@ def _update_job(new: Obj, old: Obj) -> list[Cause]:
             ots["affinity"] = oaff
         elif isinstance(naff, Mapping):
             ots["affinity"] = {"nodeAffinity": naff.get("nodeAffinity")}
-        nmeta, ometa = dict(_m(ntmpl.get("metadata"))), dict(_m(otmpl.get("metadata")))
+        nmeta, ometa = dict(as_map(ntmpl.get("metadata"))), dict(as_map(otmpl.get("metadata")))
         ometa["labels"] = nmeta.get("labels")
         ometa["annotations"] = nmeta.get("annotations")
         otmpl["metadata"] = ometa
         otmpl["spec"] = ots
-    if not _sem_eq(ntmpl, otmpl):
+    if not semantic_equal(ntmpl, otmpl):
         errs.append(invalid("spec.template", ntmpl, FIELD_IMMUTABLE_ERROR_MSG))
     for key in ("completionMode", "podFailurePolicy", "backoffLimitPerIndex", "managedBy",
                 "successPolicy"):
-        errs.extend(_immutable(nspec.get(key), ospec.get(key), f"spec.{key}"))
+        errs.extend(immutable(nspec.get(key), ospec.get(key), f"spec.{key}"))
     return errs
 
 
@@ -1351,7 +1165,7 @@ def _parse_cron(spec: str) -> str | None:
 def _validate_time_zone(tz: Any, path: str) -> list[Cause]:
     if tz is None:
         return []
-    tzs = _str(tz)
+    tzs = as_str(tz)
     if not tzs:
         return [invalid(path, tzs, "timeZone must be nil or non-empty string")]
     errs: list[Cause] = []
@@ -1371,47 +1185,47 @@ def _validate_time_zone(tz: Any, path: str) -> list[Cause]:
 
 
 def _validate_cronjob(obj: Obj, old: Obj | None) -> list[Cause]:
-    spec = _m(obj.get("spec"))
+    spec = as_map(obj.get("spec"))
     errs: list[Cause] = []
-    schedule = _str(spec.get("schedule"))
+    schedule = as_str(spec.get("schedule"))
     if not schedule:
         errs.append(required("spec.schedule"))
     else:
         err = _parse_cron(schedule)
         if err is not None:
             errs.append(invalid("spec.schedule", schedule, err))
-        allow_tz = old is not None and "TZ" in _str(_m(old.get("spec")).get("schedule"))
+        allow_tz = old is not None and "TZ" in as_str(as_map(old.get("spec")).get("schedule"))
         if allow_tz and "TZ" in schedule and spec.get("timeZone") is not None:
             errs.append(invalid("spec.schedule", schedule,
                                 "cannot use both timeZone field and TZ or CRON_TZ in schedule"))
         elif not allow_tz and "TZ" in schedule:
             errs.append(invalid("spec.schedule", schedule,
                                 "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"))
-    errs.extend(_nonneg(spec, "startingDeadlineSeconds", "spec.startingDeadlineSeconds"))
-    old_tz = None if old is None else _m(old.get("spec")).get("timeZone")
+    errs.extend(nonnegative_field(spec, "startingDeadlineSeconds", "spec.startingDeadlineSeconds"))
+    old_tz = None if old is None else as_map(old.get("spec")).get("timeZone")
     if old is None or old_tz != spec.get("timeZone"):
         errs.extend(_validate_time_zone(spec.get("timeZone"), "spec.timeZone"))
-    policy = _str(spec.get("concurrencyPolicy"))
+    policy = as_str(spec.get("concurrencyPolicy"))
     if not policy:
         errs.append(required("spec.concurrencyPolicy"))
     elif policy not in ("Allow", "Forbid", "Replace"):
         errs.append(not_supported("spec.concurrencyPolicy", policy, ("Allow", "Forbid", "Replace")))
-    jt = _m(spec.get("jobTemplate"))
-    jspec = _m(jt.get("spec"))
+    jt = as_map(spec.get("jobTemplate"))
+    jspec = as_map(jt.get("spec"))
     errs.extend(_validate_job_spec_common(jspec, "spec.jobTemplate.spec"))
     if jspec.get("selector") is not None:
-        errs.append(invalid("spec.jobTemplate.spec.selector", go_label_selector(_m(jspec["selector"])),
+        errs.append(invalid("spec.jobTemplate.spec.selector", go_label_selector(as_map(jspec["selector"])),
                             "`selector` will be auto-generated"))
     if jspec.get("manualSelector") is True:
         errs.append(not_supported("spec.jobTemplate.spec.manualSelector", True, ("nil", "false")))
-    errs.extend(_nonneg(spec, "successfulJobsHistoryLimit", "spec.successfulJobsHistoryLimit"))
-    errs.extend(_nonneg(spec, "failedJobsHistoryLimit", "spec.failedJobsHistoryLimit"))
+    errs.extend(nonnegative_field(spec, "successfulJobsHistoryLimit", "spec.successfulJobsHistoryLimit"))
+    errs.extend(nonnegative_field(spec, "failedJobsHistoryLimit", "spec.failedJobsHistoryLimit"))
     return errs
 
 
 def _create_cronjob(obj: Obj) -> list[Cause]:
     errs = _validate_meta("CronJob", obj)
-    name = _str(_meta(obj).get("name"))
+    name = as_str(meta_of(obj).get("name"))
     # Job names get an 11-character suffix and must stay DNS-1035-label sized.
     if len(name) > 52:
         errs.append(invalid("metadata.name", name, "must be no more than 52 characters"))
@@ -1427,173 +1241,6 @@ def _update_cronjob(new: Obj, old: Obj) -> list[Cause]:
 
 # --- core -------------------------------------------------------------------------
 
-_MIRROR_POD_ANNOTATION: Final = "kubernetes.io/config.mirror"
-_MIRROR_PATH: Final = f"metadata.annotations[{_MIRROR_POD_ANNOTATION}]"
-
-
-def _mirror_pod_annotation(obj: Obj, spec: Mapping[str, Any]) -> list[Cause]:
-    """ValidatePodSpecificAnnotations' mirror pod rule: a mirror pod names its node."""
-    annotations = _m(_meta(obj).get("annotations"))
-    if _MIRROR_POD_ANNOTATION in annotations and not spec.get("nodeName"):
-        return [invalid(_MIRROR_PATH, _str(annotations[_MIRROR_POD_ANNOTATION]),
-                        "must set spec.nodeName if mirror pod annotation is set")]
-    return []
-
-
-def _mirror_pod_annotation_update(new: Obj, old: Obj) -> list[Cause]:
-    """ValidatePodSpecificAnnotationUpdates: the mirror pod annotation never changes."""
-    new_ann, old_ann = _m(_meta(new).get("annotations")), _m(_meta(old).get("annotations"))
-    key = _MIRROR_POD_ANNOTATION
-    if key in old_ann and new_ann.get(key) != old_ann[key]:
-        return [forbidden(_MIRROR_PATH, "may not remove or update mirror pod annotation")]
-    if key in new_ann and key not in old_ann:
-        return [forbidden(_MIRROR_PATH, "may not add mirror pod annotation")]
-    return []
-
-
-def _create_pod(obj: Obj) -> list[Cause]:
-    errs = _validate_meta("Pod", obj)
-    spec = _m(obj.get("spec"))
-    errs.extend(_mirror_pod_annotation(obj, spec))
-    errs.extend(_validate_pod_spec(spec, "spec"))
-    if spec.get("ephemeralContainers"):
-        errs.append(forbidden("spec.ephemeralContainers", "cannot be set on create"))
-    return errs
-
-
-_POD_UPDATABLE_FIELDS: Final = (
-    "`spec.containers[*].image`",
-    "`spec.initContainers[*].image`",
-    "`spec.activeDeadlineSeconds`",
-    "`spec.tolerations` (only additions to existing tolerations)",
-    "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
-)
-_POD_UPDATABLE: Final = ",".join(_POD_UPDATABLE_FIELDS)
-
-
-def _spec_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
-    """A short, cmp.Diff-like listing of the top-level fields that differ."""
-    lines = ["  core.PodSpec{"]
-    for key in sorted(set(old) | set(new)):
-        a, b = old.get(key), new.get(key)
-        if _sem_eq(a, b):
-            continue
-        if a is not None:
-            lines.append(f"- \t{key}: {_render_compact(a)},")
-        if b is not None:
-            lines.append(f"+ \t{key}: {_render_compact(b)},")
-    lines.append("  }")
-    return "\n".join(lines) + "\n"
-
-
-def _render_compact(v: Any) -> str:
-    return json.dumps(v, separators=(",", ":"), sort_keys=True, default=str)
-
-
-def _validate_only_added_tolerations(new: list[Any], old: list[Any], path: str) -> list[Cause]:
-    for o in old:
-        o = dict(_m(o))
-        found = False
-        for n in new:
-            n = _m(n)
-            # An unset tolerationSeconds is left out rather than set to None
-            # (the same to _sem_eq), so that unchanged tolerations compare
-            # equal without normalizing.
-            seconds = n.get("tolerationSeconds")
-            if seconds is None:
-                o.pop("tolerationSeconds", None)
-            else:
-                o["tolerationSeconds"] = seconds
-            if _sem_eq(o, n):
-                found = True
-                break
-        if not found:
-            return [forbidden(path, "existing toleration can not be modified except its "
-                                    "tolerationSeconds")]
-    return []
-
-
-def _update_pod(new: Obj, old: Obj) -> list[Cause]:
-    errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
-    nspec, ospec = _m(new.get("spec")), _m(old.get("spec"))
-    errs.extend(_mirror_pod_annotation_update(new, old))
-    errs.extend(_mirror_pod_annotation(new, nspec))
-    errs.extend(_validate_pod_spec(nspec, "spec"))
-    for key in ("containers", "initContainers"):
-        ncs, ocs = _l(nspec.get(key)), _l(ospec.get(key))
-        if len(ncs) != len(ocs):
-            errs.append(forbidden(f"spec.{key}", "pod updates may not add or remove containers"))
-            return errs
-        for i, c in enumerate(ncs):
-            image = _str(_m(c).get("image"))
-            if image and image.strip() != image:
-                errs.append(invalid(f"spec.{key}[{i}].image", image,
-                                    "must not have leading or trailing whitespace"))
-    nads, oads = _int(nspec.get("activeDeadlineSeconds")), _int(ospec.get("activeDeadlineSeconds"))
-    if nads is not None:
-        if not 0 <= nads <= MAX_INT32:
-            errs.append(invalid("spec.activeDeadlineSeconds", nads,
-                                inclusive_range_error(0, MAX_INT32)))
-            return errs
-        if oads is not None and oads < nads:
-            errs.append(invalid("spec.activeDeadlineSeconds", nads,
-                                "must be less than or equal to previous value"))
-            return errs
-    elif oads is not None:
-        errs.append(invalid("spec.activeDeadlineSeconds", None,
-                            "must not update from a positive integer to nil value"))
-    errs.extend(_validate_only_added_tolerations(_l(nspec.get("tolerations")),
-                                                 _l(ospec.get("tolerations")), "spec.tolerations"))
-    old_gates = {_str(_m(g).get("name")) for g in _l(ospec.get("schedulingGates"))}
-    for g in _l(nspec.get("schedulingGates")):
-        gname = _str(_m(g).get("name"))
-        if gname not in old_gates:
-            errs.append(forbidden("spec.schedulingGates",
-                                  f"only deletion is allowed, but found new scheduling gate "
-                                  f"'{gname}'"))
-    # The new spec with the mutable fields set back to their old values must
-    # equal the old spec. A field unset in the old spec is dropped rather
-    # than set to None (the same to _sem_eq), so that the usual update, which
-    # leaves the spec alone, compares equal without normalizing.
-    munged = dict(nspec)
-
-    def revert(key: str) -> None:
-        if key in ospec:
-            munged[key] = ospec[key]
-        else:
-            munged.pop(key, None)
-
-    for key in ("containers", "initContainers"):
-        reverted = [
-            {**_m(c), "image": _m(oc).get("image")}
-            for c, oc in zip(_l(nspec.get(key)), _l(ospec.get(key)), strict=True)
-        ]
-        if reverted:  # else munged keeps the new spec's value (or its absence)
-            munged[key] = reverted
-    revert("activeDeadlineSeconds")
-    revert("tolerations")
-    revert("schedulingGates")
-    otgps, ntgps = _int(ospec.get("terminationGracePeriodSeconds")), _int(
-        nspec.get("terminationGracePeriodSeconds"))
-    if otgps is not None and otgps < 0 and ntgps == 1:
-        munged["terminationGracePeriodSeconds"] = otgps
-    if old_gates:
-        # A gated pod may gain nodeSelector entries (not change or drop them).
-        nsel, osel = _m(nspec.get("nodeSelector")), _m(ospec.get("nodeSelector"))
-        if not _sem_eq(nsel, osel):
-            for k, v in osel.items():
-                if nsel.get(k) != v:
-                    errs.append(invalid("spec.nodeSelector", go_string_map(nsel),
-                                        "only additions to spec.nodeSelector are allowed (no "
-                                        "mutations or deletions)"))
-                    break
-            munged["nodeSelector"] = ospec.get("nodeSelector")
-    if not _sem_eq(munged, ospec):
-        errs.append(forbidden("spec", "pod updates may not change fields other than "
-                                      f"{_POD_UPDATABLE}\n{_spec_diff(ospec, munged)}"))
-    return errs
-
-
 def _validate_service(obj: Obj) -> list[Cause]:
     # v1.36 (RelaxedServiceNameValidation): a Service name is an RFC 1123 label
     return _validate_meta("Service", obj, name_is_dns_label) + _service_body(obj)
@@ -1601,9 +1248,9 @@ def _validate_service(obj: Obj) -> list[Cause]:
 
 def _service_body(obj: Obj) -> list[Cause]:
     errs: list[Cause] = []
-    spec = _m(obj.get("spec"))
-    svc_type = _str(spec.get("type"))
-    ports = _l(spec.get("ports"))
+    spec = as_map(obj.get("spec"))
+    svc_type = as_str(spec.get("type"))
+    ports = as_list(spec.get("ports"))
     headless = spec.get("clusterIP") == "None"
     if not ports and not headless and svc_type != "ExternalName":
         errs.append(required("spec.ports"))
@@ -1614,16 +1261,16 @@ def _service_body(obj: Obj) -> list[Cause]:
             errs.append(forbidden("spec.ipFamilies", "may not be set for ExternalName services"))
         if spec.get("ipFamilyPolicy") is not None:
             errs.append(forbidden("spec.ipFamilyPolicy", "may not be set for ExternalName services"))
-        cname = _str(spec.get("externalName")).removesuffix(".")
+        cname = as_str(spec.get("externalName")).removesuffix(".")
         if cname:
             errs.extend(invalid("spec.externalName", cname, m) for m in is_dns1123_subdomain(cname))
         else:
             errs.append(required("spec.externalName"))
     names: set[str] = set()
     for i, port in enumerate(ports):
-        port = _m(port)
+        port = as_map(port)
         ipath = f"spec.ports[{i}]"
-        pname = _str(port.get("name"))
+        pname = as_str(port.get("name"))
         if len(ports) > 1 and not pname:
             errs.append(required(f"{ipath}.name"))
         elif pname:
@@ -1632,9 +1279,9 @@ def _service_body(obj: Obj) -> list[Cause]:
                 errs.append(duplicate(f"{ipath}.name", pname))
             else:
                 names.add(pname)
-        pnum = _int(port.get("port")) or 0
+        pnum = as_int(port.get("port")) or 0
         errs.extend(invalid(f"{ipath}.port", pnum, m) for m in is_valid_port_num(pnum))
-        proto = _str(port.get("protocol"))
+        proto = as_str(port.get("protocol"))
         if not proto:
             errs.append(required(f"{ipath}.protocol"))
         elif proto not in _PROTOCOLS:
@@ -1646,10 +1293,10 @@ def _service_body(obj: Obj) -> list[Cause]:
             errs.extend(invalid(f"{ipath}.targetPort", target, m) for m in is_valid_port_num(target))
         app_protocol = port.get("appProtocol")
         if app_protocol is not None:
-            errs.extend(invalid(f"{ipath}.appProtocol", _str(app_protocol), m)
-                        for m in is_qualified_name(_str(app_protocol)))
-    errs.extend(validate_labels(_m(spec.get("selector")), "spec.selector"))
-    affinity = _str(spec.get("sessionAffinity"))
+            errs.extend(invalid(f"{ipath}.appProtocol", as_str(app_protocol), m)
+                        for m in is_qualified_name(as_str(app_protocol)))
+    errs.extend(validate_labels(as_map(spec.get("selector")), "spec.selector"))
+    affinity = as_str(spec.get("sessionAffinity"))
     if not affinity:
         errs.append(required("spec.sessionAffinity"))
     elif affinity not in ("ClientIP", "None"):
@@ -1657,8 +1304,8 @@ def _service_body(obj: Obj) -> list[Cause]:
     if affinity == "None" and spec.get("sessionAffinityConfig") is not None:
         errs.append(forbidden("spec.sessionAffinityConfig",
                               "must not be set when session affinity is None"))
-    cluster_ips = [_str(x) for x in _l(spec.get("clusterIPs"))] or (
-        [_str(spec["clusterIP"])] if spec.get("clusterIP") else [])
+    cluster_ips = [as_str(x) for x in as_list(spec.get("clusterIPs"))] or (
+        [as_str(spec["clusterIP"])] if spec.get("clusterIP") else [])
     for i, ip in enumerate(cluster_ips):
         if i == 0 and ip == "None":
             if len(cluster_ips) > 1:
@@ -1670,18 +1317,18 @@ def _service_body(obj: Obj) -> list[Cause]:
             continue
         errs.extend(invalid(f"spec.clusterIPs[{i}]", ip, m) for m in is_valid_ip(ip))
     if spec.get("clusterIP") and spec.get("clusterIPs") and (
-            spec["clusterIP"] != _l(spec["clusterIPs"])[0]):
-        errs.append(invalid("spec.clusterIPs", go_string_slice([_str(x) for x in cluster_ips]),
+            spec["clusterIP"] != as_list(spec["clusterIPs"])[0]):
+        errs.append(invalid("spec.clusterIPs", go_string_slice([as_str(x) for x in cluster_ips]),
                             "first value must match `clusterIP`"))
     policy = spec.get("ipFamilyPolicy")
     if policy is not None and policy not in ("SingleStack", "PreferDualStack", "RequireDualStack"):
-        errs.append(not_supported("spec.ipFamilyPolicy", _str(policy),
+        errs.append(not_supported("spec.ipFamilyPolicy", as_str(policy),
                                   ("SingleStack", "PreferDualStack", "RequireDualStack")))
-    for i, fam in enumerate(_l(spec.get("ipFamilies"))):
+    for i, fam in enumerate(as_list(spec.get("ipFamilies"))):
         if fam not in ("IPv4", "IPv6"):
-            errs.append(not_supported(f"spec.ipFamilies[{i}]", _str(fam), ("IPv4", "IPv6")))
-    for i, ip in enumerate(_l(spec.get("externalIPs"))):
-        errs.extend(invalid(f"spec.externalIPs[{i}]", _str(ip), m) for m in is_valid_ip(_str(ip)))
+            errs.append(not_supported(f"spec.ipFamilies[{i}]", as_str(fam), ("IPv4", "IPv6")))
+    for i, ip in enumerate(as_list(spec.get("externalIPs"))):
+        errs.extend(invalid(f"spec.externalIPs[{i}]", as_str(ip), m) for m in is_valid_ip(as_str(ip)))
     if not svc_type:
         errs.append(required("spec.type"))
     elif svc_type not in ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort"):
@@ -1689,13 +1336,13 @@ def _service_body(obj: Obj) -> list[Cause]:
                                   ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")))
     if svc_type == "ClusterIP":
         for i, port in enumerate(ports):
-            if _int(_m(port).get("nodePort")):
+            if as_int(as_map(port).get("nodePort")):
                 errs.append(forbidden(f"spec.ports[{i}].nodePort",
                                       "may not be used when `type` is 'ClusterIP'"))
     seen: set[tuple[str, int]] = set()
     for i, port in enumerate(ports):
-        port = _m(port)
-        key = (_str(port.get("protocol")), _int(port.get("port")) or 0)
+        port = as_map(port)
+        key = (as_str(port.get("protocol")), as_int(port.get("port")) or 0)
         if key in seen:
             # the internal ServicePort the check builds, as JSON with Go's field names
             errs.append(duplicate(f"spec.ports[{i}]", GoValue(json.dumps(
@@ -1704,26 +1351,26 @@ def _service_body(obj: Obj) -> list[Cause]:
         seen.add(key)
     itp = spec.get("internalTrafficPolicy")
     if itp is not None and itp not in ("Cluster", "Local"):
-        errs.append(not_supported("spec.internalTrafficPolicy", _str(itp), ("Cluster", "Local")))
+        errs.append(not_supported("spec.internalTrafficPolicy", as_str(itp), ("Cluster", "Local")))
     etp = spec.get("externalTrafficPolicy")
     if etp and etp not in ("Cluster", "Local"):
-        errs.append(not_supported("spec.externalTrafficPolicy", _str(etp), ("Cluster", "Local")))
-    elif etp and not (svc_type in ("NodePort", "LoadBalancer") or _l(spec.get("externalIPs"))):
-        errs.append(invalid("spec.externalTrafficPolicy", _str(etp),
+        errs.append(not_supported("spec.externalTrafficPolicy", as_str(etp), ("Cluster", "Local")))
+    elif etp and not (svc_type in ("NodePort", "LoadBalancer") or as_list(spec.get("externalIPs"))):
+        errs.append(invalid("spec.externalTrafficPolicy", as_str(etp),
                             "may only be set for externally-accessible services"))
     return errs
 
 
 def _service_cluster_ips(spec: Mapping[str, Any]) -> list[str]:
-    ips = [_str(x) for x in _l(spec.get("clusterIPs"))]
+    ips = [as_str(x) for x in as_list(spec.get("clusterIPs"))]
     if not ips and spec.get("clusterIP"):
-        ips = [_str(spec["clusterIP"])]
+        ips = [as_str(spec["clusterIP"])]
     return ips
 
 
 def _update_service(new: Obj, old: Obj) -> list[Cause]:
     errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
-    nspec, ospec = _m(new.get("spec")), _m(old.get("spec"))
+    nspec, ospec = as_map(new.get("spec")), as_map(old.get("spec"))
     if nspec.get("type") != "ExternalName" and ospec.get("type") != "ExternalName":
         old_ips = _service_cluster_ips(ospec)
         new_ips = _service_cluster_ips(nspec)
@@ -1768,19 +1415,19 @@ def _validate_data_keys(data: Mapping[str, Any], path: str) -> list[Cause]:
 
 
 def _b64_len(v: Any) -> int:
-    s = _str(v)
+    s = as_str(v)
     return (len(s) * 3) // 4 - s.count("=", max(0, len(s) - 2))
 
 
 def _validate_configmap(obj: Obj) -> list[Cause]:
     errs = _validate_meta("ConfigMap", obj)
-    data, binary = _m(obj.get("data")), _m(obj.get("binaryData"))
+    data, binary = as_map(obj.get("data")), as_map(obj.get("binaryData"))
     total = 0
     for key, value in data.items():
         errs.extend(invalid(f"data[{key}]", key, m) for m in is_config_map_key(key))
         if key in binary:
             errs.append(invalid(f"data[{key}]", key, "duplicate of key present in binaryData"))
-        total += len(_str(value).encode("utf-8"))
+        total += len(as_str(value).encode("utf-8"))
     for key, value in binary.items():
         errs.extend(invalid(f"binaryData[{key}]", key, m) for m in is_config_map_key(key))
         total += _b64_len(value)
@@ -1794,9 +1441,9 @@ def _update_configmap(new: Obj, old: Obj) -> list[Cause]:
     if old.get("immutable") is True:
         if new.get("immutable") is not True:
             errs.append(forbidden("immutable", "field is immutable when `immutable` is set"))
-        if not _sem_eq(new.get("data"), old.get("data")):
+        if not semantic_equal(new.get("data"), old.get("data")):
             errs.append(forbidden("data", "field is immutable when `immutable` is set"))
-        if not _sem_eq(new.get("binaryData"), old.get("binaryData")):
+        if not semantic_equal(new.get("binaryData"), old.get("binaryData")):
             errs.append(forbidden("binaryData", "field is immutable when `immutable` is set"))
     errs.extend(_validate_configmap(new))
     return errs
@@ -1804,15 +1451,15 @@ def _update_configmap(new: Obj, old: Obj) -> list[Cause]:
 
 def _validate_secret(obj: Obj) -> list[Cause]:
     errs = _validate_meta("Secret", obj)
-    data = _m(obj.get("data"))
+    data = as_map(obj.get("data"))
     total = 0
     for key, value in data.items():
         errs.extend(invalid(f"data[{key}]", key, m) for m in is_config_map_key(key))
         total += _b64_len(value)
     if total > MAX_SECRET_SIZE:
         errs.append(too_long("data", MAX_SECRET_SIZE))
-    stype = _str(obj.get("type"))
-    annotations = _m(_meta(obj).get("annotations"))
+    stype = as_str(obj.get("type"))
+    annotations = as_map(meta_of(obj).get("annotations"))
     if stype == "kubernetes.io/service-account-token":
         if not annotations.get("kubernetes.io/service-account.name"):
             errs.append(required("metadata.annotations[kubernetes.io/service-account.name]"))
@@ -1848,7 +1495,7 @@ def _json_content_error(b64: Any) -> str:
     from pykcm.apiserver import go_json
 
     try:
-        raw = _b64.b64decode(_str(b64), validate=True)
+        raw = _b64.b64decode(as_str(b64), validate=True)
     except ValueError:
         return ""
     return go_json.syntax_error(raw) or ""
@@ -1856,11 +1503,11 @@ def _json_content_error(b64: Any) -> str:
 
 def _update_secret(new: Obj, old: Obj) -> list[Cause]:
     errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
-    errs.extend(validate_immutable(_str(new.get("type")), _str(old.get("type")), "type"))
+    errs.extend(validate_immutable(as_str(new.get("type")), as_str(old.get("type")), "type"))
     if old.get("immutable") is True:
         if new.get("immutable") is not True:
             errs.append(forbidden("immutable", "field is immutable when `immutable` is set"))
-        if not _sem_eq(new.get("data"), old.get("data")):
+        if not semantic_equal(new.get("data"), old.get("data")):
             errs.append(forbidden("data", "field is immutable when `immutable` is set"))
     errs.extend(_validate_secret(new))
     return errs
@@ -1868,8 +1515,8 @@ def _update_secret(new: Obj, old: Obj) -> list[Cause]:
 
 def _create_namespace(obj: Obj) -> list[Cause]:
     errs = _validate_meta("Namespace", obj, name_is_dns_label)
-    for f in _l(_m(obj.get("spec")).get("finalizers")):
-        fs = _str(f)
+    for f in as_list(as_map(obj.get("spec")).get("finalizers")):
+        fs = as_str(f)
         errs.extend(invalid("spec.finalizers", fs, m) for m in is_qualified_name(fs))
         if "/" not in fs and fs != "kubernetes":
             errs.append(invalid("spec.finalizers", fs, "name is neither a standard finalizer name "
@@ -1883,15 +1530,15 @@ def _update_namespace(new: Obj, old: Obj) -> list[Cause]:
 
 def _create_node(obj: Obj) -> list[Cause]:
     errs = _validate_meta("Node", obj)
-    spec = _m(obj.get("spec"))
-    for i, cidr in enumerate(_l(spec.get("podCIDRs"))):
+    spec = as_map(obj.get("spec"))
+    for i, cidr in enumerate(as_list(spec.get("podCIDRs"))):
         try:
-            ipaddress.ip_network(_str(cidr), strict=False)
+            ipaddress.ip_network(as_str(cidr), strict=False)
         except ValueError:
-            errs.append(invalid(f"spec.podCIDRs[{i}]", _str(cidr),
+            errs.append(invalid(f"spec.podCIDRs[{i}]", as_str(cidr),
                                 "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"))
     # upstream names the path metadata.taints (validateNodeTaints' quirk)
-    errs.extend(_validate_taints(_l(spec.get("taints")), "metadata.taints"))
+    errs.extend(_validate_taints(as_list(spec.get("taints")), "metadata.taints"))
     return errs
 
 
@@ -1899,16 +1546,16 @@ def _validate_taints(taints: list[Any], path: str) -> list[Cause]:
     errs: list[Cause] = []
     seen: set[tuple[str, str]] = set()
     for i, t in enumerate(taints):
-        t = _m(t)
+        t = as_map(t)
         ipath = f"{path}[{i}]"
-        key = _str(t.get("key"))
+        key = as_str(t.get("key"))
         if not key:
             errs.append(required(f"{ipath}.key"))
         else:
             errs.extend(invalid(f"{ipath}.key", key, m) for m in is_qualified_name(key))
-        value = _str(t.get("value"))
+        value = as_str(t.get("value"))
         errs.extend(invalid(f"{ipath}.value", value, m) for m in is_valid_label_value(value))
-        effect = _str(t.get("effect"))
+        effect = as_str(t.get("effect"))
         if not effect:
             errs.append(required(f"{ipath}.effect"))
         elif effect not in _TAINT_EFFECTS:
@@ -1926,8 +1573,8 @@ def _validate_taints(taints: list[Any], path: str) -> list[Cause]:
 
 def _update_node(new: Obj, old: Obj) -> list[Cause]:
     errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
-    nspec, ospec = _m(new.get("spec")), _m(old.get("spec"))
-    ocidrs, ncidrs = _l(ospec.get("podCIDRs")), _l(nspec.get("podCIDRs"))
+    nspec, ospec = as_map(new.get("spec")), as_map(old.get("spec"))
+    ocidrs, ncidrs = as_list(ospec.get("podCIDRs")), as_list(nspec.get("podCIDRs"))
     if (ocidrs and ocidrs != ncidrs) or (
             ospec.get("podCIDR") and ospec.get("podCIDR") != nspec.get("podCIDR")):
         errs.append(forbidden("spec.podCIDRs",
@@ -1935,7 +1582,7 @@ def _update_node(new: Obj, old: Obj) -> list[Cause]:
     if ospec.get("providerID") and ospec.get("providerID") != nspec.get("providerID"):
         errs.append(forbidden("spec.providerID",
                               'node updates may not change providerID except from "" to valid'))
-    errs.extend(_validate_taints(_l(nspec.get("taints")), "metadata.taints"))
+    errs.extend(_validate_taints(as_list(nspec.get("taints")), "metadata.taints"))
     return errs
 
 
@@ -1966,8 +1613,8 @@ def _event_meta_errors(obj: Obj) -> list[Cause]:
 
 def _event_body(obj: Obj) -> list[Cause]:
     errs: list[Cause] = []
-    namespace = _str(_meta(obj).get("namespace"))
-    inv_ns = _str(_m(obj.get("involvedObject")).get("namespace"))
+    namespace = as_str(meta_of(obj).get("namespace"))
+    inv_ns = as_str(as_map(obj.get("involvedObject")).get("namespace"))
     if not obj.get("eventTime"):
         if not inv_ns:
             if namespace not in ("", "default"):
@@ -1978,26 +1625,26 @@ def _event_body(obj: Obj) -> list[Cause]:
     else:
         if not inv_ns and namespace != "kube-system":
             errs.append(invalid("involvedObject.namespace", inv_ns, "does not match event.namespace"))
-        rc = _str(obj.get("reportingComponent"))
+        rc = as_str(obj.get("reportingComponent"))
         if not rc:
             errs.append(required("reportingComponent"))
         errs.extend(invalid("reportingComponent", rc, m) for m in is_qualified_name(rc))
-        ri = _str(obj.get("reportingInstance"))
+        ri = as_str(obj.get("reportingInstance"))
         if not ri:
             errs.append(required("reportingInstance"))
         if len(ri) > 128:
             errs.append(invalid("reportingInstance", "", "can have at most 128 characters"))
-        action = _str(obj.get("action"))
+        action = as_str(obj.get("action"))
         if not action:
             errs.append(required("action"))
         if len(action) > 128:
             errs.append(invalid("action", "", "can have at most 128 characters"))
-        reason = _str(obj.get("reason"))
+        reason = as_str(obj.get("reason"))
         if not reason:
             errs.append(required("reason"))
         if len(reason) > 128:
             errs.append(invalid("reason", "", "can have at most 128 characters"))
-        if len(_str(obj.get("message"))) > 1024:
+        if len(as_str(obj.get("message"))) > 1024:
             errs.append(invalid("message", "", "can have at most 1024 characters"))
     errs.extend(invalid("namespace", namespace, m) for m in is_dns1123_subdomain(namespace))
     return errs
@@ -2022,21 +1669,21 @@ def validate_event_v1_create(obj: Obj) -> list[Cause]:
                                  name_validator=name_is_dns_subdomain)
     series = obj.get("series")
     if isinstance(series, dict):
-        if (_int(series.get("count")) or 0) < 2:
+        if (as_int(series.get("count")) or 0) < 2:
             errs.append(invalid("series.count", "", "should be at least 2"))
         if not series.get("lastObservedTime"):
             errs.append(required("series.lastObservedTime"))
     if not obj.get("eventTime"):
         errs.append(required("eventTime"))
-    etype = _str(obj.get("type"))
+    etype = as_str(obj.get("type"))
     if etype not in ("Normal", "Warning"):
         errs.append(invalid("type", "", f"has invalid value: {etype}"))
     for key in ("firstTimestamp", "lastTimestamp"):
         if obj.get(key):
             errs.append(invalid(key, "", "needs to be unset"))
-    if _int(obj.get("count")):
+    if as_int(obj.get("count")):
         errs.append(invalid("count", "", "needs to be unset"))
-    source = _m(obj.get("source"))
+    source = as_map(obj.get("source"))
     if source.get("component") or source.get("host"):
         errs.append(invalid("source", "", "needs to be unset"))
     return errs
@@ -2057,7 +1704,7 @@ def validate_event_v1_update(new: Obj, old: Obj) -> list[Cause]:
     errs = _v1_event_body(new)
     errs += validate_object_meta_update(new.get("metadata"), old.get("metadata"))
     for key, path in _V1_EVENT_IMMUTABLE:
-        errs += _immutable(new.get(key), old.get(key), path)
+        errs += immutable(new.get(key), old.get(key), path)
     return errs
 
 
@@ -2072,11 +1719,11 @@ def _validate_lease(obj: Obj) -> list[Cause]:
 
 def _lease_body(obj: Obj) -> list[Cause]:
     errs: list[Cause] = []
-    spec = _m(obj.get("spec"))
-    lds = _int(spec.get("leaseDurationSeconds"))
+    spec = as_map(obj.get("spec"))
+    lds = as_int(spec.get("leaseDurationSeconds"))
     if lds is not None and lds <= 0:
         errs.append(invalid("spec.leaseDurationSeconds", lds, "must be greater than 0"))
-    lt = _int(spec.get("leaseTransitions"))
+    lt = as_int(spec.get("leaseTransitions"))
     if lt is not None and lt < 0:
         errs.append(invalid("spec.leaseTransitions", lt, "must be greater than or equal to 0"))
     return errs
@@ -2090,13 +1737,13 @@ def _update_lease(new: Obj, old: Obj) -> list[Cause]:
 
 def _create_pod_template(obj: Obj) -> list[Cause]:
     errs = _validate_meta("PodTemplate", obj)
-    errs.extend(_validate_pod_template_spec(_m(obj.get("template")), "template"))
+    errs.extend(_validate_pod_template_spec(as_map(obj.get("template")), "template"))
     return errs
 
 
 def _update_pod_template(new: Obj, old: Obj) -> list[Cause]:
     errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
-    errs.extend(_validate_pod_template_spec(_m(new.get("template")), "template"))
+    errs.extend(_validate_pod_template_spec(as_map(new.get("template")), "template"))
     return errs
 
 
@@ -2106,23 +1753,23 @@ def _create_endpoints(obj: Obj) -> list[Cause]:
 
 def _endpoints_body(obj: Obj) -> list[Cause]:
     errs: list[Cause] = []
-    for i, subset in enumerate(_l(obj.get("subsets"))):
-        subset = _m(subset)
+    for i, subset in enumerate(as_list(obj.get("subsets"))):
+        subset = as_map(subset)
         spath = f"subsets[{i}]"
-        if not _l(subset.get("addresses")) and not _l(subset.get("notReadyAddresses")):
+        if not as_list(subset.get("addresses")) and not as_list(subset.get("notReadyAddresses")):
             errs.append(required(spath, "must specify `addresses` or `notReadyAddresses`"))
         for field_name in ("addresses", "notReadyAddresses"):
-            for j, addr in enumerate(_l(subset.get(field_name))):
-                ip = _str(_m(addr).get("ip"))
+            for j, addr in enumerate(as_list(subset.get(field_name))):
+                ip = as_str(as_map(addr).get("ip"))
                 ipath = f"{spath}.{field_name}[{j}].ip"
                 errs.extend(invalid(ipath, ip, m) for m in is_valid_ip(ip))
                 errs.extend(invalid(ipath, ip, m) for m in _special_ip(ip))
-        for j, port in enumerate(_l(subset.get("ports"))):
-            port = _m(port)
+        for j, port in enumerate(as_list(subset.get("ports"))):
+            port = as_map(port)
             ppath = f"{spath}.ports[{j}]"
-            pnum = _int(port.get("port")) or 0
+            pnum = as_int(port.get("port")) or 0
             errs.extend(invalid(f"{ppath}.port", pnum, m) for m in is_valid_port_num(pnum))
-            proto = _str(port.get("protocol"))
+            proto = as_str(port.get("protocol"))
             if not proto:
                 errs.append(required(f"{ppath}.protocol"))
             elif proto not in _PROTOCOLS:
@@ -2292,9 +1939,9 @@ def _validate_slice_ports(ports: list[Any]) -> list[Cause]:
     errs: list[Cause] = []
     names: list[str] = []
     for i, port in enumerate(ports):
-        port = _m(port)
+        port = as_map(port)
         path = f"ports[{i}]"
-        name = _str(port.get("name"))
+        name = as_str(port.get("name"))
         if name:
             errs.extend(invalid(f"{path}.name", name, m) for m in is_dns1123_label(name))
         if name in names:
@@ -2309,7 +1956,7 @@ def _validate_slice_ports(ports: list[Any]) -> list[Cause]:
         app = port.get("appProtocol")
         if app is not None:
             errs.extend(invalid(f"{path}.appProtocol", app, m)
-                        for m in is_qualified_name(_str(app)))
+                        for m in is_qualified_name(as_str(app)))
     return errs
 
 
@@ -2318,22 +1965,22 @@ def _validate_slice_endpoints(endpoints: list[Any], address_type: str) -> list[C
         return [too_many("endpoints", len(endpoints), _MAX_SLICE_ENDPOINTS)]
     errs: list[Cause] = []
     for i, ep in enumerate(endpoints):
-        ep = _m(ep)
+        ep = as_map(ep)
         path = f"endpoints[{i}]"
         apath = f"{path}.addresses"
-        addresses = _l(ep.get("addresses"))
+        addresses = as_list(ep.get("addresses"))
         if not addresses:
             errs.append(required(apath, "must contain at least 1 address"))
         elif len(addresses) > _MAX_ENDPOINT_ADDRESSES:
             errs.append(too_many(apath, len(addresses), _MAX_ENDPOINT_ADDRESSES))
         for j, addr in enumerate(addresses):
-            errs.extend(_slice_address_errors(address_type, _str(addr), apath,
+            errs.extend(_slice_address_errors(address_type, as_str(addr), apath,
                                               f"{apath}[{j}]"))
         node = ep.get("nodeName")
         if node is not None:
             errs.extend(invalid(f"{path}.nodeName", node, m)
-                        for m in name_is_dns_subdomain(_str(node)))
-        topology = _m(ep.get("deprecatedTopology"))
+                        for m in name_is_dns_subdomain(as_str(node)))
+        topology = as_map(ep.get("deprecatedTopology"))
         tpath = f"{path}.deprecatedTopology"
         if len(topology) > _MAX_TOPOLOGY_LABELS:
             errs.append(too_many(tpath, len(topology), _MAX_TOPOLOGY_LABELS))
@@ -2341,7 +1988,7 @@ def _validate_slice_endpoints(endpoints: list[Any], address_type: str) -> list[C
         hostname = ep.get("hostname")
         if hostname is not None:
             errs.extend(invalid(f"{path}.hostname", hostname, m)
-                        for m in is_dns1123_label(_str(hostname)))
+                        for m in is_dns1123_label(as_str(hostname)))
         hints = ep.get("hints")
         if isinstance(hints, Mapping):
             errs.extend(_validate_hints(hints, f"{path}.hints"))
@@ -2351,13 +1998,13 @@ def _validate_slice_endpoints(endpoints: list[Any], address_type: str) -> list[C
 def _validate_hints(hints: Mapping[str, Any], path: str) -> list[Cause]:
     errs: list[Cause] = []
     for key, check in (("forZones", is_valid_label_value), ("forNodes", name_is_dns_subdomain)):
-        items = _l(hints.get(key))
+        items = as_list(hints.get(key))
         if len(items) > _MAX_HINTS:
             errs.append(too_many(f"{path}.{key}", len(items), _MAX_HINTS))
             return errs
         seen: list[str] = []
         for i, item in enumerate(items):
-            name = _str(_m(item).get("name"))
+            name = as_str(as_map(item).get("name"))
             npath = f"{path}.{key}[{i}].name"
             if name in seen:
                 errs.append(duplicate(npath, name))
@@ -2374,9 +2021,9 @@ def _slice_body(obj: Obj, old: Obj | None) -> list[Cause]:
         errs.append(required("addressType"))
     elif address_type not in _ADDRESS_TYPES:
         errs.append(not_supported("addressType", address_type, _ADDRESS_TYPES))
-    errs.extend(_validate_slice_ports(_l(obj.get("ports"))))
-    endpoint_errs = _validate_slice_endpoints(_l(obj.get("endpoints")), _str(address_type))
-    if endpoint_errs and old is not None and _sem_eq(old.get("endpoints"), obj.get("endpoints")):
+    errs.extend(_validate_slice_ports(as_list(obj.get("ports"))))
+    endpoint_errs = _validate_slice_endpoints(as_list(obj.get("endpoints")), as_str(address_type))
+    if endpoint_errs and old is not None and semantic_equal(old.get("endpoints"), obj.get("endpoints")):
         endpoint_errs = []  # unchanged endpoints an older version accepted stay valid
     return errs + endpoint_errs
 
@@ -2388,7 +2035,7 @@ def _create_endpoint_slice(obj: Obj) -> list[Cause]:
 def _update_endpoint_slice(new: Obj, old: Obj) -> list[Cause]:
     return (validate_object_meta_update(new.get("metadata"), old.get("metadata"))
             + _slice_body(new, old)
-            + _immutable(new.get("addressType"), old.get("addressType"), "addressType"))
+            + immutable(new.get("addressType"), old.get("addressType"), "addressType"))
 
 
 # --- status -----------------------------------------------------------------------
@@ -2396,38 +2043,24 @@ def _update_endpoint_slice(new: Obj, old: Obj) -> list[Cause]:
 def _status_nonneg(status: Mapping[str, Any], keys: Sequence[str]) -> list[Cause]:
     errs: list[Cause] = []
     for k in keys:
-        errs.extend(_nonneg(status, k, f"status.{k}"))
+        errs.extend(nonnegative_field(status, k, f"status.{k}"))
     return errs
 
 
 def _not_greater(status: Mapping[str, Any], key: str, than: str, msg: str) -> list[Cause]:
-    a, b = _int(status.get(key)) or 0, _int(status.get(than)) or 0
+    a, b = as_int(status.get(key)) or 0, as_int(status.get(than)) or 0
     return [invalid(f"status.{key}", a, msg)] if a > b else []
 
 
 def _collision_decremented(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
-    n, o = _int(new.get("collisionCount")), _int(old.get("collisionCount"))
+    n, o = as_int(new.get("collisionCount")), as_int(old.get("collisionCount"))
     if o is not None and (n is None or n < o):
         return [invalid("status.collisionCount", n or 0, "cannot be decremented")]
     return []
 
 
-def _status_deployment(new: Obj, old: Obj) -> list[Cause]:
-    s, o = _m(new.get("status")), _m(old.get("status"))
-    errs = _status_nonneg(s, ("observedGeneration", "replicas", "updatedReplicas", "readyReplicas",
-                              "availableReplicas", "unavailableReplicas", "collisionCount"))
-    msg = "cannot be greater than status.replicas"
-    errs.extend(_not_greater(s, "updatedReplicas", "replicas", msg))
-    errs.extend(_not_greater(s, "readyReplicas", "replicas", msg))
-    errs.extend(_not_greater(s, "availableReplicas", "replicas", msg))
-    errs.extend(_not_greater(s, "availableReplicas", "readyReplicas",
-                             "cannot be greater than readyReplicas"))
-    errs.extend(_collision_decremented(s, o))
-    return errs
-
-
 def _status_replicaset(new: Obj, old: Obj) -> list[Cause]:
-    s = _m(new.get("status"))
+    s = as_map(new.get("status"))
     errs = _status_nonneg(s, ("replicas", "fullyLabeledReplicas", "readyReplicas",
                               "availableReplicas", "observedGeneration"))
     msg = "cannot be greater than status.replicas"
@@ -2440,7 +2073,7 @@ def _status_replicaset(new: Obj, old: Obj) -> list[Cause]:
 
 
 def _status_statefulset(new: Obj, old: Obj) -> list[Cause]:
-    s, o = _m(new.get("status")), _m(old.get("status"))
+    s, o = as_map(new.get("status")), as_map(old.get("status"))
     errs = _status_nonneg(s, ("replicas", "readyReplicas", "currentReplicas", "updatedReplicas",
                               "availableReplicas", "observedGeneration", "collisionCount"))
     msg = "cannot be greater than status.replicas"
@@ -2453,7 +2086,7 @@ def _status_statefulset(new: Obj, old: Obj) -> list[Cause]:
 
 
 def _status_daemonset(new: Obj, old: Obj) -> list[Cause]:
-    s, o = _m(new.get("status")), _m(old.get("status"))
+    s, o = as_map(new.get("status")), as_map(old.get("status"))
     errs = _status_nonneg(s, ("currentNumberScheduled", "numberMisscheduled",
                               "desiredNumberScheduled", "numberReady", "observedGeneration",
                               "updatedNumberScheduled", "numberAvailable", "numberUnavailable",
@@ -2463,17 +2096,17 @@ def _status_daemonset(new: Obj, old: Obj) -> list[Cause]:
 
 
 def _status_job(new: Obj, old: Obj) -> list[Cause]:
-    s = _m(new.get("status"))
+    s = as_map(new.get("status"))
     errs = _status_nonneg(s, ("active", "succeeded", "failed", "ready", "terminating"))
-    ready, active = _int(s.get("ready")), _int(s.get("active")) or 0
+    ready, active = as_int(s.get("ready")), as_int(s.get("active")) or 0
     if ready is not None and ready > active:
         errs.append(invalid("status.ready", ready, "cannot set more ready pods than active"))
     return errs
 
 
 def _status_namespace(new: Obj, old: Obj) -> list[Cause]:
-    phase = _str(_m(new.get("status")).get("phase"))
-    if not _meta(new).get("deletionTimestamp"):
+    phase = as_str(as_map(new.get("status")).get("phase"))
+    if not meta_of(new).get("deletionTimestamp"):
         if phase != "Active":
             return [invalid("status.Phase", phase,
                             "may only be 'Active' if `deletionTimestamp` is empty")]
@@ -2483,53 +2116,14 @@ def _status_namespace(new: Obj, old: Obj) -> list[Cause]:
     return []
 
 
-def _status_pod(new: Obj, old: Obj) -> list[Cause]:
-    errs: list[Cause] = []
-    s, o = _m(new.get("status")), _m(old.get("status"))
-    system_conditions = {"PodScheduled", "Ready", "Initialized"}
-    for i, cond in enumerate(_l(s.get("conditions"))):
-        ctype = _str(_m(cond).get("type"))
-        if ctype in system_conditions:
-            continue
-        errs.extend(invalid(f"status.conditions[{i}].Type", ctype, m)
-                    for m in is_qualified_name(ctype))
-    if _m(new.get("spec")).get("nodeName") != _m(old.get("spec")).get("nodeName"):
-        errs.append(forbidden("status.nodeName", "may not be changed directly"))
-    nnn = _str(s.get("nominatedNodeName"))
-    if nnn and nnn != o.get("nominatedNodeName"):
-        errs.extend(invalid("status.nominatedNodeName", nnn, m)
-                    for m in is_dns1123_subdomain(nnn))
-    restart = _str(_m(old.get("spec")).get("restartPolicy"))
-    if restart != "Always":
-        new_statuses = {_str(_m(c).get("name")): _m(c) for c in _l(s.get("containerStatuses"))}
-        for i, oc in enumerate(_l(o.get("containerStatuses"))):
-            oc = _m(oc)
-            term = _m(oc.get("state")).get("terminated")
-            if term is None:
-                continue
-            if (_int(_m(term).get("exitCode")) or 0) != 0 and restart == "OnFailure":
-                continue
-            nc = new_statuses.get(_str(oc.get("name")))
-            if nc is not None and _m(nc.get("state")).get("terminated") is None:
-                errs.append(forbidden(f"status.containerStatuses[{i}].state",
-                                      "may not be transitioned to non-terminated state"))
-    qos = s.get("qosClass")
-    if qos and o.get("qosClass") and qos != o.get("qosClass"):
-        errs.append(invalid("status.qosClass", _str(qos), FIELD_IMMUTABLE_ERROR_MSG))
-    for i, pip in enumerate(_l(s.get("podIPs"))):
-        ip = _str(_m(pip).get("ip"))
-        errs.extend(invalid(f"status.podIPs[{i}]", ip, m) for m in is_valid_ip(ip))
-    return errs
-
-
 def _status_service(new: Obj, old: Obj) -> list[Cause]:
     errs: list[Cause] = []
-    ingress = _l(_m(_m(new.get("status")).get("loadBalancer")).get("ingress"))
-    if ingress and _m(new.get("spec")).get("type") != "LoadBalancer":
+    ingress = as_list(as_map(as_map(new.get("status")).get("loadBalancer")).get("ingress"))
+    if ingress and as_map(new.get("spec")).get("type") != "LoadBalancer":
         errs.append(forbidden("status.loadBalancer.ingress",
                               "may only be used when `spec.type` is 'LoadBalancer'"))
     for i, ing in enumerate(ingress):
-        ip = _str(_m(ing).get("ip"))
+        ip = as_str(as_map(ing).get("ip"))
         if ip:
             errs.extend(invalid(f"status.loadBalancer.ingress[{i}].ip", ip, m)
                         for m in is_valid_ip(ip))
@@ -2539,8 +2133,6 @@ def _status_service(new: Obj, old: Obj) -> list[Cause]:
 # --- dispatch --------------------------------------------------------------------------
 
 _CREATE: Final[dict[str, Callable[[Obj], list[Cause]]]] = {
-    "Pod": _create_pod,
-    "Deployment": _create_deployment,
     "ReplicaSet": _create_replicaset,
     "StatefulSet": _create_statefulset,
     "DaemonSet": _create_daemonset,
@@ -2564,8 +2156,6 @@ _CREATE: Final[dict[str, Callable[[Obj], list[Cause]]]] = {
 }
 
 _UPDATE: Final[dict[str, Callable[[Obj, Obj], list[Cause]]]] = {
-    "Pod": _update_pod,
-    "Deployment": _update_deployment,
     "ReplicaSet": _update_replicaset,
     "StatefulSet": _update_statefulset,
     "DaemonSet": _update_daemonset,
@@ -2589,13 +2179,11 @@ _UPDATE: Final[dict[str, Callable[[Obj, Obj], list[Cause]]]] = {
 }
 
 _STATUS: Final[dict[str, Callable[[Obj, Obj], list[Cause]]]] = {
-    "Deployment": _status_deployment,
     "ReplicaSet": _status_replicaset,
     "StatefulSet": _status_statefulset,
     "DaemonSet": _status_daemonset,
     "Job": _status_job,
     "Namespace": _status_namespace,
-    "Pod": _status_pod,
     "Service": _status_service,
     "ReplicationController": _status_replicaset,
     "PersistentVolumeClaim": _volume_check("validate_pvc_status"),

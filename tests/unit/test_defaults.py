@@ -12,12 +12,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pykcm.apiserver.defaults import (
-    apply_defaults,
     generate_job_selector,
     image_pull_policy,
     parse_quantity,
     pod_qos_class,
 )
+from tests.unit.kind_strategies import apply_defaults
 
 CONTAINER_DEFAULTS = {
     "resources": {},

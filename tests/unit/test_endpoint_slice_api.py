@@ -7,9 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from pykcm.api.endpoints import ENDPOINT_SLICES
-from pykcm.apiserver import defaults, strategy, tables, validation
+from pykcm.apiserver import tables, validation
 from pykcm.apiserver.identity_lease import server_id
 from pykcm.apiserver.kubernetes_service import choose_advertise_address, slice_from_endpoints
+from pykcm.apiserver.registry.discovery.endpointslice import endpoint_slice_warnings
+from pykcm.apiserver.registry.lookup import strategy_for
+
+STRATEGY = strategy_for(ENDPOINT_SLICES)
 
 
 def eps(**fields: Any) -> dict[str, Any]:
@@ -20,8 +24,8 @@ def eps(**fields: Any) -> dict[str, Any]:
 
 
 def messages(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[str]:
-    causes = (validation.validate_create("EndpointSlice", obj) if old is None
-              else validation.validate_update("EndpointSlice", obj, old))
+    causes = (STRATEGY.validate_create(obj) if old is None
+              else STRATEGY.validate_update(obj, old))
     return [f"{c.field}: {c.body()}" for c in causes]
 
 
@@ -34,14 +38,14 @@ def test_defaults_write_go_fields_in_order() -> None:
     obj = eps(ports=[{"port": 80}, {"appProtocol": "x", "name": "a"}],
               endpoints=[{"zone": "z", "addresses": ["10.0.0.1"]}])
     obj = {"ports": obj.pop("ports"), **obj}
-    defaults.apply_defaults("EndpointSlice", obj)
+    STRATEGY.default(obj, create=True)
     assert list(obj) == ["kind", "apiVersion", "metadata", "addressType", "endpoints", "ports"]
     assert obj["ports"] == [{"name": "", "protocol": "TCP", "port": 80},
                             {"name": "a", "protocol": "TCP", "appProtocol": "x"}]
     assert list(obj["ports"][1]) == ["name", "protocol", "appProtocol"]
     assert obj["endpoints"] == [{"addresses": ["10.0.0.1"], "conditions": {}, "zone": "z"}]
     empty = eps()
-    defaults.apply_defaults("EndpointSlice", empty)
+    STRATEGY.default(empty, create=True)
     assert empty["endpoints"] is None and empty["ports"] is None
 
 
@@ -53,7 +57,7 @@ def test_validation_messages_as_upstream() -> None:
          "hints": {"forZones": [{"name": "z"}, {"name": "z"}], "forNodes": [{"name": "n!"}]}}],
         ports=[{"name": "Bad_Name", "protocol": "XTP", "appProtocol": "a b"},
                {"name": "x", "port": 80}])
-    defaults.apply_defaults("EndpointSlice", obj)
+    STRATEGY.default(obj, create=True)
     label = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
              "'-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "
              "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
@@ -112,7 +116,7 @@ def test_update_rules() -> None:
 def test_generation_and_deprecated_topology() -> None:
     created = eps(endpoints=[{"addresses": ["10.0.0.1"], "deprecatedTopology": {
         "kubernetes.io/hostname": "n1"}}])
-    strategy.prepare_for_create(ENDPOINT_SLICES, created)
+    STRATEGY.prepare_for_create(created)
     assert created["metadata"]["generation"] == 1
     assert created["endpoints"] == [{"addresses": ["10.0.0.1"]}]
     old = eps(endpoints=[{"addresses": ["10.0.0.1"], "deprecatedTopology": {
@@ -120,25 +124,27 @@ def test_generation_and_deprecated_topology() -> None:
     old["metadata"]["generation"] = 3
     annotated = eps(endpoints=old["endpoints"])
     annotated["metadata"].update(generation=3, annotations={"a": "b"})
-    out = strategy.prepare_for_update(ENDPOINT_SLICES, annotated, old, "")
+    STRATEGY.prepare_for_update(annotated, old)
+    out = annotated
     assert out["metadata"]["generation"] == 3
     assert out["endpoints"] == old["endpoints"]  # unchanged endpoints keep their topology
     labelled = eps(endpoints=old["endpoints"])
     labelled["metadata"]["labels"] = {"a": "b"}
-    assert strategy.prepare_for_update(ENDPOINT_SLICES, labelled, old,
-                                       "")["metadata"]["generation"] == 4
+    STRATEGY.prepare_for_update(labelled, old)
+    assert labelled["metadata"]["generation"] == 4
     moved = eps(endpoints=[{"addresses": ["10.0.0.2"], "deprecatedTopology": {
         "kubernetes.io/hostname": "n1"}}])
-    out = strategy.prepare_for_update(ENDPOINT_SLICES, moved, old, "")
+    STRATEGY.prepare_for_update(moved, old)
+    out = moved
     # a partial update keeps the node the old topology named
     assert out["endpoints"] == [{"addresses": ["10.0.0.2"], "nodeName": "n1"}]
     assert out["metadata"]["generation"] == 4
 
 
 def test_warnings() -> None:
-    assert strategy.endpoint_slice_warnings(eps(addressType="FQDN"), create=True) == [
+    assert endpoint_slice_warnings(eps(addressType="FQDN"), create=True) == [
         "spec.addressType: FQDN endpoints are deprecated"]
-    assert strategy.endpoint_slice_warnings(eps(addressType="FQDN"), create=False) == []
+    assert endpoint_slice_warnings(eps(addressType="FQDN"), create=False) == []
     assert validation.ip_warnings("f", "010.0.0.1") == [
         'f: non-standard IP address "010.0.0.1" is invalid: use "10.0.0.1"']
     assert validation.ip_warnings("f", "2001:DB8::1") == [
@@ -150,13 +156,15 @@ def test_table_cells() -> None:
               endpoints=[{"addresses": ["10.0.0.1", "10.0.0.2"]}, {"addresses": ["10.0.0.3"]},
                          {"addresses": ["10.0.0.4"]}])
     obj["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
-    t = tables.table("EndpointSlice", "discovery.k8s.io", [obj], list_meta=None,
+    t = tables.table("EndpointSlice", "discovery.k8s.io", [obj], printer=STRATEGY.printer,
+                     list_meta=None,
                      include_object="None", api_version="meta.k8s.io/v1")
     assert [c["name"] for c in t["columnDefinitions"]] == [
         "Name", "AddressType", "Ports", "Endpoints", "Age"]
     assert t["rows"][0]["cells"][:4] == ["s", "IPv4", "1,n,3 + 1 more...",
                                          "10.0.0.1,10.0.0.2,10.0.0.3 + 1 more..."]
-    empty = tables.table("EndpointSlice", "discovery.k8s.io", [eps()], list_meta=None,
+    empty = tables.table("EndpointSlice", "discovery.k8s.io", [eps()],
+                         printer=STRATEGY.printer, list_meta=None,
                          include_object="None", api_version="meta.k8s.io/v1")
     assert empty["rows"][0]["cells"][2:4] == ["<unset>", "<unset>"]
 

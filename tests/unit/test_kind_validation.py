@@ -11,8 +11,12 @@ from typing import Any
 import pytest
 
 from pykcm.api.validation import format_invalid_message
-from pykcm.apiserver.defaults import apply_defaults
-from pykcm.apiserver.validation import validate_create, validate_status_update, validate_update
+from tests.unit.kind_strategies import (
+    apply_defaults,
+    validate_create,
+    validate_status_update,
+    validate_update,
+)
 
 Obj = dict[str, Any]
 

@@ -12,22 +12,28 @@ from typing import Any
 
 import pytest
 
-from pykcm.apiserver.tables import (
-    column_definitions,
-    has_printer,
-    human_duration,
-    negotiate_table,
-    parse_include_object,
-    parse_table_accept,
-    table,
-    translate_timestamp_since,
-)
+from pykcm.apiserver import tables
+from pykcm.apiserver.registry.lookup import strategy_class
+from pykcm.apiserver.registry.printers import human_duration, translate_timestamp_since
+from pykcm.apiserver.tables import negotiate_table, parse_include_object, parse_table_accept
 
 NOW = dt.datetime(2026, 3, 1, 12, 0, 0, tzinfo=dt.UTC).timestamp()
 KUBECTL_ACCEPT = (
     "application/json;as=Table;v=v1;g=meta.k8s.io,"
     "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
 )
+
+
+def table(kind: str, group: str, objects: list[Any], **kwargs: Any) -> dict[str, Any]:
+    """The Table the server answers for objects of (group, kind): its strategy's printer."""
+    return tables.table(kind, group, objects, printer=strategy_class(group, kind).printer,
+                        **kwargs)
+
+
+def column_definitions(kind: str, group: str) -> list[dict[str, Any]]:
+    columns: list[dict[str, Any]] = table(kind, group, [], list_meta=None,
+                                          include_object="None")["columnDefinitions"]
+    return columns
 
 
 def ago(seconds: float) -> str:
@@ -246,7 +252,6 @@ def test_default_table_convertor_for_unknown_kinds() -> None:
     widget = {"apiVersion": "example.com/v1", "kind": "Widget",
               "metadata": {"name": "w1", "creationTimestamp": "2026-02-28T10:30:15Z",
                            "resourceVersion": "5"}}
-    assert not has_printer("Widget", "example.com")
     t = table("Widget", "example.com", [widget], list_meta=None, include_object="None", now=NOW)
     assert [(c["name"], c["type"], c["format"]) for c in t["columnDefinitions"]] == [
         ("Name", "string", "name"), ("Created At", "date", "")]
@@ -257,7 +262,7 @@ def test_default_table_convertor_for_unknown_kinds() -> None:
     assert cells("Widget", "example.com", {"metadata": {"name": "w3"}}) == [
         "w3", "0001-01-01T00:00:00Z"]
     # same kind name in another group is not the built-in printer
-    assert not has_printer("Pod", "example.com")
+    assert names("Pod", "example.com") == [("Name", "string", 0), ("Created At", "date", 0)]
 
 
 # --- Pod ------------------------------------------------------------------------

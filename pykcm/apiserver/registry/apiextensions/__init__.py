@@ -1,0 +1,1 @@
+"""Strategy of apiextensions.k8s.io/v1 CustomResourceDefinitions."""

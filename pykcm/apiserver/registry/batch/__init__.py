@@ -1,0 +1,1 @@
+"""Strategies of the batch/v1 resources."""

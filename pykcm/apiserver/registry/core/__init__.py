@@ -1,0 +1,1 @@
+"""Strategies of the core ("" group, /api/v1) resources."""

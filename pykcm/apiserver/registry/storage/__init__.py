@@ -1,0 +1,1 @@
+"""Strategies of the storage.k8s.io/v1 resources."""
