@@ -99,6 +99,7 @@ class FieldManager:
     def __init__(self, schema: TypeSchema, group: str, version: str, kind: str, *,
                  subresource: str = "", reset_fields: PathSet | None = None,
                  defaulter: Callable[[dict[str, Any]], None] | None = None,
+                 zero_fields: dict[str, Any] | None = None,
                  now: Callable[[], str] = _now) -> None:
         self.schema = schema
         self.group, self.version, self.kind = group, version, kind
@@ -106,6 +107,7 @@ class FieldManager:
         self.subresource = subresource
         self.reset = reset_fields
         self.defaulter = defaulter
+        self.zero_fields = zero_fields or {}
         self.now = now
 
     # --- Update ---------------------------------------------------------------------------
@@ -221,7 +223,7 @@ class FieldManager:
                 if isinstance(cann, dict):
                     cann.pop(LAST_APPLIED, None)
                 meta = dict(_meta(obj))
-                meta["annotations"] = {**ann, LAST_APPLIED: _go_marshal(config)}
+                meta["annotations"] = {**ann, LAST_APPLIED: _go_marshal(config) + "\n"}
                 obj = {**obj, "metadata": meta}
         return self._encoded(obj, managed)
 
@@ -261,7 +263,11 @@ class FieldManager:
     # --- shared ---------------------------------------------------------------------------
 
     def _empty(self) -> dict[str, Any]:
-        return {"apiVersion": self.api_version, "kind": self.kind, "metadata": {}}
+        """A new object of the kind as Go's typed zero value reads: the structs that are
+        not pointers are there, empty (so a create does not own ``spec`` itself, only
+        what is under it; ``zero_fields``, e.g. defaults.zero_object_fields)."""
+        return {"apiVersion": self.api_version, "kind": self.kind, "metadata": {},
+                **copy.deepcopy(self.zero_fields)}
 
     @staticmethod
     def _strip(fields: dict[str, VersionedSet], manager: str) -> None:
