@@ -5,7 +5,7 @@ kube-apiserver; each step is replayed through pykcm's field manager from the liv
 object the real server held before it. Step keys:
 
 - ``op``: ``apply`` (server-side apply), ``patch`` (JSON merge patch: an Update),
-  ``create`` (POST: an Update on create);
+  ``create`` (POST: an Update on create), ``put`` (an unconditional update);
 - ``manager``: ``?fieldManager=``; ``force``: ``?force=true``; ``sub``: ``status``;
 - ``body``: the applied configuration, patch or object (``metadata.name`` added).
 
@@ -16,7 +16,11 @@ finalizers (a set list); the atomic selector; status applies through ``/status``
 a custom resource whose schema has map/set/atomic lists and an atomic map, with
 status conditions; force; update-then-apply (conflicts with an Update manager);
 managedFields reset then apply (``before-first-apply``); client-side apply's
-annotation then ``kubectl`` server-side apply (the upgrade path).
+annotation then ``kubectl`` server-side apply (the upgrade path); the cap of 10
+Update managers; list order when configurations reorder, add and share items;
+duplicate keys in the live list; conflicts with several managers at once;
+untyped (preserve-unknown-fields) values; PUT; managedFields written by a request
+(a forged entry, an invalid one, null); Service ports keyed by port and protocol.
 """
 
 from __future__ import annotations
@@ -70,6 +74,7 @@ CRD: dict[str, Any] = {
 }
 
 KINDS: dict[str, dict[str, str]] = {
+    "Service": {"group": "", "version": "v1", "resource": "services"},
     "ConfigMap": {"group": "", "version": "v1", "resource": "configmaps"},
     "Deployment": {"group": "apps", "version": "v1", "resource": "deployments"},
     "Widget": {"group": CRD_GROUP, "version": "v1", "resource": "widgets"},
@@ -353,6 +358,127 @@ def last_applied(rng: random.Random) -> list[Step]:
     return steps
 
 
+def put(manager: str, body: dict[str, Any], *, sub: str = "") -> Step:
+    return {"op": "put", "manager": manager, "body": body, "sub": sub}
+
+
+def list_order(rng: random.Random) -> list[Step]:
+    names = ["a", "b", "c", "d", "e"]
+    first = rng.sample(names, rng.randint(2, 4))
+    steps = [apply("deployer", _full_deploy(rng, [_container(n, "nginx") for n in first]))]
+    other = rng.sample(names, rng.randint(1, 3))
+    steps.append(apply("injector", _deploy(
+        [{"name": n, "env": [{"name": "X", "value": n}],
+          **({} if n in first else {"image": "side"})} for n in other], template_labels=False)))
+    again = list(first)
+    rng.shuffle(again)
+    if rng.random() < 0.5:
+        again.append(rng.choice([n for n in names if n not in first] or ["z"]))
+    steps.append(apply("deployer", _full_deploy(rng, [_container(n, "nginx") for n in again])))
+    env = [f"V{i}" for i in range(rng.randint(2, 5))]
+    c = _container(again[0], "nginx", env={e: "1" for e in env})
+    steps.append(apply("deployer", _full_deploy(
+        rng, [c] + [_container(n, "nginx") for n in again[1:]])))
+    rng.shuffle(env)
+    c2 = _container(again[0], "nginx", env={e: "2" for e in env[: rng.randint(1, len(env))]})
+    steps.append(apply("envoy", _deploy([c2], template_labels=False), force=True))
+    return steps
+
+
+def duplicates(rng: random.Random) -> list[Step]:
+    env = [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]
+    if rng.random() < 0.5:
+        env.append({"name": "B", "value": "3"})
+    c = {"name": "c", "image": "nginx", "env": env}
+    steps = [create("creator", _full_deploy(rng, [c]))]
+    env2 = [{"name": rng.choice(["A", "B", "C"]), "value": "9"}]
+    steps.append(apply("applier", _deploy([{"name": "c", "env": env2}], template_labels=False),
+                       force=rng.random() < 0.5))
+    if rng.random() < 0.5:
+        steps.append(patch("editor", {"spec": {"replicas": 4}}))
+    return steps
+
+
+def multi_conflicts(rng: random.Random) -> list[Step]:
+    keys = ["a", "b", "c", "d"]
+    steps = [apply("alpha", _cm({k: "1" for k in keys[:2]})),
+             apply("beta", _cm({k: "1" for k in keys[2:]}))]
+    if rng.random() < 0.5:
+        steps.append(patch("editor", {"data": {"e": "1"}}))
+        keys.append("e")
+    take = rng.sample(keys, rng.randint(2, len(keys)))
+    steps.append(apply("gamma", _cm({k: "2" for k in take})))
+    steps.append(apply("gamma", _cm({k: "2" for k in take}), force=True))
+    steps.append(apply("alpha", _cm({"a": "1", "b": "1"})))
+    return steps
+
+
+def crd_deduced(rng: random.Random) -> list[Step]:
+    def extra() -> dict[str, Any]:
+        return {"m": {"x": rng.randint(1, 2), "l": [rng.randint(1, 3)]},
+                rng.choice(["p", "q"]): {"deep": {"er": rng.choice([True, "s", 1.5])}}}
+    steps = [apply("owner", _widget({"extra": extra(), "config": {"a": "1"}}))]
+    steps.append(apply("helper", _widget({"extra": extra()}), force=rng.random() < 0.5))
+    steps.append(apply("owner", _widget({"extra": {"m": {"x": 1}}})))
+    steps.append(patch("editor", {"spec": {"extra": {"m": {"l": None, "new": "v"}}}}))
+    steps.append(apply("owner", _widget({"config": {"a": "1"}})))
+    return steps
+
+
+def put_updates(rng: random.Random) -> list[Step]:
+    kind = rng.choice(["ConfigMap", "Widget"])
+    if kind == "ConfigMap":
+        first = apply("applier", _cm({"a": "1", "b": "2"}, labels={"l": "1"}))
+        body = _cm({"a": "1", "c": "3"}, labels={"l": "2"})
+        second = apply("applier", _cm({"a": "1", "b": "2"}))
+    else:
+        first = apply("applier", _widget({"replicas": 1, "tags": ["a", "b"],
+                                          "ports": [{"name": "x", "port": 1}]}))
+        body = _widget({"replicas": 2, "tags": ["b", "c"],
+                        "ports": [{"name": "x", "port": 2}, {"name": "y", "port": 3}]})
+        second = apply("applier", _widget({"replicas": 1, "tags": ["a"]}))
+    steps = [first, put("replacer", body), second]
+    if rng.random() < 0.5:
+        steps.append(dict(second, force=True))
+    return steps
+
+
+def managed_fields_written(rng: random.Random) -> list[Step]:
+    steps = [apply("alpha", _cm({"a": "1", "b": "1"}))]
+    entry = {"manager": "forged", "operation": "Update", "apiVersion": "v1",
+             "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:b": {}}}}
+    choice = rng.choice(["forge", "invalid", "null"])
+    if choice == "forge":
+        mf: Any = [entry]
+    elif choice == "invalid":
+        mf = [dict(entry, operation="Bogus")]
+    else:
+        mf = None
+    steps.append(patch("writer", {"data": {"c": "1"}, "metadata": {"managedFields": mf}}))
+    steps.append(apply("beta", _cm({"b": "2"}), force=rng.random() < 0.5))
+    return steps
+
+
+def _svc(ports: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    return obj("Service", spec={"ports": ports, **spec})
+
+
+def service_ports(rng: random.Random) -> list[Step]:
+    def port(n: int, proto: str | None) -> dict[str, Any]:
+        p: dict[str, Any] = {"name": f"p{n}", "port": 8000 + n}
+        if proto:
+            p["protocol"] = proto
+        return p
+    ports = [port(i, rng.choice([None, "TCP", "UDP"])) for i in range(rng.randint(1, 3))]
+    steps = [apply("owner", _svc(ports, selector={"app": "w"}))]
+    extra = [port(9, None)]
+    if rng.random() < 0.5:
+        extra.append(dict(ports[0], targetPort=9999))
+    steps.append(apply("helper", _svc(extra), force=rng.random() < 0.5))
+    steps.append(apply("owner", _svc(ports[:1], selector={"app": "w", "v": "2"})))
+    return steps
+
+
 def managers_cap(rng: random.Random) -> list[Step]:
     n = rng.randint(10, 12)
     steps = [create("creator", _cm({"base": "1"}))]
@@ -366,7 +492,11 @@ FAMILIES = {
     "deploy-status": (deploy_status, 20), "crd-lists": (crd_lists, 25),
     "crd-status": (crd_status, 15), "update-then-apply": (update_then_apply, 24),
     "reset-then-apply": (reset_then_apply, 10), "last-applied": (last_applied, 12),
-    "managers-cap": (managers_cap, 3),
+    "managers-cap": (managers_cap, 3), "list-order": (list_order, 25),
+    "duplicates": (duplicates, 10), "multi-conflicts": (multi_conflicts, 15),
+    "crd-deduced": (crd_deduced, 15), "put-updates": (put_updates, 12),
+    "managed-fields-written": (managed_fields_written, 12),
+    "service-ports": (service_ports, 15),
 }
 
 

@@ -150,11 +150,11 @@ def _mine(step: dict[str, Any], kind: str, live: dict[str, Any] | None, body: di
     new = copy.deepcopy(new)
     meta = new.setdefault("metadata", {})
     meta.pop("managedFields", None)
-    requested = (body if step["op"] == "create"
-                 else apply_merge_patch(copy.deepcopy(live), body)).get("metadata") or {}
+    requested = (apply_merge_patch(copy.deepcopy(live), body) if step["op"] == "patch"
+                 else body).get("metadata") or {}
     if "managedFields" in requested:
         meta["managedFields"] = requested["managedFields"]
-    return fm.update(live if step["op"] == "patch" else None, new, manager)
+    return fm.update(None if step["op"] == "create" else live, new, manager)
 
 
 def _send(server: Server, step: dict[str, Any], kind: str, namespace: str, name: str,
@@ -166,6 +166,9 @@ def _send(server: Server, step: dict[str, Any], kind: str, namespace: str, name:
         query += "&dryRun=All"
     if step["op"] == "create":
         return server.request("POST", _path(kind, namespace, None) + query, body)
+    if step["op"] == "put":
+        return server.request("PUT", _path(kind, namespace, name, step.get("sub", "")) + query,
+                              body)
     ctype = ("application/apply-patch+yaml" if step["op"] == "apply"
              else "application/merge-patch+json")
     return server.request("PATCH", _path(kind, namespace, name, step.get("sub", "")) + query,
