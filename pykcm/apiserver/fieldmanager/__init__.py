@@ -6,7 +6,8 @@ for Update operations and merges applied configurations by schema. Not yet wired
 into the server's PATCH handler (``application/apply-patch+yaml`` still answers 415).
 One concept per module: ``path`` (elements), ``path_set``, ``fields_v1``, ``schema``,
 ``typed``, ``to_field_set``, ``compare``, ``merge``, ``remove_items``, ``updater``,
-``managed_fields``, ``conflicts``, ``manager_name``, ``reset_fields``, ``field_manager``.
+``managed_fields``, ``conflicts``, ``manager_name``, ``reset_fields``, ``scale_handler``,
+``field_manager``.
 """
 
 from pykcm.apiserver.fieldmanager.field_manager import FieldManager

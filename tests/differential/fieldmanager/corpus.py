@@ -20,7 +20,8 @@ annotation then ``kubectl`` server-side apply (the upgrade path); the cap of 10
 Update managers; list order when configurations reorder, add and share items;
 duplicate keys in the live list; conflicts with several managers at once;
 untyped (preserve-unknown-fields) values; PUT; managedFields written by a request
-(a forged entry, an invalid one, null); Service ports keyed by port and protocol.
+(a forged entry, an invalid one, null); Service ports keyed by port and protocol;
+``/scale`` applies and updates (the Scale's entries a view of the Deployment's).
 """
 
 from __future__ import annotations
@@ -479,6 +480,28 @@ def service_ports(rng: random.Random) -> list[Step]:
     return steps
 
 
+def _scale(replicas: int) -> dict[str, Any]:
+    return {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {},
+            "spec": {"replicas": replicas}}
+
+
+def scale(rng: random.Random) -> list[Step]:
+    steps = [apply("deployer", _full_deploy(rng, [_container("c", "nginx")]))]
+    if rng.random() < 0.5:
+        steps.append(patch("kubectl-scale", {"spec": {"replicas": rng.randint(4, 6)}},
+                           sub="scale"))
+    steps.append(apply("hpa", _scale(rng.randint(7, 9)), sub="scale",
+                       force=rng.random() < 0.6))
+    if rng.random() < 0.5:
+        steps.append(apply("hpa", _scale(10), sub="scale", force=True))
+    again = _full_deploy(rng, [_container("c", "nginx")])
+    if rng.random() < 0.5:
+        again["spec"].pop("replicas")
+    steps.append(apply("deployer", again, force=rng.random() < 0.5))
+    steps.append(patch("kubectl-scale", {"spec": {"replicas": 2}}, sub="scale"))
+    return steps
+
+
 def managers_cap(rng: random.Random) -> list[Step]:
     n = rng.randint(10, 12)
     steps = [create("creator", _cm({"base": "1"}))]
@@ -496,7 +519,7 @@ FAMILIES = {
     "duplicates": (duplicates, 10), "multi-conflicts": (multi_conflicts, 15),
     "crd-deduced": (crd_deduced, 15), "put-updates": (put_updates, 12),
     "managed-fields-written": (managed_fields_written, 12),
-    "service-ports": (service_ports, 15),
+    "service-ports": (service_ports, 15), "scale": (scale, 15),
 }
 
 

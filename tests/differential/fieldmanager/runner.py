@@ -39,6 +39,7 @@ from pykcm.apiserver.fieldmanager.reset_fields import (
     custom_resource_reset_fields,
     reset_fields,
 )
+from pykcm.apiserver.fieldmanager.scale_handler import to_parent, to_subresource
 from pykcm.apiserver.fieldmanager.schema import TypeSchema, for_builtin, for_crd
 from pykcm.testing.upstream import request_json
 from tests.differential.fieldmanager.corpus import CRD, CRD_NAME, CRD_SCHEMA, KINDS
@@ -187,6 +188,54 @@ def _defaulted(server: Server, kind: str, namespace: str, name: str, sub: str,
     return server.request("PUT", _path(kind, namespace, name, sub) + "?dryRun=All", put)
 
 
+def _scale_step(server: Server, step: dict[str, Any], kind: str, namespace: str, name: str,
+                body: dict[str, Any], live: dict[str, Any], where: str,
+                result: Result) -> dict[str, Any] | None:
+    """A write through ``/scale``: the Scale's entries are a view of the parent's
+    (scale_handler); the field manager runs on the Scale; the parent gets them back."""
+    parent_mf = (live.get("metadata") or {}).get("managedFields")
+    code, live_scale = server.request("GET", _path(kind, namespace, name, "scale"))
+    # GET /scale carries no managedFields; a write's old Scale gets the parent's view
+    live_scale["metadata"]["managedFields"] = to_subresource(parent_mf)
+    new = None
+    if step["op"] != "apply":
+        _, new = _send(server, step, kind, namespace, name, body, True)
+    code, real = _send(server, step, kind, namespace, name, body, False)
+    operation = "Apply" if step["op"] == "apply" else "Update"
+    t = _entry_time(real, step["manager"], operation, "scale")
+    scale_s = for_builtin("autoscaling", "v1", "Scale")
+    assert scale_s is not None
+    fm = FieldManager(scale_s, "autoscaling", "v1", "Scale", subresource="scale",
+                      now=lambda: t or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    try:
+        if step["op"] == "apply":
+            mine = fm.apply(live_scale, body, step["manager"], bool(step.get("force")))
+        else:
+            assert isinstance(new, dict)
+            new["metadata"].pop("managedFields", None)
+            mine = fm.update(live_scale, new, step["manager"])
+    except StatusError as e:
+        if code < 400 or _conflict_view(real) != _conflict_view(e.status()):
+            result.differences.append(f"{where}: kube-apiserver {code} {_conflict_view(real)}, "
+                                      f"pykcm {_conflict_view(e.status())}")
+        return None
+    if code >= 400:
+        result.differences.append(f"{where}: kube-apiserver {code} {real}, pykcm succeeded")
+        return None
+    parent = to_parent(parent_mf, mine["metadata"].get("managedFields"), "apps/v1")
+    _, real_parent = server.request("GET", _path(kind, namespace, name))
+    if real_parent["metadata"].get("managedFields") != parent:
+        result.differences.append(f"{where}: parent managedFields differ:\n  kube-apiserver "
+                                  f"{json.dumps(real_parent['metadata'].get('managedFields'))}\n"
+                                  f"  pykcm          {json.dumps(parent)}")
+    if real["metadata"].get("managedFields") is not None:   # a Scale answered carries none
+        result.differences.append(f"{where}: the answered Scale has managedFields")
+    if (real_parent.get("spec") or {}).get("replicas") != mine["spec"].get("replicas"):
+        result.differences.append(f"{where}: replicas differ")
+    out: dict[str, Any] = real_parent
+    return out
+
+
 def run_sequence(server: Server, seq: dict[str, Any], namespace: str, result: Result) -> None:
     kind = seq["kind"]
     name = seq["name"]
@@ -200,6 +249,11 @@ def run_sequence(server: Server, seq: dict[str, Any], namespace: str, result: Re
         body = json.loads(json.dumps(step["body"]).replace("{name}", name))
         if step["op"] != "patch":
             body.setdefault("metadata", {})["name"] = name
+        if sub == "scale":
+            assert live is not None
+            live = _scale_step(server, step, kind, namespace, name, body, live, where,
+                               result) or live
+            continue
         new = None
         if step["op"] != "apply":
             dcode, new = _send(server, step, kind, namespace, name, body, True)
