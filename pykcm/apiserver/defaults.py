@@ -129,12 +129,6 @@ _PROBE: Final = _GoOrder(
 _HTTP_GET: Final = _GoOrder("path", "port", "host", "scheme", "httpHeaders")
 _TEMPLATE: Final = _GoOrder("metadata", "spec")
 _REPLICASET_SPEC: Final = _GoOrder("replicas", "minReadySeconds", "selector", "template")
-_STATEFULSET_SPEC: Final = _GoOrder(
-    "replicas", "selector", "template", "volumeClaimTemplates", "serviceName",
-    "podManagementPolicy", "updateStrategy", "revisionHistoryLimit", "minReadySeconds",
-    "persistentVolumeClaimRetentionPolicy", "ordinals")
-_DAEMONSET_SPEC: Final = _GoOrder(
-    "selector", "template", "updateStrategy", "minReadySeconds", "revisionHistoryLimit")
 _JOB_SPEC: Final = _GoOrder(
     "parallelism", "completions", "activeDeadlineSeconds", "podFailurePolicy", "successPolicy",
     "backoffLimit", "backoffLimitPerIndex", "maxFailedIndexes", "selector", "manualSelector",
@@ -152,7 +146,6 @@ _SERVICE_SPEC: Final = _GoOrder(
 _SERVICE_PORT: Final = _GoOrder("name", "protocol", "appProtocol", "port", "targetPort", "nodePort")
 _STRATEGY: Final = _GoOrder("type", "rollingUpdate")
 _RESOURCES: Final = _GoOrder("limits", "requests", "claims")
-_RETENTION: Final = _GoOrder("whenDeleted", "whenScaled")
 _SELECTOR: Final = _GoOrder("matchLabels", "matchExpressions")
 
 
@@ -540,14 +533,6 @@ def _default_rolling_strategy(strategy: Obj, rolling_type: str,
     _STRATEGY.apply(strategy)
 
 
-def _default_replicaset(obj: Obj, create: bool) -> None:
-    spec = _dict(obj, "spec")
-    _setdefault(spec, "replicas", 1)
-    default_pod_template(_dict(spec, "template"))
-    _REPLICASET_SPEC.apply(spec)
-    _dict(obj, "status").setdefault("replicas", 0)
-
-
 def _default_replication_controller(obj: Obj, create: bool) -> None:
     """SetDefaults_ReplicationController: the selector and the labels default to the
     template's labels; one replica."""
@@ -577,63 +562,6 @@ def _default_volume_kind(kind: str) -> Callable[[Obj, bool], None]:
          "PersistentVolumeClaim": volumes.default_pvc,
          "StorageClass": volumes.default_storage_class}[kind](obj, create)
     return default
-
-
-def _default_pvc_template(pvc: Obj) -> None:
-    _setdefault(pvc, "apiVersion", "v1")
-    _setdefault(pvc, "kind", "PersistentVolumeClaim")
-    _dict(pvc, "metadata")
-    spec = _dict(pvc, "spec")
-    _setdefault(spec, "volumeMode", "Filesystem")
-    status = _dict(pvc, "status")
-    if not status.get("phase"):
-        status["phase"] = "Pending"
-    _TOP.apply(pvc)
-
-
-def _default_statefulset(obj: Obj, create: bool) -> None:
-    spec = _dict(obj, "spec")
-    if not spec.get("podManagementPolicy"):
-        spec["podManagementPolicy"] = "OrderedReady"
-    strategy = _dict(spec, "updateStrategy")
-    if not strategy.get("type"):
-        strategy["type"] = "RollingUpdate"
-        _dict(strategy, "rollingUpdate")
-    # MaxUnavailableStatefulSet is off by default in v1.36, so no maxUnavailable.
-    rolling = strategy.get("rollingUpdate")
-    if strategy["type"] == "RollingUpdate" and isinstance(rolling, dict):
-        _setdefault(rolling, "partition", 0)
-    _STRATEGY.apply(strategy)
-    retention = _dict(spec, "persistentVolumeClaimRetentionPolicy")
-    if not retention.get("whenDeleted"):
-        retention["whenDeleted"] = "Retain"
-    if not retention.get("whenScaled"):
-        retention["whenScaled"] = "Retain"
-    _RETENTION.apply(retention)
-    _setdefault(spec, "replicas", 1)
-    _setdefault(spec, "revisionHistoryLimit", 10)
-    if spec.get("serviceName") is None:
-        spec["serviceName"] = ""  # not omitempty in apps/v1
-    default_pod_template(_dict(spec, "template"))
-    for pvc in _dicts(spec.get("volumeClaimTemplates")):
-        _default_pvc_template(pvc)
-    _STATEFULSET_SPEC.apply(spec)
-    status = _dict(obj, "status")
-    status.setdefault("replicas", 0)
-    status.setdefault("availableReplicas", 0)
-
-
-def _default_daemonset(obj: Obj, create: bool) -> None:
-    spec = _dict(obj, "spec")
-    _default_rolling_strategy(_dict(spec, "updateStrategy"), "RollingUpdate",
-                              (("maxUnavailable", 1), ("maxSurge", 0)))
-    _setdefault(spec, "revisionHistoryLimit", 10)
-    default_pod_template(_dict(spec, "template"))
-    _DAEMONSET_SPEC.apply(spec)
-    status = _dict(obj, "status")
-    for k in ("currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled",
-              "numberReady"):
-        status.setdefault(k, 0)
 
 
 def generate_job_selector(obj: Obj) -> None:
@@ -873,9 +801,6 @@ def _default_event(obj: Obj, create: bool) -> None:
 
 _DEFAULTERS: Final[dict[str, Callable[[Obj, bool], None]]] = {
     "PodTemplate": _default_pod_template_kind,
-    "ReplicaSet": _default_replicaset,
-    "StatefulSet": _default_statefulset,
-    "DaemonSet": _default_daemonset,
     "Job": _default_job,
     "CronJob": _default_cronjob,
     "Namespace": _default_namespace,
@@ -953,6 +878,8 @@ _ZERO_FIELDS: Final[dict[tuple[str, str], dict[str, Any]]] = {
     ("", "PersistentVolumeClaim"): {"spec": {"resources": {}}, "status": {}},
     ("", "ReplicationController"): {"spec": {}, "status": {"replicas": 0}},
     ("storage.k8s.io", "StorageClass"): {"provisioner": ""},
+    ("policy", "PodDisruptionBudget"): {"spec": {}, "status": {
+        "currentHealthy": 0, "desiredHealthy": 0, "disruptionsAllowed": 0, "expectedPods": 0}},
     ("discovery.k8s.io", "EndpointSlice"): {"addressType": "", "endpoints": None,
                                             "ports": None},
     ("events.k8s.io", "Event"): {"eventTime": None, "regarding": {}, "deprecatedSource": {},

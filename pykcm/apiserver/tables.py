@@ -52,7 +52,6 @@ from pykcm.apiserver.registry.printers import (
     LABEL_SELECTORS_URL,
     NAME_COLUMN,
     NAME_DESCRIPTION,
-    READY_PODS_DESCRIPTION,
     Printer,
     Row,
     age,
@@ -72,6 +71,7 @@ from pykcm.apiserver.registry.printers import (
     now_ns,
     object_name,
     parse_timestamp_ns,
+    pod_template_spec,
     since,
 )
 
@@ -256,59 +256,6 @@ _POD_TEMPLATE_COLUMNS: Final = (
     column("Pod Labels", "string", "The labels for the pod template."),
 )
 
-_REPLICA_SET_COLUMNS: Final = (
-    NAME_COLUMN,
-    column("Desired", "integer",
-         "Replicas is the number of desired pods. This is a pointer to distinguish between "
-         "explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/"
-         "concepts/workloads/controllers/replicaset"),
-    column("Current", "integer",
-         "Replicas is the most recently observed number of non-terminating pods. More info: "
-         "https://kubernetes.io/docs/concepts/workloads/controllers/replicaset"),
-    column("Ready", "integer",
-         "The number of non-terminating pods targeted by this ReplicaSet with a Ready "
-         "Condition."),
-    AGE_COLUMN,
-    column("Containers", "string", CONTAINERS_DESCRIPTION, priority=1),
-    column("Images", "string", IMAGES_DESCRIPTION, priority=1),
-    column("Selector", "string",
-         "Selector is a label query over pods that should match the replica count. Label "
-         "keys and values that must match in order to be controlled by this replica set. "
-         "It must match the pod template's labels. More info: " + LABEL_SELECTORS_URL,
-         priority=1),
-)
-
-_DAEMON_SET_COLUMNS: Final = (
-    NAME_COLUMN,
-    column("Desired", "integer",
-         "The total number of nodes that should be running the daemon pod (including nodes "
-         "correctly running the daemon pod). More info: "
-         "https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/"),
-    column("Current", "integer",
-         "The number of nodes that are running at least 1 daemon pod and are supposed to run "
-         "the daemon pod. More info: "
-         "https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/"),
-    column("Ready", "integer",
-         "numberReady is the number of nodes that should be running the daemon pod and have "
-         "one or more of the daemon pod running with a Ready Condition."),
-    column("Up-to-date", "integer",
-         "The total number of nodes that are running updated daemon pod"),
-    column("Available", "integer",
-         "The number of nodes that should be running the daemon pod and have one or more of "
-         "the daemon pod running and available (ready for at least spec.minReadySeconds)"),
-    column("Node Selector", "string",
-         "NodeSelector is a selector which must be true for the pod to fit on a node. Selector "
-         "which must match a node's labels for the pod to be scheduled on that node. More "
-         "info: https://kubernetes.io/docs/concepts/configuration/assign-pod-node/"),
-    AGE_COLUMN,
-    column("Containers", "string", CONTAINERS_DESCRIPTION, priority=1),
-    column("Images", "string", IMAGES_DESCRIPTION, priority=1),
-    column("Selector", "string",
-         "A label query over pods that are managed by the daemon set. Must match in order to "
-         "be controlled. It must match the pod template's labels. More info: "
-         + LABEL_SELECTORS_URL, priority=1),
-)
-
 _D_JOB_SELECTOR: Final = (
     "A label query over pods that should match the pod count. Normally, the system sets this "
     "field for you. More info: " + LABEL_SELECTORS_URL
@@ -403,14 +350,6 @@ _SERVICE_COLUMNS: Final = (
          "its endpoints, which Kubernetes will not modify. Only applies to types ClusterIP, "
          "NodePort, and LoadBalancer. Ignored if type is ExternalName. More info: "
          "https://kubernetes.io/docs/concepts/services-networking/service/", priority=1),
-)
-
-_STATEFUL_SET_COLUMNS: Final = (
-    NAME_COLUMN,
-    column("Ready", "string", READY_PODS_DESCRIPTION),
-    AGE_COLUMN,
-    column("Containers", "string", CONTAINERS_DESCRIPTION, priority=1),
-    column("Images", "string", IMAGES_DESCRIPTION, priority=1),
 )
 
 _ENDPOINTS_COLUMNS: Final = (
@@ -539,22 +478,6 @@ _CONFIG_MAP_COLUMNS: Final = (
     AGE_COLUMN,
 )
 
-_LEASE_COLUMNS: Final = (
-    NAME_COLUMN,
-    column("Holder", "string",
-         "holderIdentity contains the identity of the holder of a current lease. If "
-         "Coordinated Leader Election is used, the holder identity must be equal to the "
-         "elected LeaseCandidate.metadata.name field."),
-    AGE_COLUMN,
-)
-
-_CONTROLLER_REVISION_COLUMNS: Final = (
-    NAME_COLUMN,
-    column("Controller", "string", "Controller of the object"),
-    column("Revision", "string", "Revision indicates the revision of the state represented by Data."),
-    AGE_COLUMN,
-)
-
 _SCALE_COLUMNS: Final = (
     column("Name", "string", NAME_DESCRIPTION),
     column("Desired", "integer",
@@ -569,21 +492,6 @@ def _pod_template_row(obj: Obj, now: int) -> Row:
     names, images = layout_container_cells(as_dict(template.get("spec")).get("containers"))
     labels = format_labels(as_dict(template.get("metadata")).get("labels"))
     return Row([object_name(obj), names, images, labels])
-
-
-def _pod_template_spec(obj: Obj) -> Obj:
-    return as_dict(as_dict(as_dict(obj.get("spec")).get("template")).get("spec"))
-
-
-def _replica_set_row(obj: Obj, now: int) -> Row:
-    spec = as_dict(obj.get("spec"))
-    status = as_dict(obj.get("status"))
-    names, images = layout_container_cells(_pod_template_spec(obj).get("containers"))
-    return Row([
-        object_name(obj), as_int(spec.get("replicas"), 1), as_int(status.get("replicas")),
-        as_int(status.get("readyReplicas")), age(obj, now),
-        names, images, format_label_selector(spec.get("selector")),
-    ])
 
 
 def _job_row(obj: Obj, now: int) -> Row:
@@ -626,7 +534,7 @@ def _job_row(obj: Obj, now: int) -> Row:
         job_status = "FailureTarget"
     else:
         job_status = "Running"
-    names, images = layout_container_cells(_pod_template_spec(obj).get("containers"))
+    names, images = layout_container_cells(pod_template_spec(obj).get("containers"))
     return Row([
         object_name(obj), job_status, completions, job_duration, age(obj, now),
         names, images, format_label_selector(spec.get("selector")),
@@ -701,28 +609,6 @@ def _service_row(obj: Obj, now: int) -> Row:
         object_name(obj), as_str(spec.get("type")), internal_ip,
         _service_external_ip(spec, as_dict(obj.get("status"))), ports, age(obj, now),
         format_labels(spec.get("selector")),
-    ])
-
-
-def _stateful_set_row(obj: Obj, now: int) -> Row:
-    spec = as_dict(obj.get("spec"))
-    status = as_dict(obj.get("status"))
-    names, images = layout_container_cells(_pod_template_spec(obj).get("containers"))
-    ready = f"{as_int(status.get('readyReplicas'))}/{as_int(spec.get('replicas'), 1)}"
-    return Row([object_name(obj), ready, age(obj, now), names, images])
-
-
-def _daemon_set_row(obj: Obj, now: int) -> Row:
-    spec = as_dict(obj.get("spec"))
-    status = as_dict(obj.get("status"))
-    pod_spec = _pod_template_spec(obj)
-    names, images = layout_container_cells(pod_spec.get("containers"))
-    return Row([
-        object_name(obj), as_int(status.get("desiredNumberScheduled")),
-        as_int(status.get("currentNumberScheduled")), as_int(status.get("numberReady")),
-        as_int(status.get("updatedNumberScheduled")), as_int(status.get("numberAvailable")),
-        format_labels(pod_spec.get("nodeSelector")), age(obj, now),
-        names, images, format_label_selector(spec.get("selector")),
     ])
 
 
@@ -900,35 +786,6 @@ def _config_map_row(obj: Obj, now: int) -> Row:
     return Row([object_name(obj), n, age(obj, now)])
 
 
-def _lease_row(obj: Obj, now: int) -> Row:
-    holder = as_str(as_dict(obj.get("spec")).get("holderIdentity"))
-    return Row([object_name(obj), holder, age(obj, now)])
-
-
-def _controller_revision_row(obj: Obj, now: int) -> Row:
-    controller = "<none>"
-    for ref in as_list(as_dict(obj.get("metadata")).get("ownerReferences")):
-        ref = as_dict(ref)
-        if ref.get("controller") is not True:
-            continue
-        api_version = as_str(ref.get("apiVersion"))
-        if api_version in ("", "/") or api_version.count("/") == 0:
-            group = ""
-        elif api_version.count("/") == 1:
-            group = api_version.split("/", 1)[0]
-        else:
-            raise ValueError(f"unexpected GroupVersion string: {api_version}")
-        kind = as_str(ref.get("kind"))
-        name = as_str(ref.get("name"))
-        if not group and not kind:
-            controller = name
-        else:
-            group_kind = f"{kind}.{group}" if group else kind
-            controller = f"{group_kind.lower()}/{name}"
-        break
-    return Row([object_name(obj), controller, as_int(obj.get("revision")), age(obj, now)])
-
-
 def _scale_row(obj: Obj, now: int) -> Row:
     return Row([
         object_name(obj), as_int(as_dict(obj.get("spec")).get("replicas")),
@@ -1096,7 +953,7 @@ def _persistent_volume_claim_row(obj: Obj, now: int) -> Row:
 def _replication_controller_row(obj: Obj, now: int) -> Row:
     spec = as_dict(obj.get("spec"))
     status = as_dict(obj.get("status"))
-    names, images = layout_container_cells(_pod_template_spec(obj).get("containers"))
+    names, images = layout_container_cells(pod_template_spec(obj).get("containers"))
     return Row([
         object_name(obj), as_int(spec.get("replicas"), 1), as_int(status.get("replicas")),
         as_int(status.get("readyReplicas")), age(obj, now), names, images,
@@ -1135,13 +992,8 @@ _PRINTERS: Final[dict[tuple[str, str], tuple[tuple[dict[str, Any], ...], _RowFn]
     ("", "Secret"): (_SECRET_COLUMNS, _secret_row),
     ("", "ServiceAccount"): (_SERVICE_ACCOUNT_COLUMNS, _service_account_row),
     ("", "ConfigMap"): (_CONFIG_MAP_COLUMNS, _config_map_row),
-    ("apps", "ReplicaSet"): (_REPLICA_SET_COLUMNS, _replica_set_row),
-    ("apps", "StatefulSet"): (_STATEFUL_SET_COLUMNS, _stateful_set_row),
-    ("apps", "DaemonSet"): (_DAEMON_SET_COLUMNS, _daemon_set_row),
-    ("apps", "ControllerRevision"): (_CONTROLLER_REVISION_COLUMNS, _controller_revision_row),
     ("batch", "Job"): (_JOB_COLUMNS, _job_row),
     ("batch", "CronJob"): (_CRON_JOB_COLUMNS, _cron_job_row),
-    ("coordination.k8s.io", "Lease"): (_LEASE_COLUMNS, _lease_row),
     ("autoscaling", "Scale"): (_SCALE_COLUMNS, _scale_row),
     ("", "PersistentVolume"): (_PERSISTENT_VOLUME_COLUMNS, _persistent_volume_row),
     ("", "PersistentVolumeClaim"): (_PERSISTENT_VOLUME_CLAIM_COLUMNS,

@@ -35,7 +35,6 @@ from pykcm.api.validation import (
     NameValidator,
     duplicate,
     forbidden,
-    go_int_or_string,
     go_label_selector,
     go_quote,
     go_string_slice,
@@ -71,12 +70,9 @@ from pykcm.apiserver.registry.validation import (
     as_str,
     go_labels,
     immutable,
-    int_or_percent_value,
     meta_of,
     nonnegative_field,
-    not_more_than_100_percent,
     semantic_equal,
-    validate_positive_int_or_percent,
 )
 
 __all__ = ["ip_warnings", "validate_create", "validate_status_update", "validate_update"]
@@ -536,143 +532,6 @@ def _validate_template_for_replicaset(tmpl: Mapping[str, Any], compiled: Any, pa
 
 # --- apps -----------------------------------------------------------------------------
 
-def _validate_replicaset_spec(spec: Mapping[str, Any]) -> list[Cause]:
-    errs = nonnegative_field(spec, "replicas", "spec.replicas")
-    errs.extend(nonnegative_field(spec, "minReadySeconds", "spec.minReadySeconds"))
-    # Upstream's ReplicaSet message says "deployment" too.
-    sel_errs, compiled = _selector_and_template(spec, "deployment", require=True)
-    errs.extend(sel_errs)
-    if compiled is None:
-        errs.append(invalid("spec.selector", go_label_selector(as_map(spec.get("selector"))),
-                            "invalid label selector"))
-    else:
-        errs.extend(_validate_template_for_replicaset(as_map(spec.get("template")), compiled,
-                                                      "spec.template", "ReplicaSet"))
-    return errs
-
-
-def _validate_statefulset_spec(spec: Mapping[str, Any]) -> list[Cause]:
-    errs: list[Cause] = []
-    pmp = as_str(spec.get("podManagementPolicy"))
-    if not pmp:
-        errs.append(required("spec.podManagementPolicy"))
-    elif pmp not in ("OrderedReady", "Parallel"):
-        errs.append(invalid("spec.podManagementPolicy", pmp, "must be 'OrderedReady' or 'Parallel'"))
-    strategy = as_map(spec.get("updateStrategy"))
-    stype = as_str(strategy.get("type"))
-    ru = strategy.get("rollingUpdate")
-    if not stype:
-        errs.append(required("spec.updateStrategy"))
-    elif stype == "OnDelete":
-        if ru is not None:
-            errs.append(invalid("spec.updateStrategy.rollingUpdate", ru,
-                                "only allowed for updateStrategy 'RollingUpdate'"))
-    elif stype == "RollingUpdate":
-        if ru is not None:
-            ru = as_map(ru)
-            errs.extend(nonnegative_field(ru, "partition", "spec.updateStrategy.rollingUpdate.partition"))
-            mu = ru.get("maxUnavailable")
-            if mu is not None:
-                mpath = "spec.updateStrategy.rollingUpdate.maxUnavailable"
-                errs.extend(validate_positive_int_or_percent(mu, mpath))
-                if int_or_percent_value(mu) == 0:
-                    errs.append(invalid(mpath, go_int_or_string(mu), "cannot be 0"))
-                errs.extend(not_more_than_100_percent(mu, mpath))
-    else:
-        errs.append(invalid("spec.updateStrategy", strategy,
-                            "must be 'RollingUpdate' or 'OnDelete'"))
-    retention = spec.get("persistentVolumeClaimRetentionPolicy")
-    if retention is not None:
-        retention = as_map(retention)
-        for key in ("whenDeleted", "whenScaled"):
-            v = as_str(retention.get(key))
-            if v not in ("Retain", "Delete"):
-                errs.append(not_supported(f"spec.persistentVolumeClaimRetentionPolicy.{key}", v,
-                                          ("Retain", "Delete")))
-    errs.extend(nonnegative_field(spec, "replicas", "spec.replicas"))
-    errs.extend(nonnegative_field(spec, "minReadySeconds", "spec.minReadySeconds"))
-    ordinals = spec.get("ordinals")
-    if isinstance(ordinals, Mapping):
-        errs.extend(nonnegative_field(ordinals, "start", "spec.ordinals.start"))
-    sel_errs, compiled = _selector_and_template(spec, "statefulset", require=True)
-    errs.extend(sel_errs)
-    tmpl = as_map(spec.get("template"))
-    if compiled is None:
-        errs.append(invalid("spec.selector", go_label_selector(as_map(spec.get("selector"))), ""))
-    else:
-        # Upstream does not validate a StatefulSet's pod spec, only labels
-        # and annotations of its template.
-        errs.extend(_template_labels_match(compiled, tmpl, "spec.template"))
-        tmeta = as_map(tmpl.get("metadata"))
-        errs.extend(validate_labels(as_map(tmeta.get("labels")), "spec.template.labels"))
-        errs.extend(validate_annotations(as_map(tmeta.get("annotations")), "spec.template.annotations"))
-    tspec = as_map(tmpl.get("spec"))
-    restart = as_str(tspec.get("restartPolicy"))
-    if restart != "Always":
-        errs.append(not_supported("spec.template.spec.restartPolicy", restart, ("Always",)))
-    if tspec.get("activeDeadlineSeconds") is not None:
-        errs.append(forbidden("spec.template.spec.activeDeadlineSeconds",
-                              "activeDeadlineSeconds in StatefulSet is not Supported"))
-    return errs
-
-
-def _validate_daemonset_spec(spec: Mapping[str, Any]) -> list[Cause]:
-    errs: list[Cause] = []
-    sel = spec.get("selector")
-    errs.extend(validate_label_selector(None if sel is None else as_map(sel), "spec.selector"))
-    tmpl = as_map(spec.get("template"))
-    try:
-        compiled = selector_from_label_selector(None if sel is None else as_map(sel))
-    except SelectorParseError:
-        compiled = None
-    if compiled is not None and not compiled.matches(as_map(as_map(tmpl.get("metadata")).get("labels"))):
-        errs.append(invalid("spec.template.metadata.labels",
-                            go_labels(as_map(tmpl.get("metadata")).get("labels")),
-                            "`selector` does not match template `labels`"))
-    if sel is not None and not as_map(sel).get("matchLabels") and not as_map(sel).get("matchExpressions"):
-        errs.append(invalid("spec.selector", go_label_selector(as_map(sel)),
-                            "empty selector is invalid for daemonset"))
-    errs.extend(_validate_pod_template_spec(tmpl, "spec.template"))
-    tspec = as_map(tmpl.get("spec"))
-    restart = as_str(tspec.get("restartPolicy"))
-    if restart != "Always":
-        errs.append(not_supported("spec.template.spec.restartPolicy", restart, ("Always",)))
-    if tspec.get("activeDeadlineSeconds") is not None:
-        errs.append(forbidden("spec.template.spec.activeDeadlineSeconds",
-                              "activeDeadlineSeconds in DaemonSet is not Supported"))
-    errs.extend(nonnegative_field(spec, "minReadySeconds", "spec.minReadySeconds"))
-    errs.extend(nonnegative_field(spec, "templateGeneration", "spec.templateGeneration"))
-    strategy = as_map(spec.get("updateStrategy"))
-    stype = as_str(strategy.get("type"))
-    if stype == "RollingUpdate":
-        ru = strategy.get("rollingUpdate")
-        if ru is None:
-            errs.append(required("spec.updateStrategy.rollingUpdate"))
-        else:
-            ru = as_map(ru)
-            rpath = "spec.updateStrategy.rollingUpdate"
-            mu, ms = ru.get("maxUnavailable"), ru.get("maxSurge")
-            errs.extend(validate_positive_int_or_percent(mu, f"{rpath}.maxUnavailable"))
-            errs.extend(validate_positive_int_or_percent(ms, f"{rpath}.maxSurge"))
-            errs.extend(not_more_than_100_percent(mu, f"{rpath}.maxUnavailable"))
-            errs.extend(not_more_than_100_percent(ms, f"{rpath}.maxSurge"))
-            has_unavailable = int_or_percent_value(mu) != 0
-            has_surge = int_or_percent_value(ms) != 0
-            if has_unavailable and has_surge:
-                errs.append(invalid(f"{rpath}.maxSurge", go_int_or_string(ms),
-                                    "may not be set when maxUnavailable is non-zero"))
-            elif not has_unavailable and not has_surge:
-                errs.append(required(f"{rpath}.maxUnavailable", "cannot be 0 when maxSurge is 0"))
-    elif stype != "OnDelete":
-        ru_ptr = ("(*apps.RollingUpdateDaemonSet)(nil)" if strategy.get("rollingUpdate") is None
-                  else "(*apps.RollingUpdateDaemonSet)(0xc000010000)")
-        rendered = GoValue(
-            f"apps.DaemonSetUpdateStrategy{{Type:{go_quote(stype)}, RollingUpdate:{ru_ptr}}}")
-        errs.append(not_supported("spec.updateStrategy", rendered, ("RollingUpdate", "OnDelete")))
-    errs.extend(nonnegative_field(spec, "revisionHistoryLimit", "spec.revisionHistoryLimit"))
-    return errs
-
-
 def _selector_immutable(new: Obj, old: Obj) -> list[Cause]:
     ns = as_map(new.get("spec")).get("selector")
     os_ = as_map(old.get("spec")).get("selector")
@@ -680,17 +539,6 @@ def _selector_immutable(new: Obj, old: Obj) -> list[Cause]:
         return []
     return [invalid("spec.selector", go_label_selector(None if ns is None else as_map(ns)),
                     FIELD_IMMUTABLE_ERROR_MSG)]
-
-
-def _create_replicaset(obj: Obj) -> list[Cause]:
-    return _validate_meta("ReplicaSet", obj) + _validate_replicaset_spec(as_map(obj.get("spec")))
-
-
-def _update_replicaset(new: Obj, old: Obj) -> list[Cause]:
-    errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
-    errs.extend(_validate_replicaset_spec(as_map(new.get("spec"))))
-    errs.extend(_selector_immutable(new, old))
-    return errs
 
 
 def _validate_rc_spec(spec: Mapping[str, Any]) -> list[Cause]:
@@ -728,61 +576,6 @@ def _volume_check(name: str) -> Any:
         fn: Callable[..., list[Cause]] = getattr(volumes, name)
         return fn(*objs)
     return check
-
-
-def _create_statefulset(obj: Obj) -> list[Cause]:
-    return (_validate_meta("StatefulSet", obj, name_is_dns_label)
-            + _validate_statefulset_spec(as_map(obj.get("spec"))))
-
-
-_STS_MUTABLE: Final = ("replicas", "template", "updateStrategy", "minReadySeconds", "ordinals",
-                       "persistentVolumeClaimRetentionPolicy", "revisionHistoryLimit")
-
-
-def _update_statefulset(new: Obj, old: Obj) -> list[Cause]:
-    # The name is not re-validated: older servers accepted DNS subdomains.
-    errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
-    nspec, ospec = as_map(new.get("spec")), as_map(old.get("spec"))
-    errs.extend(_validate_statefulset_spec(nspec))
-    clone_new = {k: v for k, v in nspec.items() if k not in _STS_MUTABLE}
-    clone_old = {k: v for k, v in ospec.items() if k not in _STS_MUTABLE}
-    if not semantic_equal(clone_new, clone_old):
-        errs.append(forbidden("spec", "updates to statefulset spec for fields other than "
-                                      "'replicas', 'ordinals', 'template', 'updateStrategy', "
-                                      "'revisionHistoryLimit', "
-                                      "'persistentVolumeClaimRetentionPolicy' and "
-                                      "'minReadySeconds' are forbidden"))
-    return errs
-
-
-def _create_daemonset(obj: Obj) -> list[Cause]:
-    return _validate_meta("DaemonSet", obj) + _validate_daemonset_spec(as_map(obj.get("spec")))
-
-
-def _update_daemonset(new: Obj, old: Obj) -> list[Cause]:
-    errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
-    nspec, ospec = as_map(new.get("spec")), as_map(old.get("spec"))
-    ntg, otg = as_int(nspec.get("templateGeneration")) or 0, as_int(ospec.get("templateGeneration")) or 0
-    if ntg < otg:
-        errs.append(invalid("spec.templateGeneration", ntg, "must not be decremented"))
-    errs.extend(_validate_daemonset_spec(nspec))
-    errs.extend(_selector_immutable(new, old))
-    return errs
-
-
-def _create_controller_revision(obj: Obj) -> list[Cause]:
-    errs = _validate_meta("ControllerRevision", obj)
-    errs.extend(nonnegative_field(obj, "revision", "revision"))
-    if obj.get("data") is None:
-        errs.append(required("data", "data is mandatory"))
-    return errs
-
-
-def _update_controller_revision(new: Obj, old: Obj) -> list[Cause]:
-    errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
-    errs.extend(_create_controller_revision(new))
-    errs.extend(immutable(new.get("data"), old.get("data"), "data"))
-    return errs
 
 
 # --- batch ----------------------------------------------------------------------
@@ -1713,28 +1506,6 @@ def _update_event(new: Obj, old: Obj) -> list[Cause]:
             + _event_body(new))
 
 
-def _validate_lease(obj: Obj) -> list[Cause]:
-    return _validate_meta("Lease", obj) + _lease_body(obj)
-
-
-def _lease_body(obj: Obj) -> list[Cause]:
-    errs: list[Cause] = []
-    spec = as_map(obj.get("spec"))
-    lds = as_int(spec.get("leaseDurationSeconds"))
-    if lds is not None and lds <= 0:
-        errs.append(invalid("spec.leaseDurationSeconds", lds, "must be greater than 0"))
-    lt = as_int(spec.get("leaseTransitions"))
-    if lt is not None and lt < 0:
-        errs.append(invalid("spec.leaseTransitions", lt, "must be greater than or equal to 0"))
-    return errs
-
-
-def _update_lease(new: Obj, old: Obj) -> list[Cause]:
-    errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
-    errs.extend(_lease_body(new))
-    return errs
-
-
 def _create_pod_template(obj: Obj) -> list[Cause]:
     errs = _validate_meta("PodTemplate", obj)
     errs.extend(_validate_pod_template_spec(as_map(obj.get("template")), "template"))
@@ -2059,42 +1830,6 @@ def _collision_decremented(new: Mapping[str, Any], old: Mapping[str, Any]) -> li
     return []
 
 
-def _status_replicaset(new: Obj, old: Obj) -> list[Cause]:
-    s = as_map(new.get("status"))
-    errs = _status_nonneg(s, ("replicas", "fullyLabeledReplicas", "readyReplicas",
-                              "availableReplicas", "observedGeneration"))
-    msg = "cannot be greater than status.replicas"
-    errs.extend(_not_greater(s, "fullyLabeledReplicas", "replicas", msg))
-    errs.extend(_not_greater(s, "readyReplicas", "replicas", msg))
-    errs.extend(_not_greater(s, "availableReplicas", "replicas", msg))
-    errs.extend(_not_greater(s, "availableReplicas", "readyReplicas",
-                             "cannot be greater than readyReplicas"))
-    return errs
-
-
-def _status_statefulset(new: Obj, old: Obj) -> list[Cause]:
-    s, o = as_map(new.get("status")), as_map(old.get("status"))
-    errs = _status_nonneg(s, ("replicas", "readyReplicas", "currentReplicas", "updatedReplicas",
-                              "availableReplicas", "observedGeneration", "collisionCount"))
-    msg = "cannot be greater than status.replicas"
-    for key in ("readyReplicas", "currentReplicas", "updatedReplicas", "availableReplicas"):
-        errs.extend(_not_greater(s, key, "replicas", msg))
-    errs.extend(_not_greater(s, "availableReplicas", "readyReplicas",
-                             "cannot be greater than status.readyReplicas"))
-    errs.extend(_collision_decremented(s, o))
-    return errs
-
-
-def _status_daemonset(new: Obj, old: Obj) -> list[Cause]:
-    s, o = as_map(new.get("status")), as_map(old.get("status"))
-    errs = _status_nonneg(s, ("currentNumberScheduled", "numberMisscheduled",
-                              "desiredNumberScheduled", "numberReady", "observedGeneration",
-                              "updatedNumberScheduled", "numberAvailable", "numberUnavailable",
-                              "collisionCount"))
-    errs.extend(_collision_decremented(s, o))
-    return errs
-
-
 def _status_job(new: Obj, old: Obj) -> list[Cause]:
     s = as_map(new.get("status"))
     errs = _status_nonneg(s, ("active", "succeeded", "failed", "ready", "terminating"))
@@ -2133,10 +1868,6 @@ def _status_service(new: Obj, old: Obj) -> list[Cause]:
 # --- dispatch --------------------------------------------------------------------------
 
 _CREATE: Final[dict[str, Callable[[Obj], list[Cause]]]] = {
-    "ReplicaSet": _create_replicaset,
-    "StatefulSet": _create_statefulset,
-    "DaemonSet": _create_daemonset,
-    "ControllerRevision": _create_controller_revision,
     "Job": _create_job,
     "CronJob": _create_cronjob,
     "Service": _validate_service,
@@ -2145,7 +1876,6 @@ _CREATE: Final[dict[str, Callable[[Obj], list[Cause]]]] = {
     "Namespace": _create_namespace,
     "Node": _create_node,
     "Event": _validate_event,
-    "Lease": _validate_lease,
     "PodTemplate": _create_pod_template,
     "Endpoints": _create_endpoints,
     "EndpointSlice": _create_endpoint_slice,
@@ -2156,10 +1886,6 @@ _CREATE: Final[dict[str, Callable[[Obj], list[Cause]]]] = {
 }
 
 _UPDATE: Final[dict[str, Callable[[Obj, Obj], list[Cause]]]] = {
-    "ReplicaSet": _update_replicaset,
-    "StatefulSet": _update_statefulset,
-    "DaemonSet": _update_daemonset,
-    "ControllerRevision": _update_controller_revision,
     "Job": _update_job,
     "CronJob": _update_cronjob,
     "Service": _update_service,
@@ -2168,7 +1894,6 @@ _UPDATE: Final[dict[str, Callable[[Obj, Obj], list[Cause]]]] = {
     "Namespace": _update_namespace,
     "Node": _update_node,
     "Event": _update_event,
-    "Lease": _update_lease,
     "PodTemplate": _update_pod_template,
     "Endpoints": _update_endpoints,
     "EndpointSlice": _update_endpoint_slice,
@@ -2178,14 +1903,17 @@ _UPDATE: Final[dict[str, Callable[[Obj, Obj], list[Cause]]]] = {
     "StorageClass": _volume_check("validate_storage_class_update"),
 }
 
+def _rc_status(new: Obj, old: Obj) -> list[Cause]:
+    # transitional: the ReplicaSet's status rules, until ReplicationControllers move too
+    from pykcm.apiserver.registry.apps.replicaset import validate_status
+    return validate_status(new, old)
+
+
 _STATUS: Final[dict[str, Callable[[Obj, Obj], list[Cause]]]] = {
-    "ReplicaSet": _status_replicaset,
-    "StatefulSet": _status_statefulset,
-    "DaemonSet": _status_daemonset,
     "Job": _status_job,
     "Namespace": _status_namespace,
     "Service": _status_service,
-    "ReplicationController": _status_replicaset,
+    "ReplicationController": _rc_status,
     "PersistentVolumeClaim": _volume_check("validate_pvc_status"),
 }
 

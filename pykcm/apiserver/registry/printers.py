@@ -277,6 +277,11 @@ def since(value: Any, now: int) -> str:
     return "<unknown>" if ts is None else human_duration_ns(now - ts)
 
 
+def pod_template_spec(obj: Obj) -> Obj:
+    """spec.template.spec of a workload ({} when absent)."""
+    return as_dict(as_dict(as_dict(obj.get("spec")).get("template")).get("spec"))
+
+
 def default_row(obj: Obj, now: int) -> Row:
     return Row([object_name(obj),
                 rfc3339_utc(as_dict(obj.get("metadata")).get("creationTimestamp"))])

@@ -18,11 +18,14 @@ from pykcm.api.validation import (
     FIELD_IMMUTABLE_ERROR_MSG,
     Cause,
     GoValue,
+    NameValidator,
     go_int_or_string,
     go_string_map,
     invalid,
     is_valid_percent,
+    name_is_dns_subdomain,
     validate_nonnegative,
+    validate_object_meta,
 )
 
 Obj = Mapping[str, Any]
@@ -154,3 +157,11 @@ def not_more_than_100_percent(v: Any, path: str) -> list[Cause]:
     if p is None or p <= 100:
         return []
     return [invalid(path, go_int_or_string(v), "must not be greater than 100%")]
+
+
+def validate_meta(obj: Obj, namespaced: bool,
+                  name_validator: NameValidator = name_is_dns_subdomain) -> list[Cause]:
+    """ValidateObjectMeta of an object of a kind (namespaced or not) whose names are checked
+    by ``name_validator`` (DNS subdomains unless the kind says otherwise)."""
+    return validate_object_meta(obj.get("metadata"), namespaced=namespaced,
+                                name_validator=name_validator)
