@@ -73,6 +73,8 @@ SERVED_KINDS: tuple[tuple[str, str, str], ...] = (
     ("", "v1", "PersistentVolume"),
     ("", "v1", "PersistentVolumeClaim"),
     ("", "v1", "ReplicationController"),
+    ("", "v1", "ResourceQuota"),
+    ("", "v1", "LimitRange"),
     ("apps", "v1", "Deployment"),
     ("apps", "v1", "ReplicaSet"),
     ("apps", "v1", "StatefulSet"),

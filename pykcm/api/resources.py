@@ -131,6 +131,8 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
     _r("", "PersistentVolume", "persistentvolumes", namespaced=False, short=("pv",),
        sub=("status",)),
     _r("", "PersistentVolumeClaim", "persistentvolumeclaims", short=("pvc",), sub=("status",)),
+    _r("", "ResourceQuota", "resourcequotas", short=("quota",), sub=("status",)),
+    _r("", "LimitRange", "limitranges", short=("limits",)),
     # core/v1 ReplicationControllers orphan their pods by default (the GC policy upstream
     # keeps for compatibility, as for batch/v1 Jobs)
     _r("", "ReplicationController", "replicationcontrollers", short=("rc",),

@@ -153,8 +153,9 @@ class QuotaAdmission:
             return None
         return self.registry.get_or_add(group, resource)
 
-    async def admit(self, a: Attributes) -> None:
-        """Check ``a`` against the namespace's quotas and charge it; raises StatusError 403."""
+    async def admit(self, a: Attributes, dry_run: bool = False) -> None:
+        """Check ``a`` against the namespace's quotas and charge it (a dry run: only check);
+        raises StatusError 403."""
         if not a.namespace:
             return
         ev = self.evaluator_for(a.group, a.resource)
@@ -162,9 +163,9 @@ class QuotaAdmission:
             return
         lock = self._locks.setdefault(a.namespace, asyncio.Lock())
         async with lock:
-            await self._check(a, ev)
+            await self._check(a, ev, dry_run)
 
-    async def _check(self, a: Attributes, ev: Evaluator) -> None:
+    async def _check(self, a: Attributes, ev: Evaluator, dry_run: bool) -> None:
         quotas = await self._get_quotas(a.namespace)
         for attempt in range(RETRIES + 1):
             if not quotas:
@@ -173,6 +174,8 @@ class QuotaAdmission:
                 updated = check_request(quotas, a, ev)
             except QuotaRefused as exc:
                 raise errors.forbidden(a.resource, a.group, a.name, str(exc)) from None
+            if dry_run:
+                return
             failed: list[str] = []
             last: errors.StatusError | None = None
             for q in updated:

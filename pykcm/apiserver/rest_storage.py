@@ -68,6 +68,7 @@ from pykcm.apiserver.registry.lookup import strategy_for
 from pykcm.apiserver.registry.strategy import Strategy, now_rfc3339, rfc3339
 from pykcm.apiserver.service_allocator import ServiceAllocator
 from pykcm.apiserver.storage import Entry, ResourceStore, Store, object_key, resource_id
+from pykcm.apiserver.validating_admission import QuotaPlugins
 
 GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -143,9 +144,21 @@ class RESTStorage:
         self.services = ServiceAllocator()
         self.custom = CustomResources(registry)
         self._tasks: set[asyncio.Task[None]] = set()
+        self.quota_plugins = QuotaPlugins(self._core_store, self._write_quota_status)
 
     def rs(self, info: ResourceInfo) -> ResourceStore:
         return self.store.resource(resource_id(info.group, info.plural))
+
+    def _core_store(self, plural: str) -> ResourceStore | None:
+        info = self.registry.get("", "v1", plural)
+        return self.rs(info) if info is not None else None
+
+    async def _write_quota_status(self, quota: dict[str, Any]) -> None:
+        """Quota admission's charge: a /status update conditional on its resourceVersion."""
+        info = self.registry.get("", "v1", "resourcequotas")
+        assert info is not None
+        meta = quota["metadata"]
+        await self.update(info, meta["namespace"], meta["name"], quota, subresource="status")
 
     async def close(self) -> None:
         """Stop background work (CRD cleanups resume at the next start)."""
@@ -384,6 +397,7 @@ class RESTStorage:
             await admission.service_account(obj, namespace, requested_name,
                                             self._service_account_lookup(namespace))
         admission.admit(info, obj, None, name=requested_name)
+        self.quota_plugins.mutate(info, namespace, obj)
         self._storage_admission(info, obj, None)
         causes = _as_status_causes(validate(obj) if validate is not None
                                    else st.validate_create(obj))
@@ -409,6 +423,7 @@ class RESTStorage:
             if not generate or attempt == 7:
                 raise errors.already_exists(info.plural, info.group, name)
             meta["name"] = _generate_name(meta["generateName"])
+        await self.quota_plugins.validate(info, namespace, obj, None, dry_run=dry_run)
         if info.kind == "Service" and not info.group:
             self._allocate_service(info, obj)
             if dry_run:  # a dry run shows the addresses it would get, and keeps none
@@ -724,6 +739,8 @@ class RESTStorage:
             causes = _as_status_causes(st.validate_update(new, old))
         if causes:
             raise errors.invalid(info.kind, info.group, name, causes)
+        await self.quota_plugins.validate(info, str(new_meta.get("namespace") or ""), new, old,
+                                          subresource, dry_run)
         if crv is None:
             _encode_as_go(info, new)
         is_crd = info.group == CRD_GROUP and info.kind == "CustomResourceDefinition"

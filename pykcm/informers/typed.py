@@ -66,9 +66,10 @@ class CoreV1Informers(GroupVersionInformers):
 
     GROUP = ""
     VERSION = "v1"
-    RESOURCES = ("configmaps", "endpoints", "events", "namespaces", "nodes",
+    RESOURCES = ("configmaps", "endpoints", "events", "limitranges", "namespaces", "nodes",
                  "persistentvolumeclaims", "persistentvolumes", "pods", "podtemplates",
-                 "replicationcontrollers", "secrets", "serviceaccounts", "services")
+                 "replicationcontrollers", "resourcequotas", "secrets", "serviceaccounts",
+                 "services")
     __slots__ = ()
 
     @property
@@ -82,6 +83,14 @@ class CoreV1Informers(GroupVersionInformers):
     @property
     def replicationcontrollers(self) -> GenericInformer:
         return self._get("replicationcontrollers")
+
+    @property
+    def resourcequotas(self) -> GenericInformer:
+        return self._get("resourcequotas")
+
+    @property
+    def limitranges(self) -> GenericInformer:
+        return self._get("limitranges")
 
     @property
     def configmaps(self) -> GenericInformer:
