@@ -87,11 +87,13 @@ SERVED_KINDS: tuple[tuple[str, str, str], ...] = (
     ("events.k8s.io", "v1", "Event"),
     ("discovery.k8s.io", "v1", "EndpointSlice"),
     ("storage.k8s.io", "v1", "StorageClass"),
+    ("policy", "v1", "PodDisruptionBudget"),
 )
 # Kinds served without a List kind: subresource bodies and the create-only reviews.
 SUBRESOURCE_KINDS: tuple[tuple[str, str, str], ...] = (
     ("", "v1", "Binding"),
     ("autoscaling", "v1", "Scale"),
+    ("policy", "v1", "Eviction"),
     ("authentication.k8s.io", "v1", "TokenRequest"),
     ("authentication.k8s.io", "v1", "TokenReview"),
     ("authentication.k8s.io", "v1", "SelfSubjectReview"),

@@ -118,8 +118,8 @@ def _r(
 BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
     # core/v1
     _r("", "Namespace", "namespaces", namespaced=False, short=("ns",), sub=("finalize", "status")),
-    _r("", "Pod", "pods", short=("po",), categories=("all",), sub=("binding", "status"),
-       generation=True),
+    _r("", "Pod", "pods", short=("po",), categories=("all",),
+       sub=("binding", "eviction", "status"), generation=True),
     _r("", "Node", "nodes", namespaced=False, short=("no",), sub=("status",)),
     _r("", "Event", "events", short=("ev",)),
     _r("", "ConfigMap", "configmaps", short=("cm",)),
@@ -180,6 +180,10 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
     _r("discovery.k8s.io", "EndpointSlice", "endpointslices", generation=True),
     # storage.k8s.io/v1
     _r("storage.k8s.io", "StorageClass", "storageclasses", namespaced=False, short=("sc",)),
+    # policy/v1
+    # (updates need a resourceVersion: AllowUnconditionalUpdate is false upstream)
+    _r("policy", "PodDisruptionBudget", "poddisruptionbudgets", short=("pdb",), sub=("status",),
+       generation=True, require_rv=True),
 )
 
 

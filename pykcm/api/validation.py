@@ -643,6 +643,14 @@ def name_is_dns1035_label(name: str, prefix: bool = False) -> list[str]:
     return is_dns1035_label(name)
 
 
+def name_is_path_segment(name: str, prefix: bool = False) -> list[str]:
+    """path.ValidatePathSegmentName: the only name rule of kinds whose strategy validates no
+    object metadata (PodDisruptionBudget): the name must fit in a URL path segment."""
+    if not prefix and name in (".", ".."):
+        return [f"may not be '{name}'"]
+    return [f"may not contain '{ch}'" for ch in ("/", "%") if ch in name]
+
+
 # --- structural validators ----------------------------------------------------
 
 def validate_nonnegative(value: int, path: str) -> list[Cause]:

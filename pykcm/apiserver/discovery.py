@@ -28,6 +28,7 @@ _SUBRESOURCE_VERBS = {
     "status": ("get", "patch", "update"),
     "scale": ("get", "patch", "update"),
     "binding": ("create",),
+    "eviction": ("create",),
     "finalize": ("update",),
     "token": ("create",),
 }
@@ -35,6 +36,7 @@ _SUBRESOURCE_VERBS = {
 _SUBRESOURCE_KINDS = {
     "scale": ("autoscaling", "v1", "Scale"),
     "binding": ("", "v1", "Binding"),
+    "eviction": ("policy", "v1", "Eviction"),
     "token": ("authentication.k8s.io", "v1", "TokenRequest"),
 }
 

@@ -38,6 +38,7 @@ from pykcm.apiserver import (
     defaults,
     errors,
     event_view,
+    eviction,
     go_json,
     service_accounts,
     tables,
@@ -499,6 +500,13 @@ class APIHandlers:
                 return json_response(orjson.dumps({
                     "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                     "code": 201}), 201)
+            if sub == "eviction":
+                body = eviction.check_type_meta(_expect_object(
+                    await self._body(request, kind="Eviction")))
+                code, answer = await eviction.evict(
+                    rest, res, self.registry.get("policy", "v1", "poddisruptionbudgets"), ns,
+                    info.name, body, q.getall("dryRun", []))
+                return json_response(orjson.dumps(answer), code)
             if info.name and not sub:
                 raise errors.method_not_allowed(
                     "the server does not allow this method on the requested resource")
@@ -1163,6 +1171,7 @@ def _check_quantities(res: ResourceInfo, body: dict[str, Any]) -> None:
 # Bodies of another kind than the endpoint's resource: (Go struct, kind, version in messages).
 _BODY_STRUCTS = {"Scale": ("autoscaling/v1.Scale", "Scale", "v1"),
                  "Binding": ("core/v1.Binding", "Binding", "v1"),
+                 "Eviction": ("policy/v1.Eviction", "Eviction", "v1"),
                  "DeleteOptions": ("meta/v1.DeleteOptions", "", "")}
 
 

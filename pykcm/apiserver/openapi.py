@@ -64,6 +64,7 @@ PATCH: Final = META + "Patch"
 API_RESOURCE_LIST: Final = META + "APIResourceList"
 SCALE: Final = "io.k8s.api.autoscaling.v1.Scale"
 BINDING: Final = "io.k8s.api.core.v1.Binding"
+EVICTION: Final = "io.k8s.api.policy.v1.Eviction"
 TOKEN_REQUEST: Final = "io.k8s.api.authentication.v1.TokenRequest"
 # The meta types every group-version document carries.
 _DOC_META_TYPES: Final = (API_RESOURCE_LIST, DELETE_OPTIONS, PATCH, STATUS, WATCH_EVENT)
@@ -781,6 +782,8 @@ class OpenAPI:
                 roots.add(SCALE)
             if "binding" in r.subresources:
                 roots.add(BINDING)
+            if "eviction" in r.subresources:
+                roots.add(EVICTION)
             if "token" in r.subresources:
                 roots.add(TOKEN_REQUEST)
             _resource_paths(paths, prefix, camel, tag, r)
@@ -898,6 +901,8 @@ def _body_target(res: ResourceInfo, subresource: str) -> str | tuple[str, str, s
         return SCALE
     if subresource == "binding":
         return BINDING
+    if subresource == "eviction":
+        return EVICTION
     if subresource == "token":
         return TOKEN_REQUEST
     return (res.group, res.version, res.kind)
@@ -1116,6 +1121,12 @@ def _subresource_path(paths: dict[str, Any], obj_path: str, camel: str, tag: str
                            f"create{camel}{ns}{kind}Binding", "post", tag, gvk,
                            _responses(BINDING, _OK, _CREATED, _ACCEPTED), _WRITE_PARAMS,
                            _body(BINDING))
+    elif sub == "eviction":
+        gvk = _gvk_ext("policy", "v1", "Eviction")
+        item["post"] = _op(f"create eviction of {_article(kind)} {kind}",
+                           f"create{camel}{ns}{kind}Eviction", "post", tag, gvk,
+                           _responses(EVICTION, _OK, _CREATED, _ACCEPTED), _WRITE_PARAMS,
+                           _body(EVICTION))
     elif sub == "token":
         gvk = _gvk_ext("authentication.k8s.io", "v1", "TokenRequest")
         item["post"] = _op(f"create token of {_article(kind)} {kind}",

@@ -161,7 +161,7 @@ def test_index_lists_every_group_version_with_hash(api: OpenAPI) -> None:
                                       "apis/authentication.k8s.io/v1",
                                       "apis/authorization.k8s.io/v1", "apis/batch/v1",
                                       "apis/coordination.k8s.io/v1", "apis/discovery.k8s.io/v1",
-                                      "apis/events.k8s.io/v1",
+                                      "apis/events.k8s.io/v1", "apis/policy/v1",
                                       "apis/storage.k8s.io/v1"]
     for gv, entry in index["paths"].items():
         url = entry["serverRelativeURL"]

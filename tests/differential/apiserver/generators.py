@@ -123,6 +123,8 @@ RESOURCES = [
         "ReplicationController", "v1", {"spec": {"replicas": 0, "template": TEMPLATE}}),
     Res("storageclasses", "/apis/storage.k8s.io/v1/storageclasses", "StorageClass",
         "storage.k8s.io/v1", {"provisioner": "dt.example.com/p"}),
+    Res("poddisruptionbudgets", "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
+        "PodDisruptionBudget", "policy/v1", {"spec": {"minAvailable": 1, "selector": SELECTOR}}),
     Res("eventsv1", "/apis/events.k8s.io/v1/namespaces/{ns}/events", "Event", "events.k8s.io/v1",
         {"eventTime": "2026-01-02T03:04:05.000000Z", "reportingController": "dt.example.com/c",
          "reportingInstance": "i-1", "action": "Testing", "reason": "Tested", "type": "Normal",
@@ -184,10 +186,11 @@ def create_exists(res: Res) -> dict[str, Any]:
 
 
 def create_invalid_name(res: Res) -> dict[str, Any]:
-    # core/v1 Events take any name that fits a URL
+    # core/v1 Events and PodDisruptionBudgets take any name that fits a URL
     return {"name": "create-invalid-name", "doc": "422 with the name's causes",
             "steps": [_post(res, res.new(name="Bad_Name.x"),
-                            status=201 if res.family == "events" else 422)]}
+                            status=201 if res.family in ("events", "poddisruptionbudgets")
+                            else 422)]}
 
 
 def create_no_name(res: Res) -> dict[str, Any]:
