@@ -1,0 +1,1 @@
+"""Strategies of the policy/v1 resources."""
