@@ -36,7 +36,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.upstream]
 
 
 UNSERVED_KINDS = (
-    "ResourceQuota", "HorizontalPodAutoscaler", "PodDisruptionBudget",
+    "HorizontalPodAutoscaler", "PodDisruptionBudget",
     "CertificateSigningRequest", "ClusterRole", "CSINode", "CSIDriver",
     "VolumeAttachment", "VolumeAttributesClass", "ServiceCIDR", "IPAddress",
     "ValidatingAdmissionPolicy", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate",
@@ -107,9 +107,10 @@ SAMPLE_LOG = r"""??? E1201 20:33:08.826344   25734 options.go:205] The manifest 
 failed with read version: 14 is not as new as written version: 24 for group resource \
 replicasets.apps" logger="UnhandledError"
 ??? E1201 21:28:34.597544   12223 reflector.go:227] "Failed to watch" err="failed to list \
-*v1.ResourceQuota: the server could not find the requested resource (get \
-resourcequotas)" logger="UnhandledError" \
-reflector="k8s.io/client-go@v1.36.2/tools/cache/reflector.go:343" type="*v1.ResourceQuota"
+*v2.HorizontalPodAutoscaler: the server could not find the requested resource (get \
+horizontalpodautoscalers.autoscaling)" logger="UnhandledError" \
+reflector="k8s.io/client-go@v1.36.2/tools/cache/reflector.go:343" \
+type="*v2.HorizontalPodAutoscaler"
 ??? E1201 21:28:34.597544   12223 reflector.go:227] "Failed to watch" err="failed to list \
 *v1.Pod: the server could not find the requested resource" type="*v1.Pod"
 ??? E1201 20:53:37.355020   26684 namespace_controller.go:164] "Deletion of namespace failed" \
