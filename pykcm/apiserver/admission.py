@@ -39,8 +39,9 @@ Deliberately not reproduced (see tests/differential/apiserver/allowlist.yaml):
 TaintNodesByCondition (its not-ready
 taint on new Nodes needs the node lifecycle controller to lift it: the
 simulator runs on this server without any controller manager in tests and
-``pykcm up --no-controller-manager``, where its nodes would never take pods), LimitRanger,
-ResourceQuota and PodSecurity (their objects are not served).
+``pykcm up --no-controller-manager``, where its nodes would never take pods) and
+PodSecurity (namespace labels are not enforced). LimitRanger and ResourceQuota are in
+validating_admission.py.
 """
 
 from __future__ import annotations
