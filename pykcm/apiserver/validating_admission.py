@@ -15,6 +15,10 @@ Both read the store's newest versions (``ResourceStore.current``): a quota
 status just written by the previous request is what the next one is checked
 against. The plugins' rules are in ``limit_ranger.py`` and
 ``resource_quota_admission.py`` (over ``pykcm.api.quota``).
+
+Deliberate deviation: a create is charged after the store's name check, so one refused
+as AlreadyExists is not charged (kube-apiserver charges it, and the usage stays counted
+until the resourcequota-controller's next full resync).
 """
 
 from __future__ import annotations
