@@ -129,6 +129,8 @@ class FieldManager:
             new_mf = _meta(new).get("managedFields", None)
             if _is_reset(new_mf, "managedFields" in _meta(new)):
                 return Managed()
+            if new_mf is not None and new_mf == live_mf:
+                new_mf = live_mf     # sent back unchanged: the live entries (decoded before)
             try:
                 m = decode(new_mf)
                 if m.fields:

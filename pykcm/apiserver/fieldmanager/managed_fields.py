@@ -16,6 +16,7 @@ apiVersion, subresource.
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,7 @@ from pykcm.api.timestamps import parse_time
 from pykcm.apiserver.fieldmanager import fields_v1
 from pykcm.apiserver.fieldmanager.path import go_json_string
 from pykcm.apiserver.fieldmanager.path_set import PathSet
+from pykcm.apiserver.fieldmanager.typed import json_copy
 
 APPLY = "Apply"
 UPDATE = "Update"
@@ -30,6 +32,34 @@ UPDATE = "Update"
 
 class ManagedFieldsError(ValueError):
     pass
+
+
+class _IdentityCache:
+    """Results per input object, by identity (the input is held, so its id stays its own).
+
+    Every write decodes the live object's entries and encodes the new ones; most are the
+    same objects as on the previous write of that object (sets are never mutated once
+    built), so this saves the fieldsV1 walks that otherwise dominate an Update."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self.items: OrderedDict[int, tuple[Any, Any]] = OrderedDict()
+
+    def get(self, key: Any) -> Any:
+        hit = self.items.get(id(key))
+        if hit is None or hit[0] is not key:
+            return None
+        self.items.move_to_end(id(key))
+        return hit[1]
+
+    def put(self, key: Any, value: Any) -> None:
+        self.items[id(key)] = (key, value)
+        if len(self.items) > self.size:
+            self.items.popitem(last=False)
+
+
+_DECODED = _IdentityCache()
+_ENCODED = _IdentityCache()
 
 
 @dataclass
@@ -88,10 +118,15 @@ def decode(entries: list[dict[str, Any]] | None) -> Managed:
             raise ManagedFieldsError(f'invalid fieldsType "{ft}" in managed fields entry {i}')
         ident = manager_identifier(e.get("manager") or "", op, e["apiVersion"],
                                    e.get("subresource") or "")
-        try:
-            s = fields_v1.decode(e.get("fieldsV1") or {})
-        except (ValueError, TypeError) as err:
-            raise ManagedFieldsError(f"error decoding set: {err}") from err
+        raw = e.get("fieldsV1") or {}
+        s = _DECODED.get(raw)
+        if s is None:
+            try:
+                s = fields_v1.decode(raw)
+            except (ValueError, TypeError) as err:
+                raise ManagedFieldsError(f"error decoding set: {err}") from err
+            if isinstance(raw, dict):
+                _DECODED.put(raw, s)
         managed.fields[ident] = VersionedSet(s, e["apiVersion"], op == APPLY)
         managed.times[ident] = e.get("time")
     return managed
@@ -113,7 +148,12 @@ def encode(managed: Managed) -> list[dict[str, Any]] | None:
         if t is not None:
             entry["time"] = t
         entry["fieldsType"] = "FieldsV1"
-        entry["fieldsV1"] = fields_v1.to_json(vs.set)
+        encoded = _ENCODED.get(vs.set)
+        if encoded is None:
+            encoded = fields_v1.to_json(vs.set)
+            _ENCODED.put(vs.set, encoded)
+        # a copy: the caller owns the object it gets (the cached dict stays pristine)
+        entry["fieldsV1"] = json_copy(encoded)
         if info.get("subresource"):
             entry["subresource"] = info["subresource"]
         out.append(entry)

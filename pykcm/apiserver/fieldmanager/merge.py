@@ -15,7 +15,6 @@ shares no containers with them.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from pykcm.apiserver.fieldmanager import path as fp
@@ -26,6 +25,7 @@ from pykcm.apiserver.fieldmanager.typed import (
     atom_of,
     child_node,
     item_element,
+    json_copy,
     shape_fits,
 )
 
@@ -37,15 +37,15 @@ def merge(schema: TypeSchema, live: Any, config: Any) -> Any:
 def _merge(schema: TypeSchema, node: Any, lhs: Any, rhs: Any) -> Any:
     """The merged value (MISSING: the field is left out)."""
     if rhs is MISSING:
-        return copy.deepcopy(lhs)
+        return json_copy(lhs)
     if lhs is MISSING:
-        return copy.deepcopy(rhs)
+        return json_copy(rhs)
     atom = atom_of(schema, node, rhs)
     if (atom.kind == "scalar" or atom.atomic or not shape_fits(atom, lhs)
             or not shape_fits(atom, rhs)):
-        return copy.deepcopy(rhs)
+        return json_copy(rhs)
     if not lhs and not rhs:     # both null or empty: a leaf, the configuration's
-        return copy.deepcopy(rhs)
+        return json_copy(rhs)
     if atom.kind == "list":
         return _merge_list(schema, atom, lhs or [], rhs or [])
     out = {}

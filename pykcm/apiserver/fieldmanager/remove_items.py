@@ -12,13 +12,18 @@ puts back what others own (:mod:`.updater`).
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from pykcm.apiserver.fieldmanager import path as fp
 from pykcm.apiserver.fieldmanager.path_set import PathSet
 from pykcm.apiserver.fieldmanager.schema import TypeSchema
-from pykcm.apiserver.fieldmanager.typed import MISSING, atom_of, child_node, item_element
+from pykcm.apiserver.fieldmanager.typed import (
+    MISSING,
+    atom_of,
+    child_node,
+    item_element,
+    json_copy,
+)
 
 
 def remove_items(schema: TypeSchema, obj: Any, to_remove: PathSet) -> Any:
@@ -29,7 +34,7 @@ def remove_items(schema: TypeSchema, obj: Any, to_remove: PathSet) -> Any:
 def _remove(schema: TypeSchema, node: Any, value: Any, to_remove: PathSet) -> Any:
     atom = atom_of(schema, node, value)
     if atom.kind == "scalar":
-        return copy.deepcopy(value)
+        return json_copy(value)
     if atom.kind == "list":
         if not isinstance(value, list) or not value or atom.atomic:
             return MISSING
@@ -47,7 +52,7 @@ def _remove(schema: TypeSchema, node: Any, value: Any, to_remove: PathSet) -> An
                     new = {} if isinstance(item, dict) else [] if isinstance(item, list) else new
                 items.append(None if new is MISSING else new)
             else:
-                items.append(copy.deepcopy(item))
+                items.append(json_copy(item))
         return items if items or had_matches else MISSING
     if not isinstance(value, dict) or not value or atom.atomic:
         return MISSING
@@ -65,5 +70,5 @@ def _remove(schema: TypeSchema, node: Any, value: Any, to_remove: PathSet) -> An
                 new = {} if isinstance(v, dict) else [] if isinstance(v, list) else None
             out[k] = new
         else:
-            out[k] = copy.deepcopy(v)
+            out[k] = json_copy(v)
     return out if out or had_matches else MISSING

@@ -28,6 +28,15 @@ class TypedError(ValueError):
     """A value that does not fit its schema (duplicate keys, a keyed item without keys)."""
 
 
+def json_copy(v: Any) -> Any:
+    """A copy of a JSON value (a few times faster than copy.deepcopy on JSON trees)."""
+    if isinstance(v, dict):
+        return {k: json_copy(x) if isinstance(x, (dict, list)) else x for k, x in v.items()}
+    if isinstance(v, list):
+        return [json_copy(x) if isinstance(x, (dict, list)) else x for x in v]
+    return v
+
+
 def atom_of(schema: TypeSchema, node: Any, value: Any) -> Atom:
     atom = schema.resolve(node)
     if atom is DEDUCED:

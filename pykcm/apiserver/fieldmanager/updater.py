@@ -116,6 +116,10 @@ def _prune(schema: TypeSchema, merged: Any, managers: dict[str, VersionedSet], a
            last: VersionedSet | None) -> Any:
     if last is None or last.set.empty():
         return merged
+    if last.set.difference(managers[applier].set).empty():
+        # the applier still applies everything it did: whatever pruning removes, the
+        # put-back of owned fields restores (a re-apply's common case, and the costly part)
+        return merged
 
     def ensure(s: PathSet) -> PathSet:
         return ensure_named_fields_are_members(schema, s)
