@@ -36,7 +36,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.upstream]
 
 
 UNSERVED_KINDS = (
-    "HorizontalPodAutoscaler", "PodDisruptionBudget",
+    "HorizontalPodAutoscaler",
     "CertificateSigningRequest", "ClusterRole", "CSINode", "CSIDriver",
     "VolumeAttachment", "VolumeAttributesClass", "ServiceCIDR", "IPAddress",
     "ValidatingAdmissionPolicy", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate",
