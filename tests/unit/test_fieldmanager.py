@@ -16,9 +16,11 @@ from hypothesis import strategies as st
 from pykcm.apiserver.errors import StatusError
 from pykcm.apiserver.fieldmanager import FieldManager, fields_v1
 from pykcm.apiserver.fieldmanager import path as fp
+from pykcm.apiserver.fieldmanager.apply_options import check_applied_name, validate_patch_options
 from pykcm.apiserver.fieldmanager.manager_name import manager_or_user_agent
 from pykcm.apiserver.fieldmanager.path_set import PathSet, debug
 from pykcm.apiserver.fieldmanager.reset_fields import reset_fields
+from pykcm.apiserver.fieldmanager.scale_handler import to_parent, to_subresource
 from pykcm.apiserver.fieldmanager.schema import for_builtin, for_crd
 from pykcm.apiserver.fieldmanager.to_field_set import to_field_set
 
@@ -254,3 +256,49 @@ def test_manager_name_from_the_user_agent() -> None:
     assert manager_or_user_agent("mine", "kubectl/v1.36.2") == "mine"
     assert manager_or_user_agent(None, "x" * 200) == "x" * 128
     assert manager_or_user_agent("", "a\x00b/1") == "ab"
+
+
+# --- /scale and request options -----------------------------------------------------------------
+
+def _entry(manager: str, op: str, api_version: str, fields: dict[str, Any],
+           sub: str = "") -> dict[str, Any]:
+    e: dict[str, Any] = {"manager": manager, "operation": op, "apiVersion": api_version,
+                         "time": T, "fieldsType": "FieldsV1", "fieldsV1": fields}
+    if sub:
+        e["subresource"] = sub
+    return e
+
+
+def test_scale_view_and_back_to_the_parent() -> None:
+    replicas: dict[str, Any] = {"f:spec": {"f:replicas": {}}}
+    parent = [_entry("deployer", "Apply", "apps/v1",
+                     {"f:spec": {"f:replicas": {}, "f:selector": {}}}),
+              _entry("labeler", "Update", "apps/v1", {"f:metadata": {"f:labels": {}}})]
+    view = to_subresource(parent)
+    assert view == [_entry("deployer", "Apply", "autoscaling/v1", replicas)]
+    # hpa takes the replicas through /scale (forced): the deployer keeps the rest
+    scale = [_entry("hpa", "Apply", "autoscaling/v1", replicas, "scale")]
+    back = to_parent(parent, scale, "apps/v1")
+    assert back is not None
+    by = {e["manager"]: e for e in back}
+    assert by["deployer"]["fieldsV1"] == {"f:spec": {"f:selector": {}}}
+    assert by["labeler"] == parent[1]
+    assert by["hpa"]["fieldsV1"] == replicas and by["hpa"]["apiVersion"] == "apps/v1"
+    assert "time" not in by["hpa"]       # the parent's time for a new manager: none
+
+
+def test_refused_patch_options() -> None:
+    with pytest.raises(StatusError) as e:
+        validate_patch_options(True, "", False)
+    assert e.value.code == 422 and e.value.message == (
+        'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required '
+        "for apply patch")
+    with pytest.raises(StatusError) as e:
+        validate_patch_options(False, "m", True)
+    assert e.value.message.endswith("force: Forbidden: may not be specified for non-apply patch")
+    validate_patch_options(True, "m", True)
+    with pytest.raises(StatusError) as e:
+        check_applied_name({"metadata": {"name": "a"}}, "b")
+    assert (e.value.code, e.value.message) == (
+        400, "the name of the object (a) does not match the name on the URL (b)")
+    check_applied_name({"metadata": {}}, "b")
