@@ -2,6 +2,7 @@
 
     pykcm controller-manager --kubeconfig FILE [--controllers=*,-foo] [--leader-elect=false]
                              [--bind-address 127.0.0.1 --secure-port 0 --port 10252] [-v 2]
+                             [--ui [--ui-address 127.0.0.1] [--ui-port 10260]]
 
 Flags and defaults are kube-controller-manager's (see pykcm.manager.options).
 Logs go to stderr in klog's text format, one line per record, with the
@@ -11,6 +12,8 @@ controller" controller="replicaset-controller"``. ``-v`` 0-3 logs at info
 level, 4 and more at debug level. SIGTERM/SIGINT shut down cleanly (exit
 0); a lost leader lease exits 1; bad flags exit 2 and start-up errors 1,
 with one line on stderr.
+
+``--ui`` serves the live view (pykcm.manager.ui) on a loopback address, plain HTTP.
 
 Testing hook: ``--extra-controllers MODULE:FUNCTION`` (hidden, repeatable)
 imports MODULE and calls ``FUNCTION(registry)`` with the controller registry
@@ -79,6 +82,15 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         description="The Kubernetes controller manager: runs the enabled controllers "
         "against an API server, with leader election, until SIGINT/SIGTERM.")
     add_flags(a)
+    ui = a.add_argument_group("live view (pykcm's own; not a kube-controller-manager flag)")
+    ui.add_argument("--ui", action="store_true",
+                    help="serve the live view of the control loop (informers, work queues, "
+                    "reconciles, API requests, leader election, workloads) over plain HTTP")
+    ui.add_argument("--ui-address", default="127.0.0.1", metavar="IP",
+                    help="address of the live view (default 127.0.0.1: it has no "
+                    "authentication, keep it on loopback)")
+    ui.add_argument("--ui-port", type=int, default=10260, metavar="N",
+                    help="port of the live view (default 10260; 0 picks a free one)")
     fmt = a.format_help
 
     def format_help() -> str:
@@ -128,7 +140,20 @@ async def run(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, manager.request_stop)
-    code = await manager.run()
+    ui = None
+    if getattr(args, "ui", False):
+        from pykcm.manager.ui import LiveView, UiServer
+
+        view = LiveView(manager)
+        manager.context_hooks.append(view.attach)
+        ui = UiServer(view, address=args.ui_address, port=args.ui_port)
+        await ui.start()
+        print(f"pykcm {NAME}: live view on {ui.url}", file=sys.stderr, flush=True)
+    try:
+        code = await manager.run()
+    finally:
+        if ui is not None:
+            await ui.stop()
     if manager.fatal_error is not None:
         print(f"pykcm: error: {manager.fatal_error}", file=sys.stderr)
     return code

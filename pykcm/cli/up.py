@@ -18,6 +18,9 @@ every namespace gets its default ServiceAccount and kube-root-ca.crt ConfigMap a
 their token volume; kube-system/kube-apiserver-legacy-service-account-token-tracking;
 the API server's identity Lease kube-system/apiserver-<hash>.
 
+The controller manager also serves the live view (``--ui``, pykcm.manager.ui) on
+127.0.0.1 (``--ui-port``, a free port by default); the banner prints its URL.
+
 Each child's output goes to DIR/logs/<name>.log. While they run, one status
 line (on a terminal) shows the stored objects, events (writes) per second,
 API requests per second and the controllers' queue depths, scraped from the API server's and the
@@ -82,6 +85,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    "--controller-manager-flag=--node-monitor-grace-period=20s")
     a.add_argument("--no-status", action="store_true",
                    help="no live status line (it is only drawn on a terminal anyway)")
+    a.add_argument("--ui-port", type=int, default=0, metavar="N",
+                   help="port of the live view on 127.0.0.1, served by the controller "
+                   "manager (default 0: a free one; the banner shows the URL)")
+    a.add_argument("--no-ui", action="store_true", help="no live view")
     return a
 
 
@@ -202,6 +209,8 @@ async def run(args: argparse.Namespace) -> int:
     py = [sys.executable, "-m", "pykcm"]
     logs = os.path.join(data_dir, "logs")
     cm_port = _free_port()
+    ui_port = args.ui_port or _free_port()
+    ui = [] if args.no_ui else ["--ui", "--ui-address", "127.0.0.1", "--ui-port", str(ui_port)]
     api = _Child("apiserver", [*py, "apiserver", "--data-dir", data_dir, "--port",
                                str(args.port), *(["--unsafe-no-fsync"] if args.unsafe_no_fsync
                                                  else [])],
@@ -224,7 +233,7 @@ async def run(args: argparse.Namespace) -> int:
                  "--bind-address", "127.0.0.1", "--secure-port", str(cm_port),
                  "--kube-api-qps", str(args.kube_api_qps),
                  "--kube-api-burst", str(args.kube_api_burst),
-                 *args.controller_manager_flag],
+                 *ui, *args.controller_manager_flag],
                 os.path.join(logs, "controller-manager.log"))
     if not args.no_controller_manager:
         children.append(cm)
@@ -257,6 +266,8 @@ async def run(args: argparse.Namespace) -> int:
         print(f"pykcm up: API server {url}, {args.nodes} simulated nodes{manager} "
               f"(logs in {logs})", flush=True)
         print(f"  export KUBECONFIG={kubeconfig}", flush=True)
+        if ui and not args.no_controller_manager:
+            print(f"  live view: http://127.0.0.1:{ui_port}/", flush=True)
         k = _kubectl()
         print(f"  {k} get nodes; {k} create deployment web --image=nginx --replicas=3",
               flush=True)

@@ -52,6 +52,7 @@ import logging
 import random
 import socket
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from pykcm.client import (
@@ -177,6 +178,9 @@ class ControllerManager:
         self._fatal_event: asyncio.Event | None = None
         self.leading = asyncio.Event()
         """Set once this replica runs its controllers (at once without leader election)."""
+        self.context_hooks: list[Callable[[ControllerContext], None]] = []
+        """Called with each new ControllerContext before any controller is built (so before
+        the informers start): the live view registers its informers and handlers here."""
 
     # -- control -----------------------------------------------------------------------
 
@@ -341,6 +345,8 @@ class ControllerManager:
         self.context = ctx
         try:
             try:
+                for hook in self.context_hooks:
+                    hook(ctx)
                 await self._start_controllers(ctx, enabled)
             except asyncio.CancelledError:
                 raise

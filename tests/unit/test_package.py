@@ -63,6 +63,8 @@ def test_wheel_holds_the_license_typing_marker_data_and_metadata(dist: Path) -> 
     assert "Apache License" in license_text and "Version 2.0" in license_text
     assert "pykcm/py.typed" in files
     assert any(f.startswith("pykcm/apiserver/_data/") for f in files)
+    assert {"pykcm/manager/ui/static/index.html", "pykcm/manager/ui/static/app.js",
+            "pykcm/manager/ui/static/style.css"} <= files
     assert meta["Version"] == pykcm.__version__
     assert meta["License-Expression"] == "Apache-2.0"
     assert "Typing :: Typed" in meta.get_all("Classifier", [])
