@@ -24,10 +24,16 @@ that matter without real machines:
   assigned pod deleted or finished) or 5 minutes pass
   (``podMaxInUnschedulablePodsDuration``);
 - pods with ``spec.schedulingGates`` get ``PodScheduled=False, reason
-  SchedulingGated`` and are not scheduled.
+  SchedulingGated`` and are not scheduled;
+- VolumeBinding (:mod:`pykcm.sim.volume_binding`, when the simulator gives the
+  claims, volumes and classes informers): claims must exist and be bound, or be
+  of a WaitForFirstConsumer class; a node must satisfy the node affinity of the
+  pod's volumes and have a volume to bind or a way to provision for each unbound
+  claim; once a node is chosen the volumes are pre-bound or the claims annotated
+  with the node, and the pod is bound only when all its claims are Bound.
 
 Left out: inter-pod (anti-)affinity, topology spread constraints, host
-ports, volumes, preemption, priority ordering (the queue is FIFO).
+ports, preemption, priority ordering (the queue is FIFO).
 
 Data flow::
 
@@ -54,6 +60,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from pykcm.api.pod_util import get_pod_condition, is_pod_terminal
+from pykcm.api.scheduling import required_node_affinity_matches, tolerations_tolerate_taint
 from pykcm.api.timestamps import format_time
 from pykcm.cache.keys import DeletedFinalStateUnknown
 from pykcm.client import Client, is_conflict, is_not_found
@@ -61,6 +68,7 @@ from pykcm.controller.controller import Controller, Result
 from pykcm.controller.event_recorder import EventRecorder
 from pykcm.informers import GenericInformer
 from pykcm.sim.resources import Resources, node_allocatable, non_zero_requests, pod_requests
+from pykcm.sim.volume_binding import BindPlan, PodVolumes, VolumeBinder
 
 __all__ = [
     "DEFAULT_SCHEDULER_NAME",
@@ -69,6 +77,7 @@ __all__ = [
     "fit_error_message",
     "node_matches_affinity",
     "num_feasible_nodes_to_find",
+    "prefilter_error_message",
     "run_filters",
     "score_node",
     "tolerates",
@@ -139,63 +148,14 @@ class NodeInfo:
 
 def tolerates(tolerations: Iterable[Mapping[str, Any]], taint: Mapping[str, Any]) -> bool:
     """Whether any toleration tolerates ``taint`` (v1.Toleration.ToleratesTaint)."""
-    for t in tolerations:
-        effect = t.get("effect") or ""
-        if effect and effect != taint.get("effect"):
-            continue
-        key = t.get("key") or ""
-        op = t.get("operator") or "Equal"
-        if op == "Exists":
-            if not key or key == taint.get("key"):
-                return True
-            continue
-        if key == taint.get("key") and (t.get("value") or "") == (taint.get("value") or ""):
-            return True
-    return False
-
-
-def _match_expression(expr: Mapping[str, Any], value: str | None) -> bool:
-    op = expr.get("operator")
-    values = expr.get("values") or ()
-    if op == "In":
-        return value is not None and value in values
-    if op == "NotIn":
-        return value is None or value not in values
-    if op == "Exists":
-        return value is not None
-    if op == "DoesNotExist":
-        return value is None
-    if op in ("Gt", "Lt") and value is not None and values:
-        try:
-            a, b = int(value), int(values[0])
-        except ValueError:
-            return False
-        return a > b if op == "Gt" else a < b
-    return False
+    return tolerations_tolerate_taint(tolerations, taint)
 
 
 def node_matches_affinity(pod: Mapping[str, Any], node_name: str,
                           labels: Mapping[str, str]) -> bool:
     """``nodeSelector`` and required node affinity (ORed terms of ANDed expressions)."""
-    spec = pod.get("spec") or {}
-    for k, v in (spec.get("nodeSelector") or {}).items():
-        if labels.get(k) != v:
-            return False
-    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
-    terms = required.get("nodeSelectorTerms")
-    if not terms:
-        return True
-    for term in terms:
-        exprs = term.get("matchExpressions") or ()
-        fields = term.get("matchFields") or ()
-        if not exprs and not fields:
-            continue  # an empty term matches nothing
-        if all(_match_expression(e, labels.get(e.get("key", ""))) for e in exprs) and all(
-                _match_expression(f, node_name if f.get("key") == "metadata.name" else None)
-                for f in fields):
-            return True
-    return False
+    return required_node_affinity_matches(
+        pod, {"metadata": {"name": node_name, "labels": labels}})
 
 
 def run_filters(pod: Mapping[str, Any], requests: Mapping[str, int],
@@ -285,6 +245,13 @@ def fit_error_message(num_nodes: int, reasons: Mapping[str, Sequence[str]],
     return msg + "."
 
 
+def prefilter_error_message(num_nodes: int, why: str) -> str:
+    """kube-scheduler's FitError text when a PreFilter plugin rejected the pod: its message
+    instead of per-node reasons, and no node where preemption could help."""
+    return (f"0/{num_nodes} nodes are available: {why}. preemption: 0/{num_nodes} nodes are "
+            f"available: {num_nodes} {PREEMPTION_NOT_HELPFUL}.")
+
+
 def _object_of(obj: Any) -> Any:
     return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
 
@@ -307,7 +274,10 @@ class Scheduler:
     def __init__(self, client: Client, pods: GenericInformer, nodes: GenericInformer, *,
                  scheduler_name: str = DEFAULT_SCHEDULER_NAME,
                  recorder: EventRecorder | None = None,
-                 unschedulable_retry: float = UNSCHEDULABLE_RETRY_SECONDS) -> None:
+                 unschedulable_retry: float = UNSCHEDULABLE_RETRY_SECONDS,
+                 claims: GenericInformer | None = None,
+                 volumes: GenericInformer | None = None,
+                 classes: GenericInformer | None = None) -> None:
         self._client = client
         self.scheduler_name = scheduler_name
         self._recorder = recorder
@@ -323,6 +293,14 @@ class Scheduler:
         self.controller = Controller("scheduler", self._schedule_one)
         self.controller.watch(pods, _PodHandler(self))
         self.controller.watch(nodes, _NodeHandler(self))
+        self.volume_binder: VolumeBinder | None = None
+        if claims is not None and volumes is not None and classes is not None:
+            self.volume_binder = VolumeBinder(claims.informer.get_indexer(),
+                                              volumes.informer.get_indexer(),
+                                              classes.informer.get_indexer())
+            retry = _StorageHandler(self)
+            for inf in (claims, volumes, classes):
+                self.controller.watch(inf, retry)
 
     # -- cache maintenance (informer handlers) ----------------------------------------------
 
@@ -417,9 +395,18 @@ class Scheduler:
 
     def find_node(self, pod: Mapping[str, Any]) -> tuple[str | None, str]:
         """(the chosen node, "") or (None, the FitError message). Pure of I/O."""
+        node, message, _ = self._find_node(pod)
+        return node, message
+
+    def _find_node(self, pod: Mapping[str, Any]) -> tuple[str | None, str, BindPlan | None]:
         nodes = [info for info in self._nodes.values() if info.node is not None]
         if not nodes:
-            return None, "no nodes available to schedule pods"
+            return None, "no nodes available to schedule pods", None
+        volumes = PodVolumes()
+        if self.volume_binder is not None:
+            volumes, rejected = self.volume_binder.pre_filter(pod)
+            if rejected:  # a PreFilter failure: every node is ruled out by it
+                return None, prefilter_error_message(len(nodes), rejected), None
         requests = pod_requests(pod)
         nz_cpu, nz_mem = non_zero_requests(pod)
         want = num_feasible_nodes_to_find(len(nodes))
@@ -435,6 +422,9 @@ class Scheduler:
             info = nodes[(start + i) % n]
             examined += 1
             why, can_preempt = run_filters(pod, requests, info)
+            if not why and volumes and self.volume_binder is not None and \
+                    info.node is not None:
+                why, can_preempt = self.volume_binder.filter(volumes, info.node), False
             if why:
                 reasons[info.name] = why
                 resolvable[info.name] = can_preempt
@@ -449,8 +439,12 @@ class Scheduler:
                 break
         self._next_start = (start + examined) % n
         if not best:
-            return None, fit_error_message(n, reasons, resolvable)
-        return random.choice(best).name, ""
+            return None, fit_error_message(n, reasons, resolvable), None
+        chosen = random.choice(best)
+        plan = None
+        if volumes and self.volume_binder is not None and chosen.node is not None:
+            plan = self.volume_binder.plan(volumes, chosen.node)
+        return chosen.name, "", plan
 
     async def _schedule_one(self, key: str) -> Result | None:
         pod = self._pods_store.get_by_key(key)
@@ -465,7 +459,7 @@ class Scheduler:
                                           "Scheduling is blocked due to non-empty "
                                           "scheduling gates", event=False)
             return None
-        node, message = self.find_node(pod)
+        node, message, plan = self._find_node(pod)
         if node is None:
             self._unschedulable.add(key)
             await self._set_unschedulable(pod, "Unschedulable", message)
@@ -474,6 +468,15 @@ class Scheduler:
         self._account(key, node, pod)
         self._assumed.add(key)
         meta = pod["metadata"]
+        if plan is not None and self.volume_binder is not None:
+            try:
+                await self.volume_binder.bind(self._client, plan)  # PreBind
+            except Exception:
+                # a volume taken meanwhile (409) or a claim not bound in time: unreserve
+                # and retry the pod with backoff, as upstream's PreBind failure does
+                if key in self._assumed:
+                    self._unaccount(key)
+                raise
         try:
             await self._client.bind(meta["name"], meta["namespace"], node, uid=meta.get("uid"))
         except Exception as exc:
@@ -569,3 +572,23 @@ def _node_sched_view(node: Any) -> Any:
              if c.get("type") == "Ready"]
     return ((node.get("metadata") or {}).get("labels"), node.get("spec"),
             status.get("allocatable"), ready)
+
+
+class _StorageHandler:
+    """Claims, volumes and classes: any change may make a waiting pod's volumes fit
+    (upstream's VolumeBinding registers these cluster events)."""
+
+    __slots__ = ("_s",)
+
+    def __init__(self, s: Scheduler) -> None:
+        self._s = s
+
+    def on_add(self, obj: Any, is_in_initial_list: bool) -> None:
+        if not is_in_initial_list:
+            self._s.move_all_to_active()
+
+    def on_update(self, old: Any, new: Any) -> None:
+        self._s.move_all_to_active()
+
+    def on_delete(self, obj: Any) -> None:
+        self._s.move_all_to_active()

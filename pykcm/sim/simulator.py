@@ -133,9 +133,14 @@ class Simulator:
                 recorder = None
                 if self._broadcaster is not None:
                     recorder = self._broadcaster.new_recorder(self._scheduler_name)
+                storage: dict[str, Any] = {}
+                if claims is not None:  # VolumeBinding needs the storage caches
+                    storage = {"claims": claims,
+                               "volumes": factory.core_v1.persistentvolumes,
+                               "classes": factory.storage_v1.storageclasses}
                 self.scheduler = Scheduler(self._client, pods, factory.core_v1.nodes,
                                            scheduler_name=self._scheduler_name,
-                                           recorder=recorder)
+                                           recorder=recorder, **storage)
             # sim.pykcm.io/heartbeat=stopped on a Node: its kubelet plays dead.
             control = self.heartbeat_control = HeartbeatControl(self.heartbeats, self.kubelet)
             for name in self.heartbeats.stopped:

@@ -17,10 +17,14 @@ The provisioner (one per simulator, :class:`Provisioner`)::
     volumes informer ── a volume provisioned by us, Released, reclaimPolicy Delete
         └─► DELETE it (its pv-protection finalizer is gone once it is not Bound)
 
-Binding mode Immediate: the simulated scheduler does not set
-``volume.kubernetes.io/selected-node``, so a WaitForFirstConsumer class would
-never provision; pykcm's ``standard`` class is Immediate (kind's waits for the
-first consumer: the one deliberate difference, documented in the README).
+Binding mode: pykcm's ``standard`` class is Immediate (kind's waits for the
+first consumer: the one deliberate difference, documented in the README, so
+that a claim alone is Bound). A class of this provisioner with
+``volumeBindingMode: WaitForFirstConsumer`` works as on kind: the simulated
+scheduler (:mod:`pykcm.sim.volume_binding`) annotates the claim with
+``volume.kubernetes.io/selected-node`` and the volume made for it is tied to
+that node (``spec.nodeAffinity`` on ``kubernetes.io/hostname``, as
+local-path-provisioner's), so later pods of the claim go there too.
 
 The kubelet's wait (:func:`volumes_ready`, used by :mod:`pykcm.sim.kubelet`): a pod
 whose claims are not all Bound stays Pending with its containers waiting
@@ -36,6 +40,11 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from pykcm.api.pod_util import new_pod_condition, pod_claim_names
+from pykcm.api.pv_helpers import (
+    ANN_DYNAMICALLY_PROVISIONED,
+    ANN_SELECTED_NODE,
+    ANN_STORAGE_PROVISIONER,
+)
 from pykcm.api.timestamps import format_time
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.client import Client
@@ -50,8 +59,6 @@ log = logging.getLogger("pykcm.sim.volumes")
 
 PROVISIONER_NAME: Final = "pykcm.io/sim-provisioner"
 DEFAULT_STORAGE_CLASS: Final = "standard"
-ANN_STORAGE_PROVISIONER: Final = "volume.kubernetes.io/storage-provisioner"
-ANN_PROVISIONED_BY: Final = "pv.kubernetes.io/provisioned-by"
 DEFAULT_CLASS_ANNOTATION: Final = "storageclass.kubernetes.io/is-default-class"
 BASE_PATH: Final = "/var/local-path-provisioner"
 
@@ -104,7 +111,7 @@ class Provisioner:
 
     def _volume(self, volume: Any) -> None:
         meta = _m(_m(volume).get("metadata"))
-        if _m(meta.get("annotations")).get(ANN_PROVISIONED_BY) == self.name:
+        if _m(meta.get("annotations")).get(ANN_DYNAMICALLY_PROVISIONED) == self.name:
             self.controller.enqueue_key(f"volume:{meta.get('name')}")
 
     async def ensure_storage_class(self) -> None:
@@ -154,7 +161,7 @@ class Provisioner:
         requests = _m(_m(spec.get("resources")).get("requests"))
         pv: dict[str, Any] = {"apiVersion": "v1", "kind": "PersistentVolume",
                               "metadata": {"name": pv_name,
-                                           "annotations": {ANN_PROVISIONED_BY: self.name}}}
+                                           "annotations": {ANN_DYNAMICALLY_PROVISIONED: self.name}}}
         pv["spec"] = {"capacity": {"storage": requests.get("storage", "0")},
                        "accessModes": list(spec.get("accessModes") or ["ReadWriteOnce"]),
                        "hostPath": {"path": f"{BASE_PATH}/{pv_name}_{meta.get('namespace')}_"
@@ -169,6 +176,11 @@ class Provisioner:
                        "volumeMode": spec.get("volumeMode") or "Filesystem"}
         if cls.get("mountOptions"):
             pv["spec"]["mountOptions"] = list(cls["mountOptions"])
+        node = _m(meta.get("annotations")).get(ANN_SELECTED_NODE)
+        if node:  # provisioned for the node its first consumer was scheduled to
+            pv["spec"]["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{
+                "matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
+                                      "values": [node]}]}]}}
         try:
             await self._client.create("persistentvolumes", pv)
             self.provisioned += 1

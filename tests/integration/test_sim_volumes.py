@@ -74,11 +74,26 @@ async def test_a_pod_waits_for_its_claim_to_be_provisioned_and_bound(sim_env: En
         assert (sc["provisioner"], sc["reclaimPolicy"], sc["volumeBindingMode"]) == (
             PROVISIONER_NAME, "Delete", "Immediate")
 
-        # the pod first: its claim does not exist yet
+        # the pod first: its claim does not exist yet. The scheduler's VolumeBinding
+        # PreFilter keeps it unscheduled; a pod bound to the node by hand (no scheduler)
+        # reaches the kubelet, which waits in ContainerCreating and reports FailedMount.
         await client.create("pods", with_claim("user", "data"), "default")
+        pinned = with_claim("pinned", "data")
+        pinned["spec"]["nodeName"] = "vol-0"
+        await client.create("pods", pinned, "default")
+
+        async def unschedulable(why: str) -> dict[str, Any] | None:
+            p = await get_pod(client, "user")
+            conds = [c for c in p["status"].get("conditions") or ()
+                     if c["type"] == "PodScheduled"]
+            return p if conds and conds[0].get("message") == (
+                f"0/1 nodes are available: {why}. preemption: 0/1 nodes are available: "
+                f"1 Preemption is not helpful for scheduling.") else None
+        p = await eventually(lambda: unschedulable('persistentvolumeclaim "data" not found'))
+        assert p["status"]["phase"] == "Pending" and "nodeName" not in p["spec"]
 
         async def creating() -> dict[str, Any] | None:
-            p = await get_pod(client, "user")
+            p = await get_pod(client, "pinned")
             return p if waiting_reason(p) == "ContainerCreating" else None
         p = await eventually(creating)
         assert p["status"]["phase"] == "Pending"
@@ -89,19 +104,22 @@ async def test_a_pod_waits_for_its_claim_to_be_provisioned_and_bound(sim_env: En
                     if e["reason"] == "FailedMount"]
         events = await eventually(failed_mount)
         assert events[0]["type"] == "Warning"
-        assert events[0]["involvedObject"]["name"] == "user"
+        assert events[0]["involvedObject"]["name"] == "pinned"
         assert 'persistentvolumeclaims "data" not found' in events[0]["message"]
 
         created = await client.create("persistentvolumeclaims", claim("data"), "default")
         # DefaultStorageClass admission
         assert created["spec"]["storageClassName"] == "standard"
         pv_name = f"pvc-{created['metadata']['uid']}"
-        # no binder yet: the claim waits, and so does the pod
-        await asyncio.sleep(0.5)
-        assert waiting_reason(await get_pod(client, "user")) == "ContainerCreating"
+        # no binder yet: the claim waits, and so do the pods (an Immediate class: the
+        # scheduler leaves binding to the binder)
+        await eventually(lambda: unschedulable(
+            "pod has unbound immediate PersistentVolumeClaims"))
+        assert waiting_reason(await get_pod(client, "pinned")) == "ContainerCreating"
 
         async with volume_controllers(client):
             await eventually(lambda: phase_is(client, "user", "Running"))
+            await eventually(lambda: phase_is(client, "pinned", "Running"))
             c = await client.get("persistentvolumeclaims", "data", "default")
             assert c["status"]["phase"] == "Bound"
             assert c["spec"]["volumeName"] == pv_name
@@ -114,8 +132,9 @@ async def test_a_pod_waits_for_its_claim_to_be_provisioned_and_bound(sim_env: En
                 == PROVISIONER_NAME
             assert sim.provisioner is not None and sim.provisioner.provisioned == 1
 
-            # the pod goes, then its claim: the provisioner deletes the released volume
+            # the pods go, then their claim: the provisioner deletes the released volume
             await client.delete("pods", "user", "default")
+            await client.delete("pods", "pinned", "default")
             await client.delete("persistentvolumeclaims", "data", "default")
 
             async def volume_gone() -> bool:
@@ -126,3 +145,66 @@ async def test_a_pod_waits_for_its_claim_to_be_provisioned_and_bound(sim_env: En
                 return False
             await eventually(volume_gone)
             assert sim.provisioner.deleted == 1
+
+
+async def test_wait_for_first_consumer_binds_where_the_pod_is_scheduled(sim_env: Env) -> None:
+    """A WaitForFirstConsumer class: the claim waits for a pod; the scheduler picks a node
+    and annotates the claim, the volume is provisioned for that node (nodeAffinity), the
+    claim is Bound and only then is the pod bound; a local volume (no provisioner) pins
+    its pod to the node the volume is on."""
+    async with sim_env(nodes=3, node_prefix="wffc", ready_after=0) as (client, _sim):
+        await client.create("storageclasses", {
+            "metadata": {"name": "wffc"}, "provisioner": PROVISIONER_NAME,
+            "volumeBindingMode": "WaitForFirstConsumer", "reclaimPolicy": "Delete"})
+        await client.create("storageclasses", {
+            "metadata": {"name": "local-wffc"}, "provisioner": "kubernetes.io/no-provisioner",
+            "volumeBindingMode": "WaitForFirstConsumer"})
+        await client.create("persistentvolumes", {
+            "metadata": {"name": "local-on-2"},
+            "spec": {"storageClassName": "local-wffc", "capacity": {"storage": "5Gi"},
+                     "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/mnt/disk"},
+                     "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                         {"key": "kubernetes.io/hostname", "operator": "In",
+                          "values": ["wffc-2"]}]}]}}}})
+        dyn = claim("dyn")
+        dyn["spec"]["storageClassName"] = "wffc"
+        local = claim("local")
+        local["spec"]["storageClassName"] = "local-wffc"
+        async with volume_controllers(client):
+            await client.create("persistentvolumeclaims", dyn, "default")
+            await client.create("persistentvolumeclaims", local, "default")
+
+            async def waiting_event() -> list[dict[str, Any]]:
+                return [e for e in (await client.list("events", "default"))["items"]
+                        if e["reason"] == "WaitForFirstConsumer"
+                        and e["involvedObject"]["name"] == "dyn"]
+            await eventually(waiting_event)
+            c = await client.get("persistentvolumeclaims", "dyn", "default")
+            assert c["status"]["phase"] == "Pending"
+            assert "volume.kubernetes.io/selected-node" not in (
+                c["metadata"].get("annotations") or {})
+
+            await client.create("pods", with_claim("first", "dyn"), "default")
+            p = await eventually(lambda: phase_is(client, "first", "Running"))
+            node = p["spec"]["nodeName"]
+            c = await client.get("persistentvolumeclaims", "dyn", "default")
+            assert c["status"]["phase"] == "Bound"
+            assert c["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == node
+            pv = await client.get("persistentvolumes", c["spec"]["volumeName"])
+            assert pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0][
+                "matchExpressions"] == [{"key": "kubernetes.io/hostname", "operator": "In",
+                                         "values": [node]}]
+            # a second consumer of the claim goes where its volume is
+            await client.create("pods", with_claim("second", "dyn"), "default")
+            p = await eventually(lambda: phase_is(client, "second", "Running"))
+            assert p["spec"]["nodeName"] == node
+
+            await client.create("pods", with_claim("on-disk", "local"), "default")
+            p = await eventually(lambda: phase_is(client, "on-disk", "Running"))
+            assert p["spec"]["nodeName"] == "wffc-2"
+            pv = await client.get("persistentvolumes", "local-on-2")
+            assert pv["spec"]["claimRef"]["name"] == "local"
+            assert pv["metadata"]["annotations"]["pv.kubernetes.io/bound-by-controller"] \
+                == "yes"
+            c = await client.get("persistentvolumeclaims", "local", "default")
+            assert (c["status"]["phase"], c["spec"]["volumeName"]) == ("Bound", "local-on-2")

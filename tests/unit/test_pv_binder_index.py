@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pykcm.controllers.persistentvolume.index import (
+from pykcm.api.pv_helpers import (
     claim_class,
     find_matching_volume,
     is_volume_bound_to_claim,

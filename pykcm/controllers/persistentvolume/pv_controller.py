@@ -8,7 +8,7 @@ PersistentVolumeClaims to PersistentVolumes and keeps both phases true:
                                           PUT claim, PUT claim/status, events
 
 Claim sync (an unbound claim, without ``pv.kubernetes.io/bind-completed``):
-``spec.volumeName`` empty: the best matching volume (``index.find_matching_volume``)
+``spec.volumeName`` empty: the best matching volume (``api.pv_helpers.find_matching_volume``)
 is bound; none: a claim without a class stays Pending (FailedBinding), a class with
 ``volumeBindingMode: WaitForFirstConsumer`` waits for
 ``volume.kubernetes.io/selected-node`` (WaitForFirstConsumer), otherwise the claim is
@@ -51,6 +51,17 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pykcm.api.pv_helpers import (
+    ANN_BIND_COMPLETED,
+    ANN_BOUND_BY_CONTROLLER,
+    ANN_DYNAMICALLY_PROVISIONED,
+    ANN_SELECTED_NODE,
+    ANN_STORAGE_PROVISIONER,
+    ANN_STORAGE_PROVISIONER_BETA,
+    claim_class,
+    find_matching_volume,
+    is_volume_bound_to_claim,
+)
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.cache.frozen_object import thaw
 from pykcm.cache.keys import DeletedFinalStateUnknown
@@ -58,11 +69,6 @@ from pykcm.client import Client
 from pykcm.client.errors import is_conflict, is_not_found
 from pykcm.controller.controller import Controller, ControllerHost
 from pykcm.controller.event_recorder import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder
-from pykcm.controllers.persistentvolume.index import (
-    claim_class,
-    find_matching_volume,
-    is_volume_bound_to_claim,
-)
 from pykcm.informers.generic import GenericInformer
 
 __all__ = [
@@ -77,12 +83,6 @@ __all__ = [
 
 log = logging.getLogger("pykcm.controllers.persistentvolume")
 
-ANN_BIND_COMPLETED: Final = "pv.kubernetes.io/bind-completed"
-ANN_BOUND_BY_CONTROLLER: Final = "pv.kubernetes.io/bound-by-controller"
-ANN_DYNAMICALLY_PROVISIONED: Final = "pv.kubernetes.io/provisioned-by"
-ANN_STORAGE_PROVISIONER: Final = "volume.kubernetes.io/storage-provisioner"
-ANN_STORAGE_PROVISIONER_BETA: Final = "volume.beta.kubernetes.io/storage-provisioner"
-ANN_SELECTED_NODE: Final = "volume.kubernetes.io/selected-node"
 DEFAULT_SYNC_PERIOD: Final = 15.0
 
 _CLAIM = "claim:"
@@ -217,20 +217,22 @@ class PersistentVolumeController(ControllerHost):
         spec = _m(claim.get("spec"))
         volume_name = spec.get("volumeName")
         if not volume_name:
-            volume = find_matching_volume(claim, self.volumes.list())
+            cls_name = claim_class(claim)
+            cls = self._get_class(cls_name) if cls_name else None
+            # WaitForFirstConsumer: only a volume pre-bound to the claim (by the scheduler,
+            # on the node it chose) is bound here; others wait for the scheduler
+            delay = cls is not None and cls.get("volumeBindingMode") == "WaitForFirstConsumer"
+            volume = find_matching_volume(claim, self.volumes.list(), delay_binding=delay)
             if volume is not None:
                 await self._bind(thaw(volume), claim)
                 return
-            cls_name = claim_class(claim)
             if not cls_name:
                 await self._claim_phase(claim, "Pending")
                 self.recorder.event(claim, EVENT_TYPE_NORMAL, "FailedBinding",
                                     "no persistent volumes available for this claim and no "
                                     "storage class is set")
                 return
-            cls = self._get_class(cls_name)
-            if cls is not None and cls.get("volumeBindingMode") == "WaitForFirstConsumer" and (
-                    ANN_SELECTED_NODE not in _ann(claim)):
+            if delay and ANN_SELECTED_NODE not in _ann(claim):
                 await self._claim_phase(claim, "Pending")
                 self.recorder.event(claim, EVENT_TYPE_NORMAL, "WaitForFirstConsumer",
                                     "waiting for first consumer to be created before binding")
