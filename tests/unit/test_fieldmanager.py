@@ -13,10 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pykcm.api.resources import builtin_registry
 from pykcm.apiserver.errors import StatusError
 from pykcm.apiserver.fieldmanager import FieldManager, fields_v1
 from pykcm.apiserver.fieldmanager import path as fp
 from pykcm.apiserver.fieldmanager.apply_options import check_applied_name, validate_patch_options
+from pykcm.apiserver.fieldmanager.factory import field_manager_for
 from pykcm.apiserver.fieldmanager.manager_name import manager_or_user_agent
 from pykcm.apiserver.fieldmanager.path_set import PathSet, debug
 from pykcm.apiserver.fieldmanager.reset_fields import reset_fields
@@ -302,3 +304,21 @@ def test_refused_patch_options() -> None:
     assert (e.value.code, e.value.message) == (
         400, "the name of the object (a) does not match the name on the URL (b)")
     check_applied_name({"metadata": {}}, "b")
+
+
+def test_field_manager_for_served_endpoints() -> None:
+    reg = builtin_registry()
+    deploy = next(r for r in reg.all() if r.kind == "Deployment" and r.group == "apps")
+    main = field_manager_for(deploy)
+    status = field_manager_for(deploy, "status")
+    assert main is not None and status is not None
+    assert main is field_manager_for(deploy)      # one per endpoint
+    out = status.apply({"apiVersion": "apps/v1", "kind": "Deployment",
+                        "metadata": {"name": "d", "uid": "u"}},
+                       {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                        "spec": {"replicas": 1}, "status": {"replicas": 1}}, "ctrl")
+    assert [(e["manager"], e.get("subresource"), e["fieldsV1"])
+            for e in out["metadata"]["managedFields"]] == [
+        ("ctrl", "status", {"f:status": {"f:replicas": {}}})]
+    scale = field_manager_for(deploy, "scale")
+    assert scale is not None and scale.kind == "Scale"
