@@ -56,7 +56,7 @@ def test_resource_quota_canonical_status_split_and_validation() -> None:
                          "status": {"used": {"pods": "1"}}}
     st.prepare_for_create(q)
     st.default(q, create=True)
-    assert "status" not in q and q["spec"]["hard"]["requests.cpu"] == "1"
+    assert q["status"] == {} and q["spec"]["hard"]["requests.cpu"] == "1"
     assert _errors(st.validate_create(q)) == [
         ('spec.hard[foo]: Invalid value: "foo": must be a standard resource type or fully '
         "qualified"),

@@ -181,6 +181,10 @@ class ResourceQuotaStrategy(Strategy):
     kind = "ResourceQuota"
     printer = pr.Printer(_QUOTA_COLUMNS, _quota_row)
 
+    def prepare_for_create(self, obj: Obj) -> None:
+        super().prepare_for_create(obj)
+        obj["status"] = {}  # a struct: Go encodes the empty status as {}
+
     def default(self, obj: Obj, *, create: bool) -> None:
         spec, status = obj.get("spec"), obj.get("status")
         if isinstance(spec, dict) and isinstance(spec.get("hard"), dict):
@@ -220,8 +224,8 @@ class ResourceQuotaStrategy(Strategy):
         return errs
 
     def validate_status_update(self, new: Obj, old: Obj) -> list[Cause]:
+        # (upstream also requires metadata.resourceVersion here; the store has filled it
+        # in from the stored object for an update without one before validation runs)
         errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
-        if not (new.get("metadata") or {}).get("resourceVersion"):
-            errs.append(required("resourceVersion"))
         return errs + _validate_status(new.get("status") or {})
 
