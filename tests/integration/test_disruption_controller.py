@@ -21,7 +21,7 @@ from pykcm.client import Client, load_kube_config
 from pykcm.controller import EventBroadcaster
 from pykcm.controllers.disruption import DisruptionController
 from pykcm.informers import SharedInformerFactory
-from tests.conftest import Backend, create_namespace, ensure_default_service_account
+from tests.conftest import Backend, create_namespace, ensure_default_service_account, wait_served
 from tests.integration.test_replicaset_controller import eventually, set_ready
 
 PDBS = "policy/v1/poddisruptionbudgets"
@@ -75,9 +75,9 @@ def pod(name: str, owner: dict[str, Any] | None = None, app: str = "web") -> dic
 
 
 def pdb(name: str, **spec: Any) -> dict[str, Any]:
+    spec.setdefault("selector", {"matchLabels": {"app": "web"}})
     return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-            "metadata": {"name": name},
-            "spec": {"selector": {"matchLabels": {"app": "web"}}, **spec}}
+            "metadata": {"name": name}, "spec": spec}
 
 
 def counts(p: dict[str, Any]) -> tuple[int, int, int, int] | None:
@@ -252,3 +252,59 @@ async def test_a_stale_disruption_target_condition_is_reset(client: Client, ns: 
         c = await eventually(reset, what="DisruptionTarget reset")
     assert "reason" not in c and "message" not in c
     assert c["observedGeneration"] == 1
+
+
+def _crd(group: str, scale: bool) -> dict[str, Any]:
+    sub: dict[str, Any] = {"status": {}}
+    if scale:
+        sub["scale"] = {"specReplicasPath": ".spec.replicas",
+                        "statusReplicasPath": ".status.replicas"}
+    kind, plural = ("Flock", "flocks") if scale else ("Herd", "herds")
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{group}"},
+            "spec": {"group": group, "scope": "Namespaced",
+                     "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
+                     "versions": [{"name": "v1", "served": True, "storage": True,
+                                   "subresources": sub,
+                                   "schema": {"openAPIV3Schema": {
+                                       "type": "object",
+                                       "x-kubernetes-preserve-unknown-fields": True}}}]}}
+
+
+async def test_any_controller_with_a_scale_subresource(client: Client, ns: str) -> None:
+    """A custom resource controlling the pods: its /scale gives the expected count; a kind
+    without /scale fails the sync with upstream's message."""
+    group = f"{ns}.pdb.example.com"
+    crds = "apiextensions.k8s.io/v1/customresourcedefinitions"
+    for scale in (True, False):
+        await client.create(crds, _crd(group, scale))
+    try:
+        for plural in ("flocks", "herds"):
+            await wait_served(client, f"{group}/v1/{plural}", ns)
+        flock = await client.create(f"{group}/v1/flocks", {
+            "apiVersion": f"{group}/v1", "kind": "Flock", "metadata": {"name": "f"},
+            "spec": {"replicas": 4}}, ns)
+        herd = await client.create(f"{group}/v1/herds", {
+            "apiVersion": f"{group}/v1", "kind": "Herd", "metadata": {"name": "h"},
+            "spec": {"replicas": 4}}, ns)
+        for i in range(2):
+            await client.create("pods", pod(f"sheep-{i}", flock, app="sheep"), ns)
+            await set_ready(client, ns, f"sheep-{i}", True)
+        await client.create("pods", pod("cow", herd, app="cow"), ns)
+        async with running(client, ns):
+            await client.create(PDBS, pdb("sheep", maxUnavailable="50%",
+                                          selector={"matchLabels": {"app": "sheep"}}), ns)
+            await wait_status(client, ns, "sheep", (4, 2, 2, 0), "the Flock's scale of 4")
+            await client.create(PDBS, pdb("cow", minAvailable="50%",
+                                          selector={"matchLabels": {"app": "cow"}}), ns)
+
+            async def failed() -> dict[str, Any] | None:
+                p = await client.get(PDBS, "cow", ns)
+                c = condition(p)
+                return p if c and c[1] == "SyncFailed" else None
+            p = await eventually(failed, what="SyncFailed for the Herd")
+        assert condition(p) == ("False", "SyncFailed",
+                                f"herds.{group} does not implement the scale subresource")
+    finally:
+        for plural in ("flocks", "herds"):
+            await client.delete(crds, f"{plural}.{group}")
