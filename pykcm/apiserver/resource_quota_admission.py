@@ -161,6 +161,8 @@ class QuotaAdmission:
         ev = self.evaluator_for(a.group, a.resource)
         if ev is None or not ev.handles(a):
             return
+        if not await self._get_quotas(a.namespace):
+            return  # most namespaces have none: no need to queue behind the others
         lock = self._locks.setdefault(a.namespace, asyncio.Lock())
         async with lock:
             await self._check(a, ev, dry_run)

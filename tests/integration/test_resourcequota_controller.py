@@ -150,3 +150,27 @@ async def test_admission_refuses_the_pod_over_quota(client: Client, ns: str) -> 
         await client.create("pods", pod("b", cpu="600m"), ns)
         await used_becomes(client, ns, "q", {"pods": "1", "requests.cpu": "600m",
                                              "limits.cpu": "600m"})
+
+
+async def test_terminal_pods_give_back_compute_and_the_full_resync_repairs_status(
+        client: Client, ns: str) -> None:
+    await client.create("pods", pod("a"), ns)
+    await client.create("pods", pod("b"), ns)
+    async with quota_controller(client, resync=1.0):
+        await client.create("resourcequotas", quota("q", {"pods": "5", "count/pods": "5",
+                                                          "requests.cpu": "2"}), ns)
+        await used_becomes(client, ns, "q", {"pods": "2", "count/pods": "2",
+                                             "requests.cpu": "1"})
+        # a pod that finished stops counting its compute resources, not as an object
+        b = await client.get("pods", "b", ns)
+        b["status"] = {"phase": "Succeeded"}
+        await client.update_status("pods", b)
+        await used_becomes(client, ns, "q", {"pods": "1", "count/pods": "2",
+                                             "requests.cpu": "500m"})
+        # a status written wrong by someone else is put right by the periodic full resync
+        # (an update that leaves spec.hard alone is not a reason to sync)
+        q = await client.get("resourcequotas", "q", ns)
+        q["status"]["used"] = {"pods": "4", "count/pods": "4", "requests.cpu": "0"}
+        await client.update_status("resourcequotas", q)
+        await used_becomes(client, ns, "q", {"pods": "1", "count/pods": "2",
+                                             "requests.cpu": "500m"})
