@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,7 +20,7 @@ from pykcm.client import Client, load_kube_config
 from pykcm.client.errors import Forbidden
 from pykcm.controllers.resourcequota import ResourceQuotaController
 from pykcm.informers import SharedInformerFactory
-from tests.conftest import Backend, create_namespace
+from tests.conftest import Backend, create_namespace, wait_served
 from tests.integration.test_replicaset_controller import eventually
 
 
@@ -174,3 +175,29 @@ async def test_terminal_pods_give_back_compute_and_the_full_resync_repairs_statu
         await client.update_status("resourcequotas", q)
         await used_becomes(client, ns, "q", {"pods": "1", "count/pods": "2",
                                              "requests.cpu": "500m"})
+
+
+async def test_count_of_a_custom_resource_whose_crd_comes_after_the_quota(
+        client: Client, ns: str) -> None:
+    from tests.integration.test_garbage_collector import widget_crd
+
+    group = uuid.uuid4().hex[:8] + ".quota.example.com"
+    count = f"count/widgets.{group}"
+    async with quota_controller(client, resync=0.5) as ctl:
+        ctl.monitor.retry_unresolved = 0.2
+        await client.create("resourcequotas", quota("q", {count: "1", "pods": "1"}), ns)
+        await used_becomes(client, ns, "q", {"pods": "0"})  # widgets are not served yet
+        await client.create("customresourcedefinitions", widget_crd(group))
+        try:
+            await wait_served(client, f"{group}/v1/widgets", ns)
+            await used_becomes(client, ns, "q", {"pods": "0", count: "0"})
+            widget = {"apiVersion": f"{group}/v1", "kind": "Widget"}
+            await client.create(f"{group}/v1/widgets", {**widget, "metadata": {"name": "a"}}, ns)
+            with pytest.raises(Forbidden):
+                await client.create(f"{group}/v1/widgets", {**widget, "metadata": {"name": "b"}},
+                                    ns)
+            await used_becomes(client, ns, "q", {"pods": "0", count: "1"})
+            await client.delete(f"{group}/v1/widgets", "a", ns)
+            await used_becomes(client, ns, "q", {"pods": "0", count: "0"})
+        finally:
+            await client.delete("customresourcedefinitions", f"widgets.{group}")

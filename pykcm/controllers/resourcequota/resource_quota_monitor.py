@@ -24,8 +24,9 @@ informer per resource type of the cluster.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from pykcm.api.quota import Evaluator, ObjectCountEvaluator, Registry
 from pykcm.api.quota.persistent_volume_claims import requires_quota_replenish
@@ -42,6 +43,10 @@ __all__ = ["QuotaMonitor", "parse_count_name", "update_filter"]
 log = logging.getLogger("pykcm.controllers.resourcequota")
 
 Replenish = Callable[[str, str, str], None]
+
+RETRY_UNRESOLVED: Final = 30.0
+"""Seconds before a resource discovery did not know is looked up again (upstream
+re-discovers every 30 s): a quota may name ``count/`` of a CRD created after it."""
 
 
 class NotSyncedError(Exception):
@@ -78,7 +83,9 @@ class QuotaMonitor:
         self.factory = factory
         self.replenish = replenish
         self.informers: dict[tuple[str, str], GenericInformer] = {}
-        self._unresolvable: set[tuple[str, str]] = set()
+        # (group, resource) -> when discovery last did not serve it (or not namespaced)
+        self._unresolvable: dict[tuple[str, str], float] = {}
+        self.retry_unresolved = RETRY_UNRESOLVED
 
     def list_for(self, group: str, resource: str) -> Callable[[str], Iterable[Mapping[str, Any]]]:
         """The evaluators' lister: the namespace's objects once the informer has synced."""
@@ -96,17 +103,19 @@ class QuotaMonitor:
         key = (group, resource)
         if key in self.informers:
             return True
-        if key in self._unresolvable:
+        missed = self._unresolvable.get(key)
+        if missed is not None and time.monotonic() - missed < self.retry_unresolved:
             return False
         ref = f"v1/{resource}" if not group else f"{resource}.{group}"
         try:
             info = await self.client.resolve(ref)
         except (NoResourceMatchError, ValueError):
-            self._unresolvable.add(key)
+            self._unresolvable[key] = time.monotonic()
             return False
         if not info.namespaced or not {"list", "watch"} <= set(info.verbs):
-            self._unresolvable.add(key)
+            self._unresolvable[key] = time.monotonic()
             return False
+        self._unresolvable.pop(key, None)
         gi = self.factory.informer_for(info)
         gi.informer.add_event_handler(ResourceEventHandlerFuncs(
             update_func=lambda old, new: self._on_update(group, resource, old, new),
