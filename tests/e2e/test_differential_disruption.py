@@ -4,7 +4,8 @@ kube-controller-manager v1.36 and under pykcm's, on the session's real kube-apis
 
 Budgets: ``minAvailable: 2`` over a 3-replica Deployment; ``maxUnavailable: 50%`` over a
 4-replica Deployment plus a pod of no controller (expected pods from the Deployment's scale,
-the ``UnmanagedPods`` warning); ``maxUnavailable: 1`` over a pod whose controller is a
+the ``UnmanagedPods`` warning); percentages and ``maxUnavailable`` over a StatefulSet, a
+ReplicationController and a ReplicaSet of no Deployment (each one's own scale); ``maxUnavailable: 1`` over a pod whose controller is a
 ConfigMap (no ``/scale``: the fail-safe ``SyncFailed`` status and its message); then
 ``disruptedPods`` as the eviction handler writes them: a fresh entry (the pod is not counted
 healthy) and a 10-minute-old one (dropped, with the ``NotDeleted`` warning). Compared: every
@@ -73,6 +74,18 @@ def _stamp(t: float) -> str:
 def budgets(run: Run) -> dict[str, Any]:
     run.create("deployments", _deployment("web", 3))
     run.create("deployments", _deployment("api", 4))
+    run.create("statefulsets", {"metadata": {"name": "db"}, "spec": {
+        "replicas": 2, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+        "template": {"metadata": {"labels": {"app": "db"}},
+                     "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
+    run.create("replicationcontrollers", {"metadata": {"name": "rc"}, "spec": {
+        "replicas": 2, "selector": {"app": "rc"},
+        "template": {"metadata": {"labels": {"app": "rc"}},
+                     "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
+    run.create("replicasets", {"metadata": {"name": "bare"}, "spec": {
+        "replicas": 3, "selector": {"matchLabels": {"app": "bare"}},
+        "template": {"metadata": {"labels": {"app": "bare"}},
+                     "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
     run.create("configmaps", {"metadata": {"name": "owner"}})
     owner = run.get("configmaps", "owner")
     run.create("pods", {"metadata": {"name": "stray", "labels": {"app": "api"}},
@@ -84,11 +97,14 @@ def budgets(run: Run) -> dict[str, Any]:
 
     def all_ready() -> bool:
         pods = run.list("pods")
-        return len(pods) == 9 and all(_ready(p) for p in pods)
-    run.wait(all_ready, "9 pods ready")
+        return len(pods) == 16 and all(_ready(p) for p in pods)
+    run.wait(all_ready, "16 pods ready")
     run.create("poddisruptionbudgets", _pdb("min", "web", minAvailable=2))
     run.create("poddisruptionbudgets", _pdb("pct", "api", maxUnavailable="50%"))
     run.create("poddisruptionbudgets", _pdb("odd", "odd", maxUnavailable=1))
+    run.create("poddisruptionbudgets", _pdb("db", "db", minAvailable="50%"))
+    run.create("poddisruptionbudgets", _pdb("rc", "rc", maxUnavailable=1))
+    run.create("poddisruptionbudgets", _pdb("bare", "bare", maxUnavailable="34%"))
     out: dict[str, Any] = {}
 
     def status(name: str, want: tuple[Any, ...]) -> dict[str, Any]:
@@ -100,6 +116,9 @@ def budgets(run: Run) -> dict[str, Any]:
 
     out["min"] = _view(status("min", (3, 2, 3, 1)))
     out["pct"] = _view(status("pct", (4, 2, 5, 3)))
+    out["db"] = _view(status("db", (2, 1, 2, 1)))
+    out["rc"] = _view(status("rc", (2, 1, 2, 1)))
+    out["bare"] = _view(status("bare", (3, 1, 3, 2)))
 
     def failed() -> dict[str, Any] | None:
         p = run.get("poddisruptionbudgets", "odd")
