@@ -6,6 +6,9 @@ shared working tree; the wheel is built from the sdist (build's default), which 
 proves the sdist complete. `--no-isolation` uses this venv's setuptools (the test extra
 pins one new enough for PEP 639 licence metadata): no registry is needed.
 
+In the fresh venv, `pykcm --version` answers and `pykcm up` starts (banner) and serves
+the live view's page from the wheel's files, then stops cleanly on SIGINT.
+
 The fresh venv has no pip and no dependencies of its own: the main venv's pip installs
 the wheel into it with `--no-deps --no-index`, and a `.pth` file appends the main venv's
 site-packages for pykcm's dependencies (a `.pth` inside an appended folder is not
@@ -16,9 +19,12 @@ from __future__ import annotations
 
 import email
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
+import time
+import urllib.request
 import venv
 import zipfile
 from pathlib import Path
@@ -88,6 +94,32 @@ def test_wheel_installs_into_a_fresh_venv_and_runs(dist: Path, tmp_path: Path) -
     where = subprocess.run([str(py), "-c", "import pykcm.cli.up, pykcm; print(pykcm.__file__)"],
                            check=True, capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert Path(where.stdout.strip()).is_relative_to(env_dir)
-    helptext = subprocess.run([str(env_dir / "bin" / "pykcm"), "up", "--help"],
-                              check=True, capture_output=True, text=True, timeout=60)
-    assert "--data-dir" in helptext.stdout
+    _up_serves_the_live_view(env_dir / "bin" / "pykcm", tmp_path)
+
+
+def _up_serves_the_live_view(pykcm_bin: Path, tmp_path: Path) -> None:
+    """`pykcm up` from the wheel starts (its banner) and serves the page it ships."""
+    out_path = tmp_path / "up.out"
+    with open(out_path, "wb") as out:
+        proc = subprocess.Popen([str(pykcm_bin), "up", "--data-dir", str(tmp_path / "data"),
+                                 "--port", "0", "--nodes", "1", "--no-status"],
+                                stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 90
+        banner = ""
+        while "live view: " not in banner:
+            assert proc.poll() is None, f"pykcm up exited: {out_path.read_text()[-2000:]}"
+            assert time.monotonic() < deadline, f"no banner: {out_path.read_text()[-2000:]}"
+            time.sleep(0.2)
+            banner = out_path.read_text()
+        url = banner.split("live view: ", 1)[1].split()[0]
+        with urllib.request.urlopen(url, timeout=10) as page:
+            assert b"/static/app.js" in page.read()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, out_path.read_text()[-2000:]
