@@ -165,6 +165,11 @@ class LimitRangeStrategy(Strategy):
             for f in _FIELDS:
                 if isinstance(item.get(f), dict):
                     item[f] = canonical_resource_list(item[f])
+            # the fields in LimitRangeItem's Go order, as kube-apiserver encodes them
+            ordered = {k: item.pop(k) for k in ("type", *_FIELDS) if k in item}
+            ordered.update(item)
+            item.clear()
+            item.update(ordered)
 
     def validate_create(self, obj: Obj) -> list[Cause]:
         return super().validate_create(obj) + validate_limit_range(obj)

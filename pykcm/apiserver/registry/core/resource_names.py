@@ -72,9 +72,10 @@ def validate_quantity_value(name: str, value: Any, path: str) -> list[Cause]:
 
 
 def canonical_resource_list(rl: Mapping[str, Any]) -> dict[str, Any]:
-    """Each quantity in Go's canonical form (malformed ones left for validation to refuse)."""
+    """Each quantity in Go's canonical form (malformed ones left for validation to refuse),
+    keys sorted as Go encodes a map."""
     out: dict[str, Any] = {}
-    for k, v in rl.items():
+    for k, v in sorted(rl.items()):
         q = Quantity.parse(v)
         out[k] = str(q) if q is not None else v
     return out
