@@ -7,7 +7,7 @@ into the server's PATCH handler (``application/apply-patch+yaml`` still answers 
 One concept per module: ``path`` (elements), ``path_set``, ``fields_v1``, ``schema``,
 ``typed``, ``to_field_set``, ``compare``, ``merge``, ``remove_items``, ``updater``,
 ``managed_fields``, ``conflicts``, ``manager_name``, ``reset_fields``, ``scale_handler``,
-``field_manager``, ``apply_options``, ``factory`` (the manager of a served endpoint, and how
+``validate``, ``field_manager``, ``apply_options``, ``factory`` (the manager of a served endpoint, and how
 the server is to call it).
 """
 

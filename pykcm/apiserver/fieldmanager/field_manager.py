@@ -64,6 +64,8 @@ from pykcm.apiserver.fieldmanager.path import field
 from pykcm.apiserver.fieldmanager.path_set import PathSet
 from pykcm.apiserver.fieldmanager.schema import TypeSchema
 from pykcm.apiserver.fieldmanager.to_field_set import to_field_set
+from pykcm.apiserver.fieldmanager.typed import TypedError
+from pykcm.apiserver.fieldmanager.validate import config_errors
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 MAX_UPDATE_MANAGERS = 10
@@ -120,7 +122,10 @@ class FieldManager:
         new = _without_managed_fields(new)
         if not managed.fields and _meta(live).get("uid"):
             return new      # an existing object nobody tracks stays untracked
-        managed = self._update(live, new, managed, manager or "unknown")
+        try:
+            managed = self._update(live, new, managed, manager or "unknown")
+        except TypedError:
+            return new      # UpdateNoErrors: an object SMD cannot type loses its managedFields
         return self._encoded(new, managed)
 
     def _decode_live_or_new(self, live: dict[str, Any], new: dict[str, Any]) -> Managed:
@@ -199,6 +204,12 @@ class FieldManager:
             raise errors.bad_request(f"invalid object type: {_gvk_string(gv, kind)}")
         if _meta(applied).get("managedFields") is not None:
             raise errors.bad_request("metadata.managedFields must be nil")
+        problems = config_errors(self.schema, applied)
+        if problems:
+            meta = _meta(applied)
+            raise errors.bare_internal(
+                f"failed to create typed patch object ({meta.get('namespace') or ''}/"
+                f"{meta.get('name') or ''}; {_gvk_string(gv, kind)}): " + "\n".join(problems))
         try:
             obj, managed = self._apply_tracking(live, applied, managed, manager, force)
         except updater.Conflicts as c:

@@ -21,11 +21,14 @@ Update managers; list order when configurations reorder, add and share items;
 duplicate keys in the live list; conflicts with several managers at once;
 untyped (preserve-unknown-fields) values; PUT; managedFields written by a request
 (a forged entry, an invalid one, null); Service ports keyed by port and protocol;
-``/scale`` applies and updates (the Scale's entries a view of the Deployment's).
+``/scale`` applies and updates (the Scale's entries a view of the Deployment's); Pods
+with ``/status`` conditions, Secrets' ``stringData``, StatefulSets, Jobs; configurations
+naming a list item twice (kube-apiserver's bare 500).
 """
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
@@ -75,6 +78,10 @@ CRD: dict[str, Any] = {
 }
 
 KINDS: dict[str, dict[str, str]] = {
+    "Pod": {"group": "", "version": "v1", "resource": "pods"},
+    "Secret": {"group": "", "version": "v1", "resource": "secrets"},
+    "StatefulSet": {"group": "apps", "version": "v1", "resource": "statefulsets"},
+    "Job": {"group": "batch", "version": "v1", "resource": "jobs"},
     "Service": {"group": "", "version": "v1", "resource": "services"},
     "ConfigMap": {"group": "", "version": "v1", "resource": "configmaps"},
     "Deployment": {"group": "apps", "version": "v1", "resource": "deployments"},
@@ -342,7 +349,6 @@ def reset_then_apply(rng: random.Random) -> list[Step]:
 
 
 def last_applied(rng: random.Random) -> list[Step]:
-    import json
     cfg = _cm({"a": "1", "b": "2"})
     cfg["metadata"]["name"] = "{name}"
     ann = json.dumps(cfg, separators=(",", ":"), sort_keys=True) + "\n"
@@ -502,6 +508,80 @@ def scale(rng: random.Random) -> list[Step]:
     return steps
 
 
+def pod_apply(rng: random.Random) -> list[Step]:
+    cs = [_container(f"c{i}", "nginx", ports=[80 + i], env={"A": str(i)})
+          for i in range(rng.randint(1, 2))]
+    pod = obj("Pod", metadata={"labels": {"app": "p"}}, spec={"containers": cs})
+    if rng.random() < 0.5:
+        pod["spec"]["tolerations"] = [{"key": "k", "operator": "Exists"}]
+    steps = [apply("owner", pod)]
+    conds = [{"type": t, "status": "True"} for t in rng.sample(
+        ["Ready", "PodScheduled", "Initialized"], rng.randint(1, 3))]
+    steps.append(apply("kubelet", obj("Pod", status={"phase": "Running", "conditions": conds}),
+                       sub="status"))
+    steps.append(apply("labeler", obj("Pod", metadata={"labels": {"extra": "1"},
+                                                        "annotations": {"n": "1"}})))
+    steps.append(patch("kubelet", {"status": {"conditions": [
+        {"type": "Ready", "status": "False"}]}}, sub="status"))
+    # the owner changes an image and a label (pods refuse most other spec changes)
+    again = json.loads(json.dumps(pod))
+    again["metadata"]["labels"] = {"app": "p2"}
+    again["spec"]["containers"][0]["image"] = "nginx:2"
+    steps.append(apply("owner", again, force=rng.random() < 0.5))
+    return steps
+
+
+def secret_string_data(rng: random.Random) -> list[Step]:
+    steps = [apply("owner", obj("Secret", stringData={"user": "u", "pass": "p"}, type="Opaque"))]
+    steps.append(apply("rotator", obj("Secret", data={"pass": "cm90YXRlZA=="}),
+                       force=rng.random() < 0.5))
+    steps.append(apply("owner", obj("Secret", stringData={"user": "u2"}, type="Opaque")))
+    return steps
+
+
+def statefulset_apply(rng: random.Random) -> list[Step]:
+    vct = [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
+                                                   "resources": {"requests": {"storage": "1Gi"}}}}]
+    ss = obj("StatefulSet", spec={
+        "replicas": 1, "serviceName": "s", "selector": {"matchLabels": {"app": "s"}},
+        "template": {"metadata": {"labels": {"app": "s"}},
+                     "spec": {"containers": [_container("c", "nginx")]}},
+        **({"volumeClaimTemplates": vct} if rng.random() < 0.5 else {})})
+    steps = [apply("owner", ss)]
+    steps.append(apply("scaler", obj("StatefulSet", spec={"replicas": rng.randint(2, 4)}),
+                       force=rng.random() < 0.5))
+    steps.append(apply("owner", json.loads(json.dumps(ss).replace('"nginx"', '"nginx:2"'))))
+    return steps
+
+
+def job_apply(rng: random.Random) -> list[Step]:
+    job = obj("Job", spec={"backoffLimit": rng.randint(1, 4), "template": {
+        "metadata": {"labels": {"app": "j"}},
+        "spec": {"restartPolicy": "Never", "containers": [_container("c", "busybox")]}}})
+    steps = [apply("owner", job)]
+    steps.append(apply("suspender", obj("Job", spec={"suspend": True}),
+                       force=rng.random() < 0.5))
+    steps.append(apply("owner", obj("Job", metadata={"labels": {"l": "1"}},
+                                    spec=job["spec"])))
+    return steps
+
+
+def bad_config(rng: random.Random) -> list[Step]:
+    dup = rng.choice(["containers", "env", "finalizers"])
+    if dup == "containers":
+        d = _full_deploy(rng, [_container("c", "x"), _container("c", "y")])
+    elif dup == "env":
+        d = _full_deploy(rng, [{"name": "c", "image": "x",
+                                "env": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]}])
+    else:
+        d = _full_deploy(rng, [_container("c", "x")])
+        d["metadata"]["finalizers"] = ["example.com/f", "example.com/f"]
+    steps = [apply("owner", _full_deploy(rng, [_container("c", "x")])), apply("owner", d)]
+    if rng.random() < 0.5:
+        steps.insert(0, dict(steps[1]))      # create-on-apply refused the same way
+    return steps
+
+
 def managers_cap(rng: random.Random) -> list[Step]:
     n = rng.randint(10, 12)
     steps = [create("creator", _cm({"base": "1"}))]
@@ -520,6 +600,9 @@ FAMILIES = {
     "crd-deduced": (crd_deduced, 15), "put-updates": (put_updates, 12),
     "managed-fields-written": (managed_fields_written, 12),
     "service-ports": (service_ports, 15), "scale": (scale, 15),
+    "pod-apply": (pod_apply, 12), "secret-string-data": (secret_string_data, 6),
+    "statefulset-apply": (statefulset_apply, 8), "job-apply": (job_apply, 8),
+    "bad-config": (bad_config, 9),
 }
 
 
