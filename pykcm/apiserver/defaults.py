@@ -40,7 +40,6 @@ __all__ = [
     "default_pod_spec",
     "default_pod_template",
     "drop_nulls",
-    "generate_job_selector",
     "image_pull_policy",
     "parse_quantity",
     "pod_qos_class",
@@ -129,14 +128,6 @@ _PROBE: Final = _GoOrder(
 _HTTP_GET: Final = _GoOrder("path", "port", "host", "scheme", "httpHeaders")
 _TEMPLATE: Final = _GoOrder("metadata", "spec")
 _REPLICASET_SPEC: Final = _GoOrder("replicas", "minReadySeconds", "selector", "template")
-_JOB_SPEC: Final = _GoOrder(
-    "parallelism", "completions", "activeDeadlineSeconds", "podFailurePolicy", "successPolicy",
-    "backoffLimit", "backoffLimitPerIndex", "maxFailedIndexes", "selector", "manualSelector",
-    "template", "ttlSecondsAfterFinished", "completionMode", "suspend", "podReplacementPolicy",
-    "managedBy")
-_CRONJOB_SPEC: Final = _GoOrder(
-    "schedule", "timeZone", "startingDeadlineSeconds", "concurrencyPolicy", "suspend",
-    "jobTemplate", "successfulJobsHistoryLimit", "failedJobsHistoryLimit")
 _SERVICE_SPEC: Final = _GoOrder(
     "ports", "selector", "clusterIP", "clusterIPs", "type", "externalIPs", "sessionAffinity",
     "loadBalancerIP", "loadBalancerSourceRanges", "externalName", "externalTrafficPolicy",
@@ -564,91 +555,6 @@ def _default_volume_kind(kind: str) -> Callable[[Obj, bool], None]:
     return default
 
 
-def generate_job_selector(obj: Obj) -> None:
-    """The Job strategy's generateSelector (upstream runs it on create when
-    manualSelector is not true): template labels ``controller-uid``,
-    ``batch.kubernetes.io/controller-uid``, ``job-name`` and
-    ``batch.kubernetes.io/job-name`` (kept if the user set them, so that
-    validation can reject a mismatch), and a selector on the controller uid.
-    Needs ``metadata.uid``.
-    """
-    meta = _dict(obj, "metadata")
-    spec = _dict(obj, "spec")
-    if spec.get("manualSelector") is True:
-        return
-    name = str(meta.get("name") or "")
-    uid = str(meta.get("uid") or "")
-    template = _dict(spec, "template")
-    tmeta = _dict(template, "metadata")
-    labels = _dict(tmeta, "labels")
-    for key in ("job-name", "batch.kubernetes.io/job-name"):
-        labels.setdefault(key, name)
-    for key in ("controller-uid", "batch.kubernetes.io/controller-uid"):
-        labels.setdefault(key, uid)
-    selector = _dict(spec, "selector")
-    match_labels = _dict(selector, "matchLabels")
-    match_labels.setdefault("batch.kubernetes.io/controller-uid", uid)
-    _SELECTOR.apply(selector)
-    _META.apply(tmeta)
-
-
-def _default_job(obj: Obj, create: bool) -> None:
-    spec = _dict(obj, "spec")
-    meta = _dict(obj, "metadata")
-    if spec.get("completions") is None and spec.get("parallelism") is None:
-        spec["completions"] = 1
-        spec["parallelism"] = 1
-    _setdefault(spec, "parallelism", 1)
-    if spec.get("backoffLimit") is None:
-        spec["backoffLimit"] = MAX_INT32 if spec.get("backoffLimitPerIndex") is not None else 6
-    template = _dict(spec, "template")
-    tmeta = template.get("metadata")
-    tlabels = tmeta.get("labels") if isinstance(tmeta, dict) else None
-    # Job labels default to the template's. Go shares the map, so the labels the
-    # selector generation adds to the template below show up on the Job too.
-    own_labels = bool(meta.get("labels"))
-    if isinstance(tlabels, dict) and not own_labels:
-        meta["labels"] = dict(tlabels)
-    _setdefault(spec, "completionMode", "NonIndexed")
-    _setdefault(spec, "suspend", False)
-    pfp = spec.get("podFailurePolicy")
-    if isinstance(pfp, dict):
-        for rule in _dicts(pfp.get("rules")):
-            for pattern in _dicts(rule.get("onPodConditions")):
-                if not pattern.get("status"):
-                    pattern["status"] = "True"
-    if spec.get("podReplacementPolicy") is None:
-        spec["podReplacementPolicy"] = "Failed" if pfp is not None else "TerminatingOrFailed"
-    _setdefault(spec, "manualSelector", False)
-    default_pod_template(template)
-    if create and meta.get("uid"):
-        generate_job_selector(obj)
-        # (and one without template labels gets them when the stored Job is read back)
-        tlabels = _dict(template, "metadata").get("labels")
-        if isinstance(tlabels, dict) and tlabels and not own_labels:
-            meta["labels"] = dict(tlabels)
-    _JOB_SPEC.apply(spec)
-    _META.apply(meta)
-    _dict(obj, "status")
-
-
-def _default_cronjob(obj: Obj, create: bool) -> None:
-    spec = _dict(obj, "spec")
-    if not spec.get("concurrencyPolicy"):
-        spec["concurrencyPolicy"] = "Allow"
-    _setdefault(spec, "suspend", False)
-    _setdefault(spec, "successfulJobsHistoryLimit", 3)
-    _setdefault(spec, "failedJobsHistoryLimit", 1)
-    job_template = _dict(spec, "jobTemplate")
-    _dict(job_template, "metadata")
-    # Only the pod template inside is defaulted; JobSpec fields are not
-    # (SetDefaults_Job runs on Job objects, not on a CronJob's jobTemplate).
-    default_pod_template(_dict(_dict(job_template, "spec"), "template"))
-    _TEMPLATE.apply(job_template)
-    _CRONJOB_SPEC.apply(spec)
-    _dict(obj, "status")
-
-
 def _default_pod_template_kind(obj: Obj, create: bool) -> None:
     default_pod_template(_dict(obj, "template"))
 
@@ -801,8 +707,6 @@ def _default_event(obj: Obj, create: bool) -> None:
 
 _DEFAULTERS: Final[dict[str, Callable[[Obj, bool], None]]] = {
     "PodTemplate": _default_pod_template_kind,
-    "Job": _default_job,
-    "CronJob": _default_cronjob,
     "Namespace": _default_namespace,
     "Service": _default_service,
     "Secret": _default_secret,

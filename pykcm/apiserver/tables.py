@@ -49,7 +49,6 @@ from pykcm.apiserver.registry.printers import (
     DEFAULT_PRINTER,
     GO_SPACE,
     IMAGES_DESCRIPTION,
-    LABEL_SELECTORS_URL,
     NAME_COLUMN,
     NAME_DESCRIPTION,
     Printer,
@@ -59,12 +58,9 @@ from pykcm.apiserver.registry.printers import (
     as_int,
     as_list,
     as_str,
-    bool_ptr,
     column,
     default_row,
-    format_label_selector,
     format_labels,
-    has,
     human_duration_ns,
     join_host_port,
     layout_container_cells,
@@ -256,53 +252,6 @@ _POD_TEMPLATE_COLUMNS: Final = (
     column("Pod Labels", "string", "The labels for the pod template."),
 )
 
-_D_JOB_SELECTOR: Final = (
-    "A label query over pods that should match the pod count. Normally, the system sets this "
-    "field for you. More info: " + LABEL_SELECTORS_URL
-)
-
-_JOB_COLUMNS: Final = (
-    NAME_COLUMN,
-    column("Status", "string", "Status of the job."),
-    column("Completions", "string",
-         "The number of pods which reached phase Succeeded. The value increases monotonically "
-         "for a given spec. However, it may decrease in reaction to scale down of elastic "
-         "indexed jobs."),
-    column("Duration", "string", "Time required to complete the job."),
-    AGE_COLUMN,
-    column("Containers", "string", CONTAINERS_DESCRIPTION, priority=1),
-    column("Images", "string", IMAGES_DESCRIPTION, priority=1),
-    column("Selector", "string", _D_JOB_SELECTOR, priority=1),
-)
-
-_CRON_JOB_COLUMNS: Final = (
-    NAME_COLUMN,
-    column("Schedule", "string",
-         "The schedule in Cron format, see https://en.wikipedia.org/wiki/Cron."),
-    column("Timezone", "string",
-         "The time zone name for the given schedule, see "
-         "https://en.wikipedia.org/wiki/List_of_tz_database_time_zones. If not specified, this "
-         "will default to the time zone of the kube-controller-manager process. The set of "
-         "valid time zone names and the time zone offset is loaded from the system-wide time "
-         "zone database by the API server during CronJob validation and the controller "
-         "manager during execution. If no system-wide time zone database can be found a "
-         "bundled version of the database is used instead. If the time zone name becomes "
-         "invalid during the lifetime of a CronJob or due to a change in host configuration, "
-         "the controller will stop creating new new Jobs and will create a system event with "
-         "the reason UnknownTimeZone. More information can be found in "
-         "https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/#time-zones"),
-    column("Suspend", "boolean",
-         "This flag tells the controller to suspend subsequent executions, it does not apply "
-         "to already started executions.  Defaults to false."),
-    column("Active", "integer", "A list of pointers to currently running jobs."),
-    column("Last Schedule", "string",
-         "Information when was the last time the job was successfully scheduled."),
-    AGE_COLUMN,
-    column("Containers", "string", CONTAINERS_DESCRIPTION, priority=1),
-    column("Images", "string", IMAGES_DESCRIPTION, priority=1),
-    column("Selector", "string", _D_JOB_SELECTOR, priority=1),
-)
-
 _SERVICE_COLUMNS: Final = (
     NAME_COLUMN,
     column("Type", "string",
@@ -492,70 +441,6 @@ def _pod_template_row(obj: Obj, now: int) -> Row:
     names, images = layout_container_cells(as_dict(template.get("spec")).get("containers"))
     labels = format_labels(as_dict(template.get("metadata")).get("labels"))
     return Row([object_name(obj), names, images, labels])
-
-
-def _job_row(obj: Obj, now: int) -> Row:
-    spec = as_dict(obj.get("spec"))
-    status = as_dict(obj.get("status"))
-    succeeded = as_int(status.get("succeeded"))
-    if has(spec, "completions"):
-        completions = f"{succeeded}/{as_int(spec.get('completions'))}"
-    else:
-        parallelism = as_int(spec.get("parallelism"))
-        if parallelism > 1:
-            completions = f"{succeeded}/1 of {parallelism}"
-        else:
-            completions = f"{succeeded}/1"
-    start = parse_timestamp_ns(status.get("startTime"))
-    completion = parse_timestamp_ns(status.get("completionTime"))
-    if start is None:
-        job_duration = ""
-    elif completion is None:
-        job_duration = human_duration_ns(now - start)
-    else:
-        job_duration = human_duration_ns(completion - start)
-
-    def has_condition(ctype: str) -> bool:
-        for cond in as_list(status.get("conditions")):
-            cond = as_dict(cond)
-            if cond.get("type") == ctype:
-                return cond.get("status") == "True"
-        return False
-
-    if has_condition("Complete"):
-        job_status = "Complete"
-    elif has_condition("Failed"):
-        job_status = "Failed"
-    elif has(as_dict(obj.get("metadata")), "deletionTimestamp"):
-        job_status = "Terminating"
-    elif has_condition("Suspended"):
-        job_status = "Suspended"
-    elif has_condition("FailureTarget"):
-        job_status = "FailureTarget"
-    else:
-        job_status = "Running"
-    names, images = layout_container_cells(pod_template_spec(obj).get("containers"))
-    return Row([
-        object_name(obj), job_status, completions, job_duration, age(obj, now),
-        names, images, format_label_selector(spec.get("selector")),
-    ])
-
-
-def _cron_job_row(obj: Obj, now: int) -> Row:
-    spec = as_dict(obj.get("spec"))
-    status = as_dict(obj.get("status"))
-    last_schedule = "<none>"
-    if has(status, "lastScheduleTime"):
-        last_schedule = since(status.get("lastScheduleTime"), now)
-    time_zone = as_str(spec.get("timeZone")) if has(spec, "timeZone") else "<none>"
-    job_spec = as_dict(as_dict(spec.get("jobTemplate")).get("spec"))
-    names, images = layout_container_cells(
-        as_dict(as_dict(job_spec.get("template")).get("spec")).get("containers"))
-    return Row([
-        object_name(obj), as_str(spec.get("schedule")), time_zone, bool_ptr(spec.get("suspend")),
-        len(as_list(status.get("active"))), last_schedule, age(obj, now),
-        names, images, format_label_selector(job_spec.get("selector")),
-    ])
 
 
 def _load_balancer_status(status: Obj) -> str:
@@ -992,8 +877,6 @@ _PRINTERS: Final[dict[tuple[str, str], tuple[tuple[dict[str, Any], ...], _RowFn]
     ("", "Secret"): (_SECRET_COLUMNS, _secret_row),
     ("", "ServiceAccount"): (_SERVICE_ACCOUNT_COLUMNS, _service_account_row),
     ("", "ConfigMap"): (_CONFIG_MAP_COLUMNS, _config_map_row),
-    ("batch", "Job"): (_JOB_COLUMNS, _job_row),
-    ("batch", "CronJob"): (_CRON_JOB_COLUMNS, _cron_job_row),
     ("autoscaling", "Scale"): (_SCALE_COLUMNS, _scale_row),
     ("", "PersistentVolume"): (_PERSISTENT_VOLUME_COLUMNS, _persistent_volume_row),
     ("", "PersistentVolumeClaim"): (_PERSISTENT_VOLUME_CLAIM_COLUMNS,

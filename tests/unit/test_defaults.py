@@ -12,11 +12,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pykcm.apiserver.defaults import (
-    generate_job_selector,
     image_pull_policy,
     parse_quantity,
     pod_qos_class,
 )
+from pykcm.apiserver.registry.batch.job import generate_job_selector
 from tests.unit.kind_strategies import apply_defaults
 
 CONTAINER_DEFAULTS = {
