@@ -646,33 +646,6 @@ def _default_endpoints(obj: Obj, create: bool) -> None:
                 port["protocol"] = "TCP"
 
 
-_ENDPOINT_SLICE: Final = _GoOrder("kind", "apiVersion", "metadata", "addressType", "endpoints",
-                                  "ports")
-_SLICE_ENDPOINT: Final = _GoOrder("addresses", "conditions", "hostname", "targetRef",
-                                  "deprecatedTopology", "nodeName", "zone", "hints")
-_SLICE_PORT: Final = _GoOrder("name", "protocol", "port", "appProtocol")
-
-
-def _default_endpoint_slice(obj: Obj, create: bool) -> None:
-    """discovery/v1 SetDefaults_EndpointPort; endpoints, ports (not omitempty, null when
-    unset or empty: storage's protobuf keeps no empty list) and each endpoint's conditions
-    (a struct) are always written."""
-    for key in ("endpoints", "ports"):
-        if not obj.get(key):
-            obj[key] = None
-    for port in _dicts(obj.get("ports")):
-        if port.get("name") is None:
-            port["name"] = ""
-        if port.get("protocol") is None:
-            port["protocol"] = "TCP"
-        _SLICE_PORT.apply(port)
-    for ep in _dicts(obj.get("endpoints")):
-        if not isinstance(ep.get("conditions"), dict):
-            ep["conditions"] = {}
-        _SLICE_ENDPOINT.apply(ep)
-    _ENDPOINT_SLICE.apply(obj)
-
-
 # NodeSystemInfo's string fields are not omitempty: Go writes every one.
 _NODE_INFO_FIELDS: Final = ("machineID", "systemUUID", "bootID", "kernelVersion", "osImage",
                             "containerRuntimeVersion", "kubeletVersion", "kubeProxyVersion",
@@ -711,7 +684,6 @@ _DEFAULTERS: Final[dict[str, Callable[[Obj, bool], None]]] = {
     "Service": _default_service,
     "Secret": _default_secret,
     "Endpoints": _default_endpoints,
-    "EndpointSlice": _default_endpoint_slice,
     "Node": _default_node,
     "Event": _default_event,
     "ReplicationController": _default_replication_controller,

@@ -36,7 +36,6 @@ from pykcm.api.validation import (
     duplicate,
     forbidden,
     go_label_selector,
-    go_quote,
     go_string_slice,
     inclusive_range_error,
     invalid,
@@ -54,7 +53,6 @@ from pykcm.api.validation import (
     not_supported,
     required,
     too_long,
-    too_many,
     validate_annotations,
     validate_immutable,
     validate_label_selector,
@@ -75,7 +73,7 @@ from pykcm.apiserver.registry.validation import (
     semantic_equal,
 )
 
-__all__ = ["ip_warnings", "validate_create", "validate_status_update", "validate_update"]
+__all__ = ["validate_create", "validate_status_update", "validate_update"]
 
 Obj = Mapping[str, Any]
 MAX_INT32: Final = 2**31 - 1
@@ -1122,241 +1120,6 @@ def _update_endpoints(new: Obj, old: Obj) -> list[Cause]:
 #
 # pkg/apis/discovery/validation (StrictIPCIDRValidation on, as in v1.36).
 
-_ADDRESS_TYPES: Final = ("FQDN", "IPv4", "IPv6")
-_MAX_SLICE_PORTS: Final = 20000
-_MAX_SLICE_ENDPOINTS: Final = 1000
-_MAX_ENDPOINT_ADDRESSES: Final = 100
-_MAX_TOPOLOGY_LABELS: Final = 16
-_MAX_HINTS: Final = 8
-_IP_SLOPPY_ERR: Final = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
-
-
-def _go_parse_ip(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    """netutils.ParseIPSloppy: IPv4 octets may have leading zeros; no zones, no spaces."""
-    if not value or "%" in value or value != value.strip():
-        return None
-    if ":" not in value:
-        parts = value.split(".")
-        if len(parts) != 4 or not all(p.isascii() and p.isdigit() and len(p) <= 3
-                                      for p in parts):
-            return None
-        nums = [int(p) for p in parts]
-        return ipaddress.IPv4Address(".".join(map(str, nums))) if max(nums) < 256 else None
-    try:
-        return ipaddress.IPv6Address(value)
-    except ValueError:
-        return None
-
-
-def _strict_ip_errors(value: str, ip: ipaddress.IPv4Address | ipaddress.IPv6Address
-                      ) -> list[str]:
-    """parseIP's strict checks of an address ParseIPSloppy took."""
-    errs = []
-    if isinstance(ip, ipaddress.IPv4Address):
-        try:
-            ipaddress.IPv4Address(value)
-        except ValueError:
-            errs.append("must not have leading 0s")
-    elif ip.ipv4_mapped is not None:
-        errs.append("must not be an IPv4-mapped IPv6 address")
-    return errs
-
-
-def _as_go_ip(ip: ipaddress.IPv4Address | ipaddress.IPv6Address
-              ) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
-    """Go's net.IP methods look at the IPv4 address inside an IPv4-mapped one."""
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped
-    return ip
-
-
-def ip_warnings(path: str, value: str) -> list[str]:
-    """GetWarningsForIP: a valid address in a non-standard form (leading zeros, IPv4-mapped,
-    non-canonical IPv6)."""
-    parsed = _go_parse_ip(value)
-    if parsed is None:
-        return []
-    go_form = str(_as_go_ip(parsed))
-    if _strict_ip_errors(value, parsed):
-        return [(f"{path}: non-standard IP address {go_quote(value)} is invalid: use "
-                 f"{go_quote(go_form)}")]
-    if isinstance(parsed, ipaddress.IPv6Address) and str(parsed) != value:
-        return [(f"{path}: IPv6 address {go_quote(value)} should be in RFC 5952 canonical "
-                 f"format ({go_quote(str(parsed))})")]
-    return []
-
-
-def _endpoint_ip_errors(value: str, path: str) -> list[Cause]:
-    """ValidateEndpointIP: no unspecified, loopback or link-local address."""
-    parsed = _go_parse_ip(value)
-    if parsed is None:
-        return [invalid(path, value, "must be a valid IP address")]
-    ip = _as_go_ip(parsed)
-    errs = []
-    if ip.is_unspecified:
-        errs.append(invalid(path, value, f"may not be unspecified ({value})"))
-    if ip.is_loopback:
-        errs.append(invalid(path, value, "may not be in the loopback range (127.0.0.0/8, ::1/128)"))
-    if ip.is_link_local and (isinstance(ip, ipaddress.IPv4Address) or ip.packed[0] == 0xfe):
-        errs.append(invalid(path, value,
-                            "may not be in the link-local range (169.254.0.0/16, fe80::/10)"))
-    packed = ip.packed
-    if (isinstance(ip, ipaddress.IPv4Address) and packed[:3] == b"\xe0\x00\x00") or (
-            isinstance(ip, ipaddress.IPv6Address) and packed[0] == 0xff
-            and packed[1] & 0x0f == 0x02):
-        errs.append(invalid(path, value, "may not be in the link-local multicast range "
-                                         "(224.0.0.0/24, ff02::/10)"))
-    return errs
-
-
-def _slice_address_errors(address_type: str, value: str, apath: str, ipath: str
-                          ) -> list[Cause]:
-    if address_type == "FQDN":
-        return _fqdn_errors(value, ipath)
-    if address_type not in ("IPv4", "IPv6"):
-        return []
-    parsed = _go_parse_ip(value)
-    if parsed is None:
-        return [invalid(ipath, value, _IP_SLOPPY_ERR)]
-    strict = _strict_ip_errors(value, parsed)
-    if strict:
-        return [invalid(ipath, value, m) for m in strict]
-    errs = []
-    if address_type == "IPv6" and str(parsed) != value:
-        errs.append(invalid(ipath, value, f"must be in canonical form ({go_quote(str(parsed))})"))
-        return errs
-    family_v4 = isinstance(_as_go_ip(parsed), ipaddress.IPv4Address)
-    if address_type == "IPv4" and not family_v4:
-        errs.append(invalid(apath, value, "must be an IPv4 address"))
-    if address_type == "IPv6" and family_v4:
-        errs.append(invalid(apath, value, "must be an IPv6 address"))
-    return errs + _endpoint_ip_errors(value, ipath)
-
-
-def _fqdn_errors(name: str, path: str) -> list[Cause]:
-    """IsFullyQualifiedDomainName."""
-    if not name:
-        return [required(path)]
-    name = name.removesuffix(".")
-    msgs = is_dns1123_subdomain(name)
-    if msgs:
-        return [invalid(path, name, ",".join(msgs))]
-    labels = name.split(".")
-    if len(labels) < 2:
-        return [invalid(path, name, "should be a domain with at least two segments separated "
-                                    "by dots")]
-    for label in labels:
-        msgs = is_dns1123_label(label)
-        if msgs:
-            return [invalid(path, label, ",".join(msgs))]
-    return []
-
-
-def _validate_slice_ports(ports: list[Any]) -> list[Cause]:
-    if len(ports) > _MAX_SLICE_PORTS:
-        return [too_many("ports", len(ports), _MAX_SLICE_PORTS)]
-    errs: list[Cause] = []
-    names: list[str] = []
-    for i, port in enumerate(ports):
-        port = as_map(port)
-        path = f"ports[{i}]"
-        name = as_str(port.get("name"))
-        if name:
-            errs.extend(invalid(f"{path}.name", name, m) for m in is_dns1123_label(name))
-        if name in names:
-            errs.append(duplicate(f"{path}.name", name))
-        else:
-            names.append(name)
-        proto = port.get("protocol")
-        if proto is None:
-            errs.append(required(f"{path}.protocol"))
-        elif proto not in _PROTOCOLS:
-            errs.append(not_supported(f"{path}.protocol", proto, _PROTOCOLS))
-        app = port.get("appProtocol")
-        if app is not None:
-            errs.extend(invalid(f"{path}.appProtocol", app, m)
-                        for m in is_qualified_name(as_str(app)))
-    return errs
-
-
-def _validate_slice_endpoints(endpoints: list[Any], address_type: str) -> list[Cause]:
-    if len(endpoints) > _MAX_SLICE_ENDPOINTS:
-        return [too_many("endpoints", len(endpoints), _MAX_SLICE_ENDPOINTS)]
-    errs: list[Cause] = []
-    for i, ep in enumerate(endpoints):
-        ep = as_map(ep)
-        path = f"endpoints[{i}]"
-        apath = f"{path}.addresses"
-        addresses = as_list(ep.get("addresses"))
-        if not addresses:
-            errs.append(required(apath, "must contain at least 1 address"))
-        elif len(addresses) > _MAX_ENDPOINT_ADDRESSES:
-            errs.append(too_many(apath, len(addresses), _MAX_ENDPOINT_ADDRESSES))
-        for j, addr in enumerate(addresses):
-            errs.extend(_slice_address_errors(address_type, as_str(addr), apath,
-                                              f"{apath}[{j}]"))
-        node = ep.get("nodeName")
-        if node is not None:
-            errs.extend(invalid(f"{path}.nodeName", node, m)
-                        for m in name_is_dns_subdomain(as_str(node)))
-        topology = as_map(ep.get("deprecatedTopology"))
-        tpath = f"{path}.deprecatedTopology"
-        if len(topology) > _MAX_TOPOLOGY_LABELS:
-            errs.append(too_many(tpath, len(topology), _MAX_TOPOLOGY_LABELS))
-        errs.extend(validate_labels(topology, tpath))
-        hostname = ep.get("hostname")
-        if hostname is not None:
-            errs.extend(invalid(f"{path}.hostname", hostname, m)
-                        for m in is_dns1123_label(as_str(hostname)))
-        hints = ep.get("hints")
-        if isinstance(hints, Mapping):
-            errs.extend(_validate_hints(hints, f"{path}.hints"))
-    return errs
-
-
-def _validate_hints(hints: Mapping[str, Any], path: str) -> list[Cause]:
-    errs: list[Cause] = []
-    for key, check in (("forZones", is_valid_label_value), ("forNodes", name_is_dns_subdomain)):
-        items = as_list(hints.get(key))
-        if len(items) > _MAX_HINTS:
-            errs.append(too_many(f"{path}.{key}", len(items), _MAX_HINTS))
-            return errs
-        seen: list[str] = []
-        for i, item in enumerate(items):
-            name = as_str(as_map(item).get("name"))
-            npath = f"{path}.{key}[{i}].name"
-            if name in seen:
-                errs.append(duplicate(npath, name))
-            else:
-                seen.append(name)
-            errs.extend(invalid(npath, name, m) for m in check(name))
-    return errs
-
-
-def _slice_body(obj: Obj, old: Obj | None) -> list[Cause]:
-    errs: list[Cause] = []
-    address_type = obj.get("addressType")
-    if not address_type:
-        errs.append(required("addressType"))
-    elif address_type not in _ADDRESS_TYPES:
-        errs.append(not_supported("addressType", address_type, _ADDRESS_TYPES))
-    errs.extend(_validate_slice_ports(as_list(obj.get("ports"))))
-    endpoint_errs = _validate_slice_endpoints(as_list(obj.get("endpoints")), as_str(address_type))
-    if endpoint_errs and old is not None and semantic_equal(old.get("endpoints"), obj.get("endpoints")):
-        endpoint_errs = []  # unchanged endpoints an older version accepted stay valid
-    return errs + endpoint_errs
-
-
-def _create_endpoint_slice(obj: Obj) -> list[Cause]:
-    return _validate_meta("EndpointSlice", obj) + _slice_body(obj, None)
-
-
-def _update_endpoint_slice(new: Obj, old: Obj) -> list[Cause]:
-    return (validate_object_meta_update(new.get("metadata"), old.get("metadata"))
-            + _slice_body(new, old)
-            + immutable(new.get("addressType"), old.get("addressType"), "addressType"))
-
-
 # --- status -----------------------------------------------------------------------
 
 def _status_nonneg(status: Mapping[str, Any], keys: Sequence[str]) -> list[Cause]:
@@ -1415,7 +1178,6 @@ _CREATE: Final[dict[str, Callable[[Obj], list[Cause]]]] = {
     "Event": _validate_event,
     "PodTemplate": _create_pod_template,
     "Endpoints": _create_endpoints,
-    "EndpointSlice": _create_endpoint_slice,
     "ReplicationController": _create_replication_controller,
     "PersistentVolume": _volume_check("validate_pv_create"),
     "PersistentVolumeClaim": _volume_check("validate_pvc_create"),
@@ -1431,7 +1193,6 @@ _UPDATE: Final[dict[str, Callable[[Obj, Obj], list[Cause]]]] = {
     "Event": _update_event,
     "PodTemplate": _update_pod_template,
     "Endpoints": _update_endpoints,
-    "EndpointSlice": _update_endpoint_slice,
     "ReplicationController": _update_replication_controller,
     "PersistentVolume": _volume_check("validate_pv_update"),
     "PersistentVolumeClaim": _volume_check("validate_pvc_update"),
