@@ -15,7 +15,8 @@ sources are the manager's own state, never requests to the API server:
   (``rest_client_requests_total``);
 - leader election: whether this replica leads, its identity and Lease;
 - a feed of the latest informer events of the workload kinds (a handler of its own on
-  those informers), so that a user applying a manifest sees the events arrive.
+  those informers while a browser watches), so that a user applying a manifest sees the
+  events arrive.
 
 Data flow::
 
@@ -37,7 +38,9 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from pykcm.api.owner_refs import get_controller_of
+from pykcm.cache.event_handlers import ResourceEventHandlerRegistration
 from pykcm.cache.keys import deleted_object
+from pykcm.cache.shared_informer import InformerStoppedError, SharedIndexInformer
 from pykcm.manager.ui.metrics_window import Key, Window, labels_of, quantile, read_samples
 
 if TYPE_CHECKING:
@@ -91,6 +94,8 @@ class LiveView:
         self.window = Window()
         self.feed: deque[dict[str, Any]] = deque(maxlen=FEED_LENGTH)
         self._ctx: ControllerContext | None = None
+        self._sources: dict[str, SharedIndexInformer] = {}
+        self._feed_regs: list[tuple[SharedIndexInformer, ResourceEventHandlerRegistration]] = []
         self._slots: set[asyncio.Queue[dict[str, Any]]] = set()
         self._ticker: asyncio.Task[None] | None = None
         self._started = time.time()
@@ -98,13 +103,26 @@ class LiveView:
     # -- wiring ----------------------------------------------------------------------------
 
     def attach(self, ctx: ControllerContext) -> None:
-        """The manager's context hook: the workload informers and the event feed."""
+        """The manager's context hook: make sure the workload informers exist."""
         self._ctx = ctx
         f = ctx.informer_factory
-        sources = {"Deployment": f.apps_v1.deployments, "ReplicaSet": f.apps_v1.replicasets,
-                   "Job": f.batch_v1.jobs, "Node": f.core_v1.nodes, "Pod": f.core_v1.pods}
-        for kind, gi in sources.items():
-            gi.informer.add_event_handler(_Feed(self, kind))
+        self._sources = {"Deployment": f.apps_v1.deployments.informer,
+                         "ReplicaSet": f.apps_v1.replicasets.informer,
+                         "Job": f.batch_v1.jobs.informer, "Node": f.core_v1.nodes.informer,
+                         "Pod": f.core_v1.pods.informer}
+
+    def _start_feed(self) -> None:
+        """Feed handlers while someone watches (joining a running informer replays its
+        cache as the initial list, which the feed skips); none otherwise, so an unwatched
+        manager pays nothing for the page."""
+        for kind, informer in self._sources.items():
+            with contextlib.suppress(InformerStoppedError):
+                self._feed_regs.append((informer, informer.add_event_handler(_Feed(self, kind))))
+
+    def _stop_feed(self) -> None:
+        for informer, reg in self._feed_regs:
+            informer.remove_event_handler(reg)
+        self._feed_regs.clear()
 
     def record(self, kind: str, event: str, obj: Any) -> None:
         self.feed.appendleft({"t": time.time(), "kind": kind, "type": event,
@@ -115,6 +133,8 @@ class LiveView:
     async def subscribe(self) -> AsyncIterator[dict[str, Any]]:
         """Snapshots as they are made, the newest only if the reader falls behind."""
         slot: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=1)
+        if not self._slots:
+            self._start_feed()
         self._slots.add(slot)
         if self._ticker is None or self._ticker.done():
             self._ticker = asyncio.create_task(self._tick(), name="live-view-ticker")
@@ -124,6 +144,8 @@ class LiveView:
                 yield await slot.get()
         finally:
             self._slots.discard(slot)
+            if not self._slots:
+                self._stop_feed()
 
     async def _tick(self) -> None:
         while self._slots:
