@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from pykcm.api.endpoints import ENDPOINT_SLICES
-from pykcm.apiserver import tables, validation
+from pykcm.apiserver import tables
 from pykcm.apiserver.identity_lease import server_id
 from pykcm.apiserver.kubernetes_service import choose_advertise_address, slice_from_endpoints
-from pykcm.apiserver.registry.discovery.endpointslice import endpoint_slice_warnings
+from pykcm.apiserver.registry.discovery.endpointslice import endpoint_slice_warnings, ip_warnings
 from pykcm.apiserver.registry.lookup import strategy_for
 
 STRATEGY = strategy_for(ENDPOINT_SLICES)
@@ -145,9 +145,9 @@ def test_warnings() -> None:
     assert endpoint_slice_warnings(eps(addressType="FQDN"), create=True) == [
         "spec.addressType: FQDN endpoints are deprecated"]
     assert endpoint_slice_warnings(eps(addressType="FQDN"), create=False) == []
-    assert validation.ip_warnings("f", "010.0.0.1") == [
+    assert ip_warnings("f", "010.0.0.1") == [
         'f: non-standard IP address "010.0.0.1" is invalid: use "10.0.0.1"']
-    assert validation.ip_warnings("f", "2001:DB8::1") == [
+    assert ip_warnings("f", "2001:DB8::1") == [
         'f: IPv6 address "2001:DB8::1" should be in RFC 5952 canonical format ("2001:db8::1")']
 
 
