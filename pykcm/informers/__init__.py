@@ -40,6 +40,8 @@ from pykcm.informers.typed import (
     DiscoveryV1Informers,
     EventsV1Informers,
     GroupVersionInformers,
+    PolicyV1Informers,
+    StorageV1Informers,
 )
 
 __all__ = [
@@ -55,7 +57,9 @@ __all__ = [
     "GroupVersionInformers",
     "GroupVersionResource",
     "NewInformerFunc",
+    "PolicyV1Informers",
     "SharedInformerFactory",
+    "StorageV1Informers",
     "default_new_informer",
     "strip_managed_fields",
 ]

@@ -94,6 +94,7 @@ from pykcm.informers.typed import (
     CoreV1Informers,
     DiscoveryV1Informers,
     EventsV1Informers,
+    PolicyV1Informers,
     StorageV1Informers,
 )
 
@@ -191,6 +192,7 @@ class SharedInformerFactory:
         self._events_v1 = EventsV1Informers(self)
         self._discovery_v1 = DiscoveryV1Informers(self)
         self._storage_v1 = StorageV1Informers(self)
+        self._policy_v1 = PolicyV1Informers(self)
         self._apiextensions_v1 = ApiextensionsV1Informers(self)
 
     # --- settings -----------------------------------------------------------
@@ -252,6 +254,11 @@ class SharedInformerFactory:
     def storage_v1(self) -> StorageV1Informers:
         """storage.k8s.io/v1: ``storageclasses``."""
         return self._storage_v1
+
+    @property
+    def policy_v1(self) -> PolicyV1Informers:
+        """policy/v1: ``poddisruptionbudgets``."""
+        return self._policy_v1
 
     @property
     def apiextensions_v1(self) -> ApiextensionsV1Informers:

@@ -32,6 +32,8 @@ __all__ = [
     "EventsV1Informers",
     "GroupVersionInformers",
     "InformerSource",
+    "PolicyV1Informers",
+    "StorageV1Informers",
 ]
 
 
@@ -232,6 +234,19 @@ class StorageV1Informers(GroupVersionInformers):
         return self._get("storageclasses")
 
 
+class PolicyV1Informers(GroupVersionInformers):
+    """policy/v1 (client-go ``informers/policy/v1``)."""
+
+    GROUP = "policy"
+    VERSION = "v1"
+    RESOURCES = ("poddisruptionbudgets",)
+    __slots__ = ()
+
+    @property
+    def poddisruptionbudgets(self) -> GenericInformer:
+        return self._get("poddisruptionbudgets")
+
+
 class ApiextensionsV1Informers(GroupVersionInformers):
     """apiextensions.k8s.io/v1 (apiextensions-apiserver's generated informers)."""
 
@@ -254,5 +269,6 @@ GROUP_VERSION_ACCESSORS: dict[str, type[GroupVersionInformers]] = {
     "discovery_v1": DiscoveryV1Informers,
     "apiextensions_v1": ApiextensionsV1Informers,
     "storage_v1": StorageV1Informers,
+    "policy_v1": PolicyV1Informers,
 }
 """The factory attribute of each group version's accessors."""
