@@ -26,7 +26,6 @@ string functions (quantities, image references) for recently seen strings.
 
 from __future__ import annotations
 
-import base64
 import re
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from decimal import Decimal, InvalidOperation
@@ -128,13 +127,6 @@ _PROBE: Final = _GoOrder(
 _HTTP_GET: Final = _GoOrder("path", "port", "host", "scheme", "httpHeaders")
 _TEMPLATE: Final = _GoOrder("metadata", "spec")
 _REPLICASET_SPEC: Final = _GoOrder("replicas", "minReadySeconds", "selector", "template")
-_SERVICE_SPEC: Final = _GoOrder(
-    "ports", "selector", "clusterIP", "clusterIPs", "type", "externalIPs", "sessionAffinity",
-    "loadBalancerIP", "loadBalancerSourceRanges", "externalName", "externalTrafficPolicy",
-    "healthCheckNodePort", "publishNotReadyAddresses", "sessionAffinityConfig", "ipFamilies",
-    "ipFamilyPolicy", "allocateLoadBalancerNodePorts", "loadBalancerClass",
-    "internalTrafficPolicy", "trafficDistribution")
-_SERVICE_PORT: Final = _GoOrder("name", "protocol", "appProtocol", "port", "targetPort", "nodePort")
 _STRATEGY: Final = _GoOrder("type", "rollingUpdate")
 _RESOURCES: Final = _GoOrder("limits", "requests", "claims")
 _SELECTOR: Final = _GoOrder("matchLabels", "matchExpressions")
@@ -524,26 +516,6 @@ def _default_rolling_strategy(strategy: Obj, rolling_type: str,
     _STRATEGY.apply(strategy)
 
 
-def _default_replication_controller(obj: Obj, create: bool) -> None:
-    """SetDefaults_ReplicationController: the selector and the labels default to the
-    template's labels; one replica."""
-    spec = _dict(obj, "spec")
-    tmpl = spec.get("template")
-    if isinstance(tmpl, dict):
-        tlabels = (tmpl.get("metadata") or {}).get("labels") if isinstance(
-            tmpl.get("metadata"), dict) else None
-        if tlabels:
-            if not spec.get("selector"):
-                spec["selector"] = dict(tlabels)
-            meta = _dict(obj, "metadata")
-            if not meta.get("labels"):
-                meta["labels"] = dict(tlabels)
-        default_pod_template(tmpl)
-    _setdefault(spec, "replicas", 1)
-    _REPLICASET_SPEC.apply(spec)
-    _dict(obj, "status").setdefault("replicas", 0)
-
-
 def _default_volume_kind(kind: str) -> Callable[[Obj, bool], None]:
     """The storage kinds' defaulters live in pykcm.apiserver.volumes (imported late: it
     imports this module)."""
@@ -555,138 +527,13 @@ def _default_volume_kind(kind: str) -> Callable[[Obj, bool], None]:
     return default
 
 
-def _default_pod_template_kind(obj: Obj, create: bool) -> None:
-    default_pod_template(_dict(obj, "template"))
-
-
-def _default_namespace(obj: Obj, create: bool) -> None:
-    meta = _dict(obj, "metadata")
-    name = meta.get("name")
-    if name:
-        _dict(meta, "labels")["kubernetes.io/metadata.name"] = name
-    if create:
-        # PrepareForCreate: the "kubernetes" finalizer is required at creation
-        # only; /finalize may remove it later.
-        spec = _dict(obj, "spec")
-        finalizers = spec.get("finalizers")
-        if not isinstance(finalizers, list):
-            finalizers = []
-            spec["finalizers"] = finalizers
-        if "kubernetes" not in finalizers:
-            finalizers.append("kubernetes")
-    status = _dict(obj, "status")
-    if not status.get("phase"):
-        status["phase"] = "Active"
-
-
-def _is_headless(spec: Mapping[str, Any]) -> bool:
-    return spec.get("clusterIP") == "None"
-
-
-def _default_service(obj: Obj, create: bool) -> None:
-    spec = _dict(obj, "spec")
-    if not spec.get("sessionAffinity"):
-        spec["sessionAffinity"] = "None"
-    if spec["sessionAffinity"] == "None":
-        spec.pop("sessionAffinityConfig", None)
-    if not spec.get("type"):
-        spec["type"] = "ClusterIP"
-    svc_type = spec["type"]
-    for port in _dicts(spec.get("ports")):
-        if not port.get("protocol"):
-            port["protocol"] = "TCP"
-        target = port.get("targetPort")
-        if target is None or target == 0 or target == "":
-            port["targetPort"] = port.get("port", 0)
-        _SERVICE_PORT.apply(port)
-    externally_accessible = svc_type in ("LoadBalancer", "NodePort") or (
-        svc_type == "ClusterIP" and bool(spec.get("externalIPs")))
-    if externally_accessible and not spec.get("externalTrafficPolicy"):
-        spec["externalTrafficPolicy"] = "Cluster"
-    if spec.get("internalTrafficPolicy") is None and svc_type in ("NodePort", "LoadBalancer",
-                                                                   "ClusterIP"):
-        spec["internalTrafficPolicy"] = "Cluster"
-    if svc_type == "LoadBalancer":
-        _setdefault(spec, "allocateLoadBalancerNodePorts", True)
-    if svc_type != "ExternalName":
-        # The IP-family fields of a single-stack IPv4 cluster, as the service
-        # REST storage fills them (the address itself is the allocator's).
-        if spec.get("ipFamilyPolicy") is None:
-            headless_selectorless = _is_headless(spec) and not spec.get("selector")
-            spec["ipFamilyPolicy"] = "RequireDualStack" if headless_selectorless else "SingleStack"
-        if not spec.get("ipFamilies"):
-            # a headless Service without selector asks for both families; this cluster has
-            # IPv4 only, but the field lists what was asked (as upstream's REST fills it)
-            dual = spec.get("ipFamilyPolicy") == "RequireDualStack" and _is_headless(spec)
-            spec["ipFamilies"] = ["IPv4", "IPv6"] if dual else ["IPv4"]
-    _SERVICE_SPEC.apply(spec)
-    status = _dict(obj, "status")
-    _dict(status, "loadBalancer")
-
-
-def _default_secret(obj: Obj, create: bool) -> None:
-    # The v1 -> internal conversion folds stringData into data (stringData
-    # wins) and the field is never stored.
-    string_data = obj.pop("stringData", None)
-    if isinstance(string_data, dict) and string_data:
-        data = obj.get("data")
-        if not isinstance(data, dict):
-            data = {}
-            obj["data"] = data
-        for k, v in string_data.items():
-            data[k] = base64.b64encode(str(v).encode("utf-8")).decode("ascii")
-    if not obj.get("type"):
-        obj["type"] = "Opaque"
-
-
-def _default_endpoints(obj: Obj, create: bool) -> None:
-    for subset in _dicts(obj.get("subsets")):
-        for port in _dicts(subset.get("ports")):
-            if not port.get("protocol"):
-                port["protocol"] = "TCP"
-
-
 # NodeSystemInfo's string fields are not omitempty: Go writes every one.
 _NODE_INFO_FIELDS: Final = ("machineID", "systemUUID", "bootID", "kernelVersion", "osImage",
                             "containerRuntimeVersion", "kubeletVersion", "kubeProxyVersion",
                             "operatingSystem", "architecture")
 
 
-def _default_node(obj: Obj, create: bool) -> None:
-    _dict(obj, "spec")  # a struct: always serialized
-    status = _dict(obj, "status")
-    capacity = status.get("capacity")
-    if status.get("allocatable") is None and isinstance(capacity, dict):
-        status["allocatable"] = dict(capacity)
-    # Go serializes the zero NodeDaemonEndpoints and NodeSystemInfo structs.
-    endpoint = _dict(_dict(status, "daemonEndpoints"), "kubeletEndpoint")
-    endpoint.setdefault("Port", 0)
-    info = _dict(status, "nodeInfo")
-    for k in _NODE_INFO_FIELDS:
-        info.setdefault(k, "")
-
-
-def _default_event(obj: Obj, create: bool) -> None:
-    """core/v1 Event: the fields Go writes even when zero (struct, Time and string fields
-    without omitempty)."""
-    _dict(obj, "involvedObject")
-    _dict(obj, "source")
-    for k in ("firstTimestamp", "lastTimestamp", "eventTime"):
-        obj.setdefault(k, None)
-    for k in ("reportingComponent", "reportingInstance"):
-        if obj.get(k) is None:
-            obj[k] = ""
-
-
 _DEFAULTERS: Final[dict[str, Callable[[Obj, bool], None]]] = {
-    "PodTemplate": _default_pod_template_kind,
-    "Namespace": _default_namespace,
-    "Service": _default_service,
-    "Secret": _default_secret,
-    "Endpoints": _default_endpoints,
-    "Node": _default_node,
-    "Event": _default_event,
-    "ReplicationController": _default_replication_controller,
     "PersistentVolume": _default_volume_kind("PersistentVolume"),
     "PersistentVolumeClaim": _default_volume_kind("PersistentVolumeClaim"),
     "StorageClass": _default_volume_kind("StorageClass"),

@@ -165,3 +165,8 @@ def validate_meta(obj: Obj, namespaced: bool,
     by ``name_validator`` (DNS subdomains unless the kind says otherwise)."""
     return validate_object_meta(obj.get("metadata"), namespaced=namespaced,
                                 name_validator=name_validator)
+
+
+def base64_len(v: Any) -> int:
+    s = as_str(v)
+    return (len(s) * 3) // 4 - s.count("=", max(0, len(s) - 2))

@@ -1,6 +1,6 @@
-"""core/v1 Namespaces (pkg/registry/core/namespace): the status/spec split and /finalize.
+"""core/v1 Namespaces (pkg/registry/core/namespace): defaults, validation, the status/spec
+split, /finalize and printer.
 
-Defaults and validation are still the flat modules' (defaults.py, validation.py).
 A namespace's status is the server's: phase Active on create, Terminating when
 deleted (the generic store's delete); a write of the main resource keeps it, a
 /status write changes only the status, /finalize only spec.finalizers.
@@ -8,19 +8,100 @@ deleted (the generic store's delete); a write of the main resource keeps it, a
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Final
 
-from pykcm.apiserver.registry.legacy import FlatModulesStrategy
+from pykcm.api.validation import (
+    Cause,
+    invalid,
+    is_qualified_name,
+    name_is_dns_label,
+    validate_object_meta_update,
+)
+from pykcm.apiserver import defaults as _d
+from pykcm.apiserver.registry import printers as pr
 from pykcm.apiserver.registry.lookup import register
+from pykcm.apiserver.registry.strategy import Strategy
+from pykcm.apiserver.registry.validation import as_list, as_map, as_str, meta_of, validate_meta
 
 Obj = dict[str, Any]
 
+# --- defaults --------------------------------------------------------------------------
+
+def _default_namespace(obj: Obj, create: bool) -> None:
+    meta = _d._dict(obj, "metadata")
+    name = meta.get("name")
+    if name:
+        _d._dict(meta, "labels")["kubernetes.io/metadata.name"] = name
+    if create:
+        # PrepareForCreate: the "kubernetes" finalizer is required at creation
+        # only; /finalize may remove it later.
+        spec = _d._dict(obj, "spec")
+        finalizers = spec.get("finalizers")
+        if not isinstance(finalizers, list):
+            finalizers = []
+            spec["finalizers"] = finalizers
+        if "kubernetes" not in finalizers:
+            finalizers.append("kubernetes")
+    status = _d._dict(obj, "status")
+    if not status.get("phase"):
+        status["phase"] = "Active"
+
+
+# --- validation ------------------------------------------------------------------------
+
+def _create_namespace(obj: Mapping[str, Any]) -> list[Cause]:
+    errs = validate_meta(obj, False, name_is_dns_label)
+    for f in as_list(as_map(obj.get("spec")).get("finalizers")):
+        fs = as_str(f)
+        errs.extend(invalid("spec.finalizers", fs, m) for m in is_qualified_name(fs))
+        if "/" not in fs and fs != "kubernetes":
+            errs.append(invalid("spec.finalizers", fs, "name is neither a standard finalizer name "
+                                                       "nor is it fully qualified"))
+    return errs
+
+
+def _update_namespace(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
+    return validate_object_meta_update(new.get("metadata"), old.get("metadata"))
+
+
+def _status_namespace(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
+    phase = as_str(as_map(new.get("status")).get("phase"))
+    if not meta_of(new).get("deletionTimestamp"):
+        if phase != "Active":
+            return [invalid("status.Phase", phase,
+                            "may only be 'Active' if `deletionTimestamp` is empty")]
+    elif phase != "Terminating":
+        return [invalid("status.Phase", phase,
+                        "may only be 'Terminating' if `deletionTimestamp` is not empty")]
+    return []
+
+
+# --- printer ---------------------------------------------------------------------------
+
+_NAMESPACE_COLUMNS: Final = (
+    pr.NAME_COLUMN,
+    pr.column("Status", "string", "The status of the namespace"),
+    pr.AGE_COLUMN,
+)
+
+
+def _namespace_row(obj: Mapping[str, Any], now: int) -> pr.Row:
+    return pr.Row([pr.object_name(obj), pr.as_str(pr.as_dict(obj.get("status")).get("phase")), pr.age(obj, now)])
+
+
+# --- the strategy ----------------------------------------------------------------------
 
 @register
-class NamespaceStrategy(FlatModulesStrategy):
+class NamespaceStrategy(Strategy):
     kind = "Namespace"
+    printer = pr.Printer(_NAMESPACE_COLUMNS, _namespace_row)
     create_keeps_status = True  # replaced below
     status_keeps_all_metadata = True
+
+    def default(self, obj: Obj, *, create: bool) -> None:
+        _default_namespace(obj, create)
+        _d.go_order_object(obj)
 
     def prepare_for_create(self, obj: Obj) -> None:
         super().prepare_for_create(obj)
@@ -44,3 +125,12 @@ class NamespaceStrategy(FlatModulesStrategy):
             spec.pop("finalizers")
         result["spec"] = spec
         return result
+
+    def validate_create(self, obj: Obj) -> list[Cause]:
+        return _create_namespace(obj)
+
+    def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
+        return _update_namespace(new, old)
+
+    def validate_status_update(self, new: Obj, old: Obj) -> list[Cause]:
+        return super().validate_status_update(new, old) + _status_namespace(new, old)

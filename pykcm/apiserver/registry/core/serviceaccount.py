@@ -1,18 +1,31 @@
 """core/v1 ServiceAccounts (pkg/registry/core/serviceaccount): the warning on the deprecated
-mountable-secrets annotation.
-
-Validation is still the flat module's; tokens (serviceaccounts/token) are
-service_accounts.py's.
+mountable-secrets annotation, printer. Metadata validation only; tokens
+(serviceaccounts/token) are service_accounts.py's.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Final
 
-from pykcm.apiserver.registry.legacy import FlatModulesStrategy
+from pykcm.apiserver.registry import printers as pr
 from pykcm.apiserver.registry.lookup import register
+from pykcm.apiserver.registry.strategy import Strategy
 
 Obj = dict[str, Any]
+
+# --- printer ---------------------------------------------------------------------------
+
+# v1.35 dropped the Secrets count (kubernetes/kubernetes#117160): the field is not
+# populated since 1.24 and the count misled.
+_SERVICE_ACCOUNT_COLUMNS: Final = (pr.NAME_COLUMN, pr.AGE_COLUMN)
+
+
+def _service_account_row(obj: Mapping[str, Any], now: int) -> pr.Row:
+    return pr.Row([pr.object_name(obj), pr.age(obj, now)])
+
+
+# --- the strategy ----------------------------------------------------------------------
 
 ENFORCE_MOUNTABLE_SECRETS = "kubernetes.io/enforce-mountable-secrets"
 
@@ -22,8 +35,9 @@ def _annotations(obj: Obj) -> Any:
 
 
 @register
-class ServiceAccountStrategy(FlatModulesStrategy):
+class ServiceAccountStrategy(Strategy):
     kind = "ServiceAccount"
+    printer = pr.Printer(_SERVICE_ACCOUNT_COLUMNS, _service_account_row)
     has_update_warnings = True
 
     def warnings_on_create(self, obj: Obj) -> list[str]:

@@ -1,0 +1,1 @@
+"""Strategies of the autoscaling API group (the Scale of the scale subresources)."""
