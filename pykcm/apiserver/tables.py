@@ -42,6 +42,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
+from pykcm.apiserver.registry.lookup import strategy_class
 from pykcm.apiserver.registry.printers import (
     AGE_COLUMN,
     DEFAULT_COLUMNS,
@@ -428,7 +429,8 @@ def table(
 ) -> dict[str, Any]:
     """The meta.k8s.io Table for ``objects`` of one kind (a list, a GET or a watch event).
 
-    ``list_meta`` carries the list's resourceVersion / continue / remainingItemCount;
+    ``printer`` is the kind's (its strategy's, looked up by group and kind when not given;
+    a custom resource's table is its CRD version's). ``list_meta`` carries the list's resourceVersion / continue / remainingItemCount;
     with None (a GET, a watch event) the Table's resourceVersion is the single
     object's. ``include_object`` is "None", "Metadata" or "Object" (see
     parse_include_object). ``api_version`` is "meta.k8s.io/v1" or
@@ -437,7 +439,9 @@ def table(
     """
     if include_object not in INCLUDE_OBJECT_POLICIES:
         raise ValueError(f"unrecognized includeObject value: {_go_quote(include_object)}")
-    if printer is None or printer is DEFAULT_PRINTER:
+    if printer is None:
+        printer = strategy_class(group, kind).printer
+    if printer is DEFAULT_PRINTER:
         # a kind whose printer is still in this module's table (transitional)
         columns, row_of = _PRINTERS.get((group, kind), (DEFAULT_COLUMNS, default_row))
     else:
