@@ -1,1 +1,2 @@
-"""Strategies of the autoscaling API group (the Scale of the scale subresources)."""
+"""Strategies of the autoscaling API group: HorizontalPodAutoscalers (autoscaling/v2, with the
+v1 view's conversion) and the Scale of the scale subresources."""
