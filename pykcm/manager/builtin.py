@@ -328,6 +328,30 @@ async def _disruption(ctx: ControllerContext, name: str) -> RunnableController |
         recorder=ctx.event_recorder("disruption-controller", "controllermanager"))
 
 
+async def _horizontal_pod_autoscaler(ctx: ControllerContext, name: str
+                                     ) -> RunnableController | None:
+    from pykcm.client import NoResourceMatchError
+    from pykcm.controllers.podautoscaler import HorizontalController
+
+    client = ctx.client_builder.client("horizontal-pod-autoscaler")
+    try:
+        hpas = await client.resolve("autoscaling/v2/horizontalpodautoscalers")
+    except NoResourceMatchError:
+        log.warning("Skipping controller: the API server does not serve autoscaling/v2 "
+                    "horizontalpodautoscalers", extra={"controller": name})
+        return None
+    o = ctx.options
+    return HorizontalController(
+        client=client, hpa_informer=ctx.informer_factory.informer_for(hpas),
+        pod_informer=ctx.informer_factory.core_v1.pods,
+        recorder=ctx.event_recorder("horizontal-pod-autoscaler"),
+        sync_period=o.horizontal_pod_autoscaler_sync_period,
+        downscale_stabilization=o.horizontal_pod_autoscaler_downscale_stabilization,
+        tolerance=o.horizontal_pod_autoscaler_tolerance,
+        cpu_initialization_period=o.horizontal_pod_autoscaler_cpu_initialization_period,
+        initial_readiness_delay=o.horizontal_pod_autoscaler_initial_readiness_delay)
+
+
 async def _job(ctx: ControllerContext, name: str) -> RunnableController | None:
     from pykcm.controllers.job import JobController
 
@@ -449,6 +473,9 @@ def register_builtin_controllers(registry: ControllerRegistry) -> None:
                              concurrency="concurrent_job_syncs"),
         ControllerDescriptor("deployment-controller", _deployment, aliases=("deployment",),
                              concurrency="concurrent_deployment_syncs"),
+        ControllerDescriptor("horizontal-pod-autoscaler-controller", _horizontal_pod_autoscaler,
+                             aliases=("horizontalpodautoscaling",),
+                             concurrency="concurrent_horizontal_pod_autoscaler_syncs"),
         ControllerDescriptor("disruption-controller", _disruption, aliases=("disruption",),
                              concurrency=1),
         ControllerDescriptor("statefulset-controller", _statefulset, aliases=("statefulset",),

@@ -199,6 +199,13 @@ class ControllerManagerOptions:
     pvclaimbinder_sync_period: float = 15.0
     concurrent_resource_quota_syncs: int = 5
     resource_quota_sync_period: float = 300.0
+    # horizontal pod autoscaler (podautoscaler/config/v1alpha1/defaults.go)
+    concurrent_horizontal_pod_autoscaler_syncs: int = 5
+    horizontal_pod_autoscaler_sync_period: float = 15.0
+    horizontal_pod_autoscaler_downscale_stabilization: float = 300.0
+    horizontal_pod_autoscaler_tolerance: float = 0.1
+    horizontal_pod_autoscaler_cpu_initialization_period: float = 300.0
+    horizontal_pod_autoscaler_initial_readiness_delay: float = 30.0
     # node lifecycle (nodelifecycle/config/v1alpha1/defaults.go; KubeCloudShared's period)
     node_monitor_period: float = 5.0
     node_monitor_grace_period: float = 50.0
@@ -384,6 +391,17 @@ class ControllerManagerOptions:
             "KubeCloudShared": {
                 "UseServiceAccountCredentials": self.use_service_account_credentials,
                 "NodeMonitorPeriod": d(self.node_monitor_period)},
+            "HPAController": {
+                "ConcurrentHorizontalPodAutoscalerSyncs":
+                    self.concurrent_horizontal_pod_autoscaler_syncs,
+                "HorizontalPodAutoscalerSyncPeriod": d(self.horizontal_pod_autoscaler_sync_period),
+                "HorizontalPodAutoscalerDownscaleStabilizationWindow":
+                    d(self.horizontal_pod_autoscaler_downscale_stabilization),
+                "HorizontalPodAutoscalerTolerance": self.horizontal_pod_autoscaler_tolerance,
+                "HorizontalPodAutoscalerCPUInitializationPeriod":
+                    d(self.horizontal_pod_autoscaler_cpu_initialization_period),
+                "HorizontalPodAutoscalerInitialReadinessDelay":
+                    d(self.horizontal_pod_autoscaler_initial_readiness_delay)},
             "ResourceQuotaController": {
                 "ResourceQuotaSyncPeriod": d(self.resource_quota_sync_period),
                 "ConcurrentResourceQuotaSyncs": self.concurrent_resource_quota_syncs},
@@ -598,6 +616,23 @@ def add_flags(p: argparse.ArgumentParser, known: Sequence[str] = (),
             "the number of resource quotas that are allowed to sync concurrently")
     dur(c, "--resource-quota-sync-period", o.resource_quota_sync_period,
         "the period for syncing quota usage status in the system")
+    integer(c, "--concurrent-horizontal-pod-autoscaler-syncs",
+            o.concurrent_horizontal_pod_autoscaler_syncs,
+            "the number of horizontal pod autoscaler objects that are allowed to sync "
+            "concurrently")
+    dur(c, "--horizontal-pod-autoscaler-sync-period", o.horizontal_pod_autoscaler_sync_period,
+        "the period for syncing the number of pods in horizontal pod autoscaler")
+    dur(c, "--horizontal-pod-autoscaler-downscale-stabilization",
+        o.horizontal_pod_autoscaler_downscale_stabilization,
+        "the period for which autoscaler will look backwards and not scale down below any "
+        "recommendation it made during that period")
+    dur(c, "--horizontal-pod-autoscaler-cpu-initialization-period",
+        o.horizontal_pod_autoscaler_cpu_initialization_period,
+        "the period after pod start when CPU samples might be skipped")
+    dur(c, "--horizontal-pod-autoscaler-initial-readiness-delay",
+        o.horizontal_pod_autoscaler_initial_readiness_delay,
+        "the period after pod start during which readiness changes will be treated as "
+        "initial readiness")
     dur(c, "--node-monitor-period", o.node_monitor_period,
         "the period for syncing NodeStatus in cloud-node-lifecycle-controller")
     dur(c, "--node-monitor-grace-period", o.node_monitor_grace_period,
@@ -617,6 +652,9 @@ def add_flags(p: argparse.ArgumentParser, known: Sequence[str] = (),
     rate("--secondary-node-eviction-rate", o.secondary_node_eviction_rate,
          "number of nodes per second on which pods are deleted in case of node failure when "
          "a zone is unhealthy; 0 below --large-cluster-size-threshold")
+    rate("--horizontal-pod-autoscaler-tolerance", o.horizontal_pod_autoscaler_tolerance,
+         "the minimum change (from 1.0) in the desired-to-actual metrics ratio for the "
+         "horizontal pod autoscaler to consider scaling")
     integer(c, "--large-cluster-size-threshold", o.large_cluster_size_threshold,
             "number of nodes from which node-lifecycle-controller treats the cluster as large "
             "for the eviction logic purposes")

@@ -73,16 +73,16 @@ def test_validation_messages() -> None:
     assert errs == [
         "spec.maxReplicas: Invalid value: 2: must be greater than or equal to `minReplicas`",
         'spec.scaleTargetRef.apiVersion: Invalid value: "": apiVersion must specify API group',
-        "spec.metrics[0].resource.target.averageUtilization: Invalid value: 0: must be greater "
-        "than 0",
+        ("spec.metrics[0].resource.target.averageUtilization: Invalid value: 0: must be greater "
+        "than 0"),
         "spec.metrics[1].pods.metric.name: Required value: must specify a metric name",
-        "spec.metrics[1].pods.target.averageValue: Required value: must specify a positive "
-        "target averageValue",
-        'spec.behavior.scaleUp.selectPolicy: Unsupported value: "Bogus": supported values: '
-        '"Disabled", "Max", "Min"',
+        ("spec.metrics[1].pods.target.averageValue: Required value: must specify a positive "
+        "target averageValue"),
+        ('spec.behavior.scaleUp.selectPolicy: Unsupported value: "Bogus": supported values: '
+        '"Disabled", "Max", "Min"'),
         "spec.behavior.scaleUp.policies[0].value: Invalid value: 0: must be greater than zero",
-        "spec.behavior.scaleUp.policies[0].periodSeconds: Invalid value: 2000: must be less "
-        "than or equal to 1800",
+        ("spec.behavior.scaleUp.policies[0].periodSeconds: Invalid value: 2000: must be less "
+        "than or equal to 1800"),
         "spec.behavior.scaleDown.policies: Required value: must specify at least one Policy",
     ]
     # a ReplicationController target needs no API group
