@@ -27,13 +27,12 @@ string functions (quantities, image references) for recently seen strings.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any, Final, TypeGuard
 
 __all__ = [
-    "apply_defaults",
     "bad_quantity",
     "default_container",
     "default_pod_spec",
@@ -516,43 +515,10 @@ def _default_rolling_strategy(strategy: Obj, rolling_type: str,
     _STRATEGY.apply(strategy)
 
 
-def _default_volume_kind(kind: str) -> Callable[[Obj, bool], None]:
-    """The storage kinds' defaulters live in pykcm.apiserver.volumes (imported late: it
-    imports this module)."""
-    def default(obj: Obj, create: bool) -> None:
-        from pykcm.apiserver import volumes
-        {"PersistentVolume": volumes.default_pv,
-         "PersistentVolumeClaim": volumes.default_pvc,
-         "StorageClass": volumes.default_storage_class}[kind](obj, create)
-    return default
-
-
 # NodeSystemInfo's string fields are not omitempty: Go writes every one.
 _NODE_INFO_FIELDS: Final = ("machineID", "systemUUID", "bootID", "kernelVersion", "osImage",
                             "containerRuntimeVersion", "kubeletVersion", "kubeProxyVersion",
                             "operatingSystem", "architecture")
-
-
-_DEFAULTERS: Final[dict[str, Callable[[Obj, bool], None]]] = {
-    "PersistentVolume": _default_volume_kind("PersistentVolume"),
-    "PersistentVolumeClaim": _default_volume_kind("PersistentVolumeClaim"),
-    "StorageClass": _default_volume_kind("StorageClass"),
-}
-
-
-def apply_defaults(kind: str, obj: Obj, *, create: bool = True) -> None:
-    """Default `obj` (a built-in `kind`, wire form) in place.
-
-    With ``create=True`` (the default) the create-time strategy steps run too:
-    the Job selector generation (when ``metadata.uid`` is set), a Pod's
-    ``Pending`` phase and QoS class, a Namespace's ``kubernetes`` finalizer.
-    Pass ``create=False`` for updates. Kinds without defaults are left as is.
-    """
-    fn = _DEFAULTERS.get(kind)
-    if fn is None:
-        return
-    fn(obj, create)
-    go_order_object(obj)
 
 
 def go_order_object(obj: Obj) -> None:

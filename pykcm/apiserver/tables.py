@@ -39,23 +39,14 @@ input: serialize it, do not mutate it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
 from pykcm.apiserver.registry.lookup import strategy_class
 from pykcm.apiserver.registry.printers import (
-    AGE_COLUMN,
-    DEFAULT_COLUMNS,
-    DEFAULT_PRINTER,
-    NAME_COLUMN,
     Printer,
-    Row,
-    age,
     as_dict,
-    column,
-    default_row,
     now_ns,
-    object_name,
 )
 
 __all__ = [
@@ -232,163 +223,6 @@ def _go_quote(s: str) -> str:
 
 
 
-_PERSISTENT_VOLUME_COLUMNS: Final = (
-    NAME_COLUMN,
-    column("Capacity", "string",
-         "capacity is the description of the persistent volume's resources and capacity. "
-         "More info: https://kubernetes.io/docs/concepts/storage/persistent-"
-         "volumes#capacity"),
-    column("Access Modes", "string",
-         "accessModes contains all ways the volume can be mounted. More info: "
-         "https://kubernetes.io/docs/concepts/storage/persistent-volumes#access-modes"),
-    column("Reclaim Policy", "string",
-         "persistentVolumeReclaimPolicy defines what happens to a persistent volume when "
-         "released from its claim. Valid options are Retain (default for manually created "
-         "PersistentVolumes), Delete (default for dynamically provisioned "
-         "PersistentVolumes), and Recycle (deprecated). Recycle must be supported by the "
-         "volume plugin underlying this PersistentVolume. More info: "
-         "https://kubernetes.io/docs/concepts/storage/persistent-volumes#reclaiming"),
-    column("Status", "string",
-         "phase indicates if a volume is available, bound to a claim, or released by a "
-         "claim. More info: https://kubernetes.io/docs/concepts/storage/persistent-"
-         "volumes#phase"),
-    column("Claim", "string",
-         "claimRef is part of a bi-directional binding between PersistentVolume and "
-         "PersistentVolumeClaim. Expected to be non-nil when bound. claim.VolumeName is "
-         "the authoritative bind between PV and PVC. More info: "
-         "https://kubernetes.io/docs/concepts/storage/persistent-volumes#binding"),
-    column("StorageClass", "string",
-         "StorageClass of the pv"),
-    column("VolumeAttributesClass", "string",
-         "VolumeAttributesClass of the pv"),
-    column("Reason", "string",
-         "reason is a brief CamelCase string that describes any failure and is meant for "
-         "machine parsing and tidy display in the CLI."),
-    AGE_COLUMN,
-    column("VolumeMode", "string",
-         "volumeMode defines if a volume is intended to be used with a formatted "
-         "filesystem or to remain in raw block state. Value of Filesystem is implied when "
-         "not included in spec.", priority=1),
-)
-
-_PERSISTENT_VOLUME_CLAIM_COLUMNS: Final = (
-    NAME_COLUMN,
-    column("Status", "string",
-         "phase represents the current phase of PersistentVolumeClaim."),
-    column("Volume", "string",
-         "volumeName is the binding reference to the PersistentVolume backing this claim."),
-    column("Capacity", "string",
-         "capacity represents the actual resources of the underlying volume."),
-    column("Access Modes", "string",
-         "accessModes contains the actual access modes the volume backing the PVC has. "
-         "More info: https://kubernetes.io/docs/concepts/storage/persistent-"
-         "volumes#access-modes-1"),
-    column("StorageClass", "string",
-         "StorageClass of the pvc"),
-    column("VolumeAttributesClass", "string",
-         "VolumeAttributesClass of the pvc"),
-    AGE_COLUMN,
-    column("VolumeMode", "string",
-         "volumeMode defines what type of volume is required by the claim. Value of "
-         "Filesystem is implied when not included in claim spec.", priority=1),
-)
-
-_STORAGE_CLASS_COLUMNS: Final = (
-    NAME_COLUMN,
-    column("Provisioner", "string",
-         "provisioner indicates the type of the provisioner."),
-    column("ReclaimPolicy", "string",
-         "reclaimPolicy controls the reclaimPolicy for dynamically provisioned "
-         "PersistentVolumes of this storage class. Defaults to Delete."),
-    column("VolumeBindingMode", "string",
-         "volumeBindingMode indicates how PersistentVolumeClaims should be provisioned and"
-         " bound.  When unset, VolumeBindingImmediate is used. This field is only honored "
-         "by servers that enable the VolumeScheduling feature."),
-    column("AllowVolumeExpansion", "string",
-         "allowVolumeExpansion shows whether the storage class allow volume expand."),
-    AGE_COLUMN,
-)
-
-
-_ACCESS_MODE_SHORT: Final = (("ReadWriteOnce", "RWO"), ("ReadOnlyMany", "ROX"),
-                             ("ReadWriteMany", "RWX"), ("ReadWriteOncePod", "RWOP"))
-
-
-def _access_modes(modes: Any) -> str:
-    """GetAccessModesAsString: the short names in a fixed order, each once."""
-    have = set(modes) if isinstance(modes, list) else set()
-    return ",".join(short for mode, short in _ACCESS_MODE_SHORT if mode in have)
-
-
-def _deleting(obj: Obj) -> bool:
-    return bool(as_dict(obj.get("metadata")).get("deletionTimestamp"))
-
-
-def _unset(v: Any) -> str:
-    return "<unset>" if v is None else str(v)
-
-
-def _persistent_volume_row(obj: Obj, now: int) -> Row:
-    spec = as_dict(obj.get("spec"))
-    status = as_dict(obj.get("status"))
-    ref = as_dict(spec.get("claimRef"))
-    claim = f"{ref.get('namespace', '')}/{ref.get('name', '')}" if spec.get("claimRef") else ""
-    cls = (as_dict(as_dict(obj.get("metadata")).get("annotations"))
-           .get("volume.beta.kubernetes.io/storage-class") or spec.get("storageClassName") or "")
-    phase = "Terminating" if _deleting(obj) else str(status.get("phase") or "")
-    return Row([
-        object_name(obj), str(as_dict(spec.get("capacity")).get("storage") or "0"),
-        _access_modes(spec.get("accessModes")),
-        str(spec.get("persistentVolumeReclaimPolicy") or ""), phase, claim, str(cls),
-        _unset(spec.get("volumeAttributesClassName")), str(status.get("reason") or ""),
-        age(obj, now), _unset(spec.get("volumeMode")),
-    ])
-
-
-def _persistent_volume_claim_row(obj: Obj, now: int) -> Row:
-    spec = as_dict(obj.get("spec"))
-    status = as_dict(obj.get("status"))
-    phase = "Terminating" if _deleting(obj) else str(status.get("phase") or "")
-    capacity = modes = ""
-    if spec.get("volumeName"):
-        modes = _access_modes(status.get("accessModes"))
-        capacity = str(as_dict(status.get("capacity")).get("storage") or "0")
-    cls = (as_dict(as_dict(obj.get("metadata")).get("annotations"))
-           .get("volume.beta.kubernetes.io/storage-class") or spec.get("storageClassName") or "")
-    return Row([
-        object_name(obj), phase, str(spec.get("volumeName") or ""), capacity, modes, str(cls),
-        _unset(spec.get("volumeAttributesClassName")), age(obj, now),
-        _unset(spec.get("volumeMode")),
-    ])
-
-
-_DEFAULT_CLASS_ANNOTATIONS: Final = ("storageclass.kubernetes.io/is-default-class",
-                                     "storageclass.beta.kubernetes.io/is-default-class")
-
-
-def _storage_class_row(obj: Obj, now: int) -> Row:
-    annotations = as_dict(as_dict(obj.get("metadata")).get("annotations"))
-    name = object_name(obj)
-    if any(annotations.get(a) == "true" for a in _DEFAULT_CLASS_ANNOTATIONS):
-        name += " (default)"
-    expansion = obj.get("allowVolumeExpansion")
-    return Row([
-        name, str(obj.get("provisioner") or ""), str(obj.get("reclaimPolicy") or "Delete"),
-        str(obj.get("volumeBindingMode") or "Immediate"),
-        expansion is True, age(obj, now),
-    ])
-
-
-
-_RowFn = Callable[[Obj, int], Row]
-_PRINTERS: Final[dict[tuple[str, str], tuple[tuple[dict[str, Any], ...], _RowFn]]] = {
-    ("", "PersistentVolume"): (_PERSISTENT_VOLUME_COLUMNS, _persistent_volume_row),
-    ("", "PersistentVolumeClaim"): (_PERSISTENT_VOLUME_CLAIM_COLUMNS,
-                                    _persistent_volume_claim_row),
-    ("storage.k8s.io", "StorageClass"): (_STORAGE_CLASS_COLUMNS, _storage_class_row),
-}
-
-
 # --- the Table ------------------------------------------------------------------
 
 def _internal_metadata(group: str, kind: str, meta: Any) -> Mapping[str, Any]:
@@ -441,11 +275,7 @@ def table(
         raise ValueError(f"unrecognized includeObject value: {_go_quote(include_object)}")
     if printer is None:
         printer = strategy_class(group, kind).printer
-    if printer is DEFAULT_PRINTER:
-        # a kind whose printer is still in this module's table (transitional)
-        columns, row_of = _PRINTERS.get((group, kind), (DEFAULT_COLUMNS, default_row))
-    else:
-        columns, row_of = printer.columns, printer.row
+    columns, row_of = printer.columns, printer.row
     now_stamp = now_ns(now)
 
     metadata: dict[str, Any] = {}

@@ -20,16 +20,14 @@ server's and is not checked here.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from pykcm.api.labels import SelectorParseError, selector_from_label_selector
-from pykcm.api.resources import BUILTIN_RESOURCES
 from pykcm.api.validation import (
     FIELD_IMMUTABLE_ERROR_MSG,
     Cause,
     GoValue,
-    NameValidator,
     duplicate,
     forbidden,
     go_label_selector,
@@ -48,8 +46,6 @@ from pykcm.api.validation import (
     validate_annotations,
     validate_label_selector,
     validate_labels,
-    validate_object_meta,
-    validate_object_meta_update,
 )
 from pykcm.apiserver.defaults import parse_quantity
 from pykcm.apiserver.registry.validation import (
@@ -62,20 +58,9 @@ from pykcm.apiserver.registry.validation import (
     semantic_equal,
 )
 
-__all__ = ["validate_create", "validate_status_update", "validate_update"]
-
 Obj = Mapping[str, Any]
 MAX_INT32: Final = 2**31 - 1
 MAX_SECRET_SIZE: Final = 1 * 1024 * 1024
-
-_NAMESPACED: Final = {r.kind: r.namespaced for r in BUILTIN_RESOURCES}
-
-
-def _validate_meta(kind: str, obj: Obj, name_fn: NameValidator = name_is_dns_subdomain,
-                   ) -> list[Cause]:
-    return validate_object_meta(obj.get("metadata"), namespaced=_NAMESPACED.get(kind, True),
-                                name_validator=name_fn)
-
 
 # --- pod specs -------------------------------------------------------------------
 
@@ -528,15 +513,6 @@ def _selector_immutable(new: Obj, old: Obj) -> list[Cause]:
                     FIELD_IMMUTABLE_ERROR_MSG)]
 
 
-def _volume_check(name: str) -> Any:
-    """The storage kinds' checks live in pykcm.apiserver.volumes (imported late)."""
-    def check(*objs: Obj) -> list[Cause]:
-        from pykcm.apiserver import volumes
-        fn: Callable[..., list[Cause]] = getattr(volumes, name)
-        return fn(*objs)
-    return check
-
-
 # --- batch ----------------------------------------------------------------------
 
 # --- core -------------------------------------------------------------------------
@@ -567,56 +543,6 @@ def _collision_decremented(new: Mapping[str, Any], old: Mapping[str, Any]) -> li
 
 
 # --- dispatch --------------------------------------------------------------------------
-
-_CREATE: Final[dict[str, Callable[[Obj], list[Cause]]]] = {
-    "PersistentVolume": _volume_check("validate_pv_create"),
-    "PersistentVolumeClaim": _volume_check("validate_pvc_create"),
-    "StorageClass": _volume_check("validate_storage_class_create"),
-}
-
-_UPDATE: Final[dict[str, Callable[[Obj, Obj], list[Cause]]]] = {
-    "PersistentVolume": _volume_check("validate_pv_update"),
-    "PersistentVolumeClaim": _volume_check("validate_pvc_update"),
-    "StorageClass": _volume_check("validate_storage_class_update"),
-}
-
-def _rc_status(new: Obj, old: Obj) -> list[Cause]:
-    # transitional: the ReplicaSet's status rules, until ReplicationControllers move too
-    from pykcm.apiserver.registry.apps.replicaset import validate_status
-    return validate_status(new, old)
-
-
-_STATUS: Final[dict[str, Callable[[Obj, Obj], list[Cause]]]] = {
-    "PersistentVolumeClaim": _volume_check("validate_pvc_status"),
-}
-
-
-def validate_create(kind: str, obj: Mapping[str, Any]) -> list[Cause]:
-    """Validation of a new object of built-in `kind` (after defaulting)."""
-    fn = _CREATE.get(kind)
-    if fn is not None:
-        return fn(obj)
-    return _validate_meta(kind, obj)
-
-
-def validate_update(kind: str, new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
-    """Validation of an update of the main resource: the new object's
-    validity plus the kind's immutability rules against `old`."""
-    fn = _UPDATE.get(kind)
-    if fn is not None:
-        return fn(new, old)
-    return validate_object_meta_update(new.get("metadata"), old.get("metadata"))
-
-
-def validate_status_update(kind: str, new: Mapping[str, Any],
-                           old: Mapping[str, Any]) -> list[Cause]:
-    """Validation of an update through the ``/status`` subresource."""
-    errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
-    fn = _STATUS.get(kind)
-    if fn is not None:
-        errs.extend(fn(new, old))
-    return errs
-
 
 # Transitional: the events.k8s.io/v1 view's checks live in registry/events/event.py; these
 # names stay importable here until their callers in flight (version_view.py) import them there.

@@ -20,7 +20,6 @@ import threading
 from typing import TypeVar
 
 from pykcm.api.resources import BUILTIN_RESOURCES, ResourceInfo
-from pykcm.apiserver.registry.legacy import FlatModulesStrategy
 from pykcm.apiserver.registry.strategy import Strategy
 
 S = TypeVar("S", bound=type[Strategy])
@@ -63,7 +62,7 @@ def _load() -> None:
 def strategy_class(group: str, kind: str) -> type[Strategy]:
     """The class serving (group, kind): its registered strategy, else the default."""
     _load()
-    return _REGISTERED.get((group, kind), FlatModulesStrategy)
+    return _REGISTERED.get((group, kind), Strategy)
 
 
 def strategy_for(info: ResourceInfo) -> Strategy:
