@@ -48,6 +48,8 @@ from pykcm.apiserver.auth import AuthResponse, TokenAuthenticator
 from pykcm.apiserver.custom_resources import json_path, set_json_path
 from pykcm.apiserver.discovery import Discovery
 from pykcm.apiserver.errors import StatusError
+from pykcm.apiserver.fieldmanager.apply_options import validate_patch_options
+from pykcm.apiserver.fieldmanager.manager_name import manager_or_user_agent
 from pykcm.apiserver.go_types import GoDecodeError, check_struct, kind_struct, zero_nulls
 from pykcm.apiserver.openapi import (
     OpenAPI,
@@ -64,6 +66,7 @@ from pykcm.apiserver.request_info import (
     resolve,
 )
 from pykcm.apiserver.rest_storage import (
+    PATCH_TYPES,
     DeleteOptions,
     ListOptions,
     RESTStorage,
@@ -519,7 +522,7 @@ class APIHandlers:
             _check_base64(res, body)
             fv = self._field_validation(request, res, verb, sub)
             fv.check(body, from_body=True)
-            entry = await rest.create(res, ns, body, dry)
+            entry = await rest.create(res, ns, body, dry, manager=_manager(request, q))
             if res.kind == "Secret" and not res.group:
                 request[_WARNINGS].extend(_tls_warnings(entry.obj))
             request[_WARNINGS].extend(rest.strategy(res).warnings_on_create(entry.obj))
@@ -537,7 +540,8 @@ class APIHandlers:
                 entry = await self._update_scale(res, ns, info.name, body, dry)
                 return fv.respond(json_response(orjson.dumps(self._to_scale(res, entry.obj))))
             old = self._stored(res, ns, info.name) if not sub else None
-            code, entry = await rest.update(res, ns, info.name, body, sub, dry)
+            code, entry = await rest.update(res, ns, info.name, body, sub, dry,
+                                            manager=_manager(request, q))
             if not sub:
                 request[_WARNINGS].extend(_update_warnings(rest.strategy(res), entry.obj, old))
             return fv.respond(json_response(entry.raw, code))
@@ -545,12 +549,23 @@ class APIHandlers:
             raw = await read_body(request)
             ctype = request.headers.get("Content-Type", "")
             fv = self._field_validation(request, res, verb, sub)
+            is_apply = PATCH_TYPES.get(ctype.split(";")[0].strip().lower()) == "apply"
+            if not is_apply and _force(q):
+                validate_patch_options(False, q.get("fieldManager"), True)
+            if is_apply and sub != "scale":
+                # server-side apply: the body is YAML (or JSON, a subset of it)
+                applied = _expect_object(decode_body(raw, "application/yaml", res.kind,
+                                                     protobuf=False))
+                fv.check(applied, from_body=True)
+                code, entry = await rest.apply(res, ns, info.name, applied, sub, dry,
+                                               q.get("fieldManager"), _force(q))
+                return fv.respond(json_response(entry.raw, code))
             if sub == "scale":
                 entry = await self._patch_scale(res, ns, info.name, ctype, raw, dry, fv)
                 return fv.respond(json_response(orjson.dumps(self._to_scale(res, entry.obj))))
             old = self._stored(res, ns, info.name) if not sub else None
             entry = await rest.patch(res, ns, info.name, ctype, raw, sub, dry,
-                                     on_patched=fv.check_patched)
+                                     on_patched=fv.check_patched, manager=_manager(request, q))
             if not sub:
                 request[_WARNINGS].extend(_update_warnings(rest.strategy(res), entry.obj, old or {}))
             return fv.respond(json_response(entry.raw))
@@ -1200,6 +1215,16 @@ def check_go_types(doc: Any, res: ResourceInfo | None, kind: str = "") -> None:
         raise errors.bad_request(
             f'{shown} in version "{version}" cannot be handled as a {shown}: {exc}') from None
     zero_nulls(doc, fq)  # a null list element or map value decodes to Go's zero value
+
+
+def _manager(request: web.Request, q: Any) -> str:
+    """The field manager of a write: ?fieldManager=, else the user agent's first word."""
+    return manager_or_user_agent(q.get("fieldManager"), request.headers.get("User-Agent", ""))
+
+
+def _force(q: Any) -> bool:
+    """?force= as Go's strconv.ParseBool reads it (anything else is false)."""
+    return str(q.get("force", "")) in ("1", "t", "T", "true", "TRUE", "True")
 
 
 def _expect_object(body: Any) -> dict[str, Any]:

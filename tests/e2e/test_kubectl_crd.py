@@ -81,13 +81,40 @@ def test_apply_crd_then_custom_resource_and_get(api: Api, kubectl: Kubectl) -> N
     assert r.returncode != 0
 
 
-def test_server_side_apply_is_refused_clearly(api: Api, kubectl: Kubectl) -> None:
+def test_server_side_apply_conflicts_and_force(api: Api, kubectl: Kubectl) -> None:
     ns = api.ns()
-    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa}\ndata: {a: b}\n"
-    r = kubectl.run("apply", "--server-side", "-n", ns, "-f", "-", stdin=cm)
+    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa}\ndata: {a: b, c: d}\n"
+    out = kubectl.ok("apply", "--server-side", "-n", ns, "-f", "-", stdin=cm)
+    assert "serverside-applied" in out
+    got = json.loads(kubectl.ok("get", "configmap", "ssa", "-n", ns, "-o", "json",
+                                "--show-managed-fields"))
+    assert [(e["manager"], e["operation"], e["fieldsV1"])
+            for e in got["metadata"]["managedFields"]] == [
+        ("kubectl", "Apply", {"f:data": {"f:a": {}, "f:c": {}}})]
+    other = cm.replace("a: b", "a: other")
+    r = kubectl.run("apply", "--server-side", "--field-manager=tool", "-n", ns, "-f", "-",
+                    stdin=other)
     assert r.returncode == 1
-    assert "UnsupportedMediaType" in r.stderr or "unknown format" in r.stderr, r.stderr
-    assert "server-side apply is not supported" in r.stderr
+    assert 'Apply failed with 1 conflict: conflict with "kubectl": .data.a' in r.stderr
+    kubectl.ok("apply", "--server-side", "--field-manager=tool", "--force-conflicts", "-n", ns,
+               "-f", "-", stdin=other)
+    # kubectl stops applying a and c: both stay, tool (forced) applied them too
+    kubectl.ok("apply", "--server-side", "-n", ns, "-f", "-",
+               stdin="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa}\ndata: {}\n")
+    got = json.loads(kubectl.ok("get", "configmap", "ssa", "-n", ns, "-o", "json"))
+    assert got["data"] == {"a": "other", "c": "d"}
+    # a custom resource through the same path
+    group = f"ssa{uuid.uuid4().hex[:6]}.example.com"
+    kubectl.ok("apply", "-f", "-", stdin=_crd_yaml(group))
+    cr = f"apiVersion: {group}/v1\nkind: Gizmo\nmetadata: {{name: g}}\nspec: {{size: 3}}\n"
+    deadline = time.monotonic() + 30
+    while kubectl.run("apply", "--server-side", "-n", ns, "-f", "-", stdin=cr).returncode:
+        assert time.monotonic() < deadline, "the CRD was never served"
+        time.sleep(0.3)
+    got = json.loads(kubectl.ok("get", f"gizmos.{group}", "g", "-n", ns, "-o", "json",
+                                "--show-managed-fields"))
+    assert got["spec"]["size"] == 3
+    assert got["metadata"]["managedFields"][0]["fieldsV1"] == {"f:spec": {"f:size": {}}}
 
 
 def test_edit_with_an_editor_script(api: Api, kubectl: Kubectl, tmp_path: Path) -> None:

@@ -521,3 +521,22 @@ def test_lease_update_without_resource_version_error_wording(
         "reason": "FieldValueInvalid",
         "message": "Invalid value: 0: must be specified for an update",
         "field": "metadata.resourceVersion"}]
+
+
+def test_server_side_apply_with_the_dynamic_client(kube: client.ApiClient, api: Api) -> None:
+    from kubernetes import dynamic
+    from kubernetes.dynamic.exceptions import ConflictError
+
+    ns = api.ns()
+    cms = dynamic.DynamicClient(kube).resources.get(api_version="v1", kind="ConfigMap")
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"},
+            "data": {"a": "1"}}
+    out = cms.server_side_apply(body=body, field_manager="first", namespace=ns)
+    assert [(m.manager, m.operation) for m in out.metadata.managedFields] == [("first", "Apply")]
+    body["data"]["a"] = "2"
+    with pytest.raises(ConflictError):
+        cms.server_side_apply(body=body, field_manager="second", namespace=ns)
+    out = cms.server_side_apply(body=body, field_manager="second", namespace=ns,
+                                force_conflicts=True)
+    assert out.to_dict()["data"] == {"a": "2"}
+    assert [m.manager for m in out.metadata.managedFields] == ["second"]

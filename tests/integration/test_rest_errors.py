@@ -77,7 +77,7 @@ def test_bad_selectors_and_patch_types(api: Api) -> None:
     _status(body, 415, "UnsupportedMediaType")
     code, body = api.request("PATCH", f"{path}/p", raw=b"{}",
                              content_type="application/apply-patch+yaml")
-    _status(body, 415, "UnsupportedMediaType")
+    _status(body, 422, "Invalid")   # an apply needs ?fieldManager=
     code, body = api.patch(f"{path}/p", [{"op": "test", "path": "/metadata/name",
                                           "value": "nope"}],
                            content_type="application/json-patch+json")

@@ -7,7 +7,11 @@ kind's typed zero value. :func:`field_manager_for` does the same from pykcm's
 ``openAPIV3Schema``); results are cached per endpoint (built-in schemas) since a
 manager holds no per-request state.
 
-How the server is to use it (not wired yet, issue 16):
+pykcm's server tracks ownership from an object's first apply on (``track_untracked=False``,
+upstream's skip-non-applied manager with probability 0): a create or update of an object
+that has no managedFields records none, so objects nobody applies cost nothing.
+
+How the server uses it:
 
 - every create/update/patch that is not an apply: ``fm.update(live, new, manager)``
   with ``manager = manager_name.manager_or_user_agent(?fieldManager, User-Agent)``,
@@ -38,13 +42,14 @@ def _builtin(info: ResourceInfo, subresource: str) -> FieldManager | None:
     if subresource == "scale":
         s = for_builtin("autoscaling", "v1", "Scale")
         return None if s is None else FieldManager(s, "autoscaling", "v1", "Scale",
-                                                   subresource="scale")
+                                                   subresource="scale", track_untracked=False)
     s = for_builtin(info.group, info.version, info.kind)
     if s is None:
         return None
     return FieldManager(s, info.group, info.version, info.kind, subresource=subresource,
                         reset_fields=reset_fields(info.group, info.plural, subresource),
-                        zero_fields=zero_object_fields(info.group, info.kind)[0])
+                        zero_fields=zero_object_fields(info.group, info.kind)[0],
+                        track_untracked=False)
 
 
 def field_manager_for(info: ResourceInfo, subresource: str = "",
@@ -58,4 +63,5 @@ def field_manager_for(info: ResourceInfo, subresource: str = "",
     return FieldManager(for_crd(crd_schema), info.group, info.version, info.kind,
                         subresource=subresource,
                         reset_fields=custom_resource_reset_fields(info.status_subresource,
-                                                                  subresource))
+                                                                  subresource),
+                        track_untracked=False)

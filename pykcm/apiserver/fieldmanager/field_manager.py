@@ -102,6 +102,7 @@ class FieldManager:
                  subresource: str = "", reset_fields: PathSet | None = None,
                  defaulter: Callable[[dict[str, Any]], None] | None = None,
                  zero_fields: dict[str, Any] | None = None,
+                 track_untracked: bool = True,
                  now: Callable[[], str] = _now) -> None:
         self.schema = schema
         self.group, self.version, self.kind = group, version, kind
@@ -110,6 +111,9 @@ class FieldManager:
         self.reset = reset_fields
         self.defaulter = defaulter
         self.zero_fields = zero_fields or {}
+        # False: upstream's skip-non-applied manager with probability 0 (pykcm's server):
+        # an Update starts no tracking; objects get managedFields from their first apply
+        self.track_untracked = track_untracked
         self.now = now
 
     # --- Update ---------------------------------------------------------------------------
@@ -120,7 +124,7 @@ class FieldManager:
         live = live if live is not None else self._empty()
         managed = self._decode_live_or_new(live, new)
         new = _without_managed_fields(new)
-        if not managed.fields and _meta(live).get("uid"):
+        if not managed.fields and (_meta(live).get("uid") or not self.track_untracked):
             return new      # an existing object nobody tracks stays untracked
         try:
             managed = self._update(live, new, managed, manager or "unknown")
@@ -280,7 +284,7 @@ class FieldManager:
         not pointers are there, empty (so a create does not own ``spec`` itself, only
         what is under it; ``zero_fields``, e.g. defaults.zero_object_fields)."""
         return {"apiVersion": self.api_version, "kind": self.kind, "metadata": {},
-                **copy.deepcopy(self.zero_fields)}
+                **_structs_only(self.zero_fields)}
 
     @staticmethod
     def _strip(fields: dict[str, VersionedSet], manager: str) -> None:
@@ -304,6 +308,13 @@ class FieldManager:
             meta["managedFields"] = entries
         out["metadata"] = meta
         return out
+
+
+def _structs_only(fields: dict[str, Any]) -> dict[str, Any]:
+    """The (nested) empty structs and nil lists of a zero object: its scalars (a
+    Deployment's ``replicas: 0`` of the encoded zero value) are no value of a new object."""
+    return {k: _structs_only(v) if isinstance(v, dict) else None
+            for k, v in fields.items() if v is None or isinstance(v, dict)}
 
 
 def _is_reset(mf: Any, present: bool) -> bool:

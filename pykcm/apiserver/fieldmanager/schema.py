@@ -15,9 +15,10 @@ schema (custom resources). Each OpenAPI node resolves to one :class:`Atom`:
   ``patchMergeKey`` makes a map keyed by it, a merge strategy without a key a
   set, anything else atomic (schemaconv's rule for definitions that predate the
   list-type markers);
-- ``deduced``: no schema (``x-kubernetes-preserve-unknown-fields``, RawExtension):
-  the value decides: a JSON object is a granular map of deduced values, a list
-  is atomic, anything else a scalar.
+- ``deduced``: no schema (``x-kubernetes-preserve-unknown-fields``, a field the
+  schema does not know): the value decides: a JSON object is a granular map of
+  deduced values, a list is atomic, anything else a scalar;
+- an ``object`` with no schema of its own (RawExtension) is one atomic value.
 
 Data flow: :func:`for_builtin` (group, version, kind) and :func:`for_crd`
 (a CRD version's ``openAPIV3Schema``) give a :class:`TypeSchema`; the typed walks
@@ -103,6 +104,7 @@ class Atom:
 
 SCALAR = Atom("scalar")
 DEDUCED = Atom("deduced")
+UNTYPED_ATOMIC = Atom("scalar")      # any JSON value, owned and replaced whole
 
 
 class TypeSchema:
@@ -155,8 +157,11 @@ class TypeSchema:
             return Atom("map", atomic=node.get("x-kubernetes-map-type") == "atomic",
                         fields=dict(props or {}), element=element)
         if typ == "object":
-            # no schema of its own (RawExtension, preserve-unknown-fields): the value decides
-            return DEDUCED
+            if node.get("x-kubernetes-preserve-unknown-fields"):
+                return DEDUCED      # the value decides
+            # an object without a schema of its own (RawExtension: a ControllerRevision's
+            # data) is one atomic value, as schemaconv makes it
+            return UNTYPED_ATOMIC
         if typ in _SCALAR_TYPES:
             return SCALAR
         return DEDUCED

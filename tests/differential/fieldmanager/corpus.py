@@ -23,7 +23,8 @@ untyped (preserve-unknown-fields) values; PUT; managedFields written by a reques
 (a forged entry, an invalid one, null); Service ports keyed by port and protocol;
 ``/scale`` applies and updates (the Scale's entries a view of the Deployment's); Pods
 with ``/status`` conditions, Secrets' ``stringData``, StatefulSets, Jobs; configurations
-naming a list item twice (kube-apiserver's bare 500).
+naming a list item twice (kube-apiserver's bare 500); a ControllerRevision's ``data``
+(a RawExtension: one atomic value).
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ CRD: dict[str, Any] = {
 }
 
 KINDS: dict[str, dict[str, str]] = {
+    "ControllerRevision": {"group": "apps", "version": "v1", "resource": "controllerrevisions"},
     "Pod": {"group": "", "version": "v1", "resource": "pods"},
     "Secret": {"group": "", "version": "v1", "resource": "secrets"},
     "StatefulSet": {"group": "apps", "version": "v1", "resource": "statefulsets"},
@@ -582,6 +584,16 @@ def bad_config(rng: random.Random) -> list[Step]:
     return steps
 
 
+def raw_extension(rng: random.Random) -> list[Step]:
+    data = {"spec": {"template": {"x": rng.randint(1, 3)}, "l": [1, 2]}}
+    steps = [apply("owner", obj("ControllerRevision", data=data, revision=1))]
+    steps.append(apply("other", obj("ControllerRevision", data=data, revision=2),
+                       force=rng.random() < 0.5))
+    steps.append(apply("owner", obj("ControllerRevision", data=data, revision=1,
+                                    metadata={"labels": {"l": "1"}})))
+    return steps
+
+
 def managers_cap(rng: random.Random) -> list[Step]:
     n = rng.randint(10, 12)
     steps = [create("creator", _cm({"base": "1"}))]
@@ -602,7 +614,7 @@ FAMILIES = {
     "service-ports": (service_ports, 15), "scale": (scale, 15),
     "pod-apply": (pod_apply, 12), "secret-string-data": (secret_string_data, 6),
     "statefulset-apply": (statefulset_apply, 8), "job-apply": (job_apply, 8),
-    "bad-config": (bad_config, 9),
+    "bad-config": (bad_config, 9), "raw-extension": (raw_extension, 6),
 }
 
 

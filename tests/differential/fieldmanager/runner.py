@@ -208,6 +208,7 @@ def _defaulted(server: Server, kind: str, namespace: str, name: str, sub: str,
         meta.pop(k, None)
     meta["name"] = name
     meta["resourceVersion"] = rv
+
     return server.request("PUT", _path(kind, namespace, name, sub) + "?dryRun=All", put)
 
 
@@ -320,7 +321,10 @@ def run_sequence(server: Server, seq: dict[str, Any], namespace: str, result: Re
         if step["op"] == "apply":
             if live is None:
                 _created_by_strategy(kind, mine, real)
-            if kind == "Pod" and not sub:   # labels and annotations only: nothing to default
+            if kind in ("Pod", "ControllerRevision") and not sub:
+                # nothing to default, and no PUT: a pod's view is labels and annotations; a
+                # revision's data is immutable byte for byte (a RawExtension keeps the
+                # request's bytes, which a re-encoding never reproduces)
                 dcode, defaulted = 200, mine
             else:
                 dcode, defaulted = _defaulted(server, kind, namespace, name, sub, mine,
