@@ -2,7 +2,8 @@
 
 Role: a page line ``<!-- generated: served-resources -->`` becomes the table of the
 resources pykcm's API server serves (pykcm.api.resources.BUILTIN_RESOURCES, the table
-its discovery and handlers are built from); ``<!-- generated: kubectl-verbs -->`` the
+its discovery and handlers are built from); ``<!-- generated: controllers -->`` the
+controllers of the manager's registry; ``<!-- generated: kubectl-verbs -->`` the
 kubectl commands that the end-to-end tests run with the real kubectl, each with the test
 files that run it (found in tests/e2e by the test helpers' call shape
 ``.run("verb"``, ``.ok(...``, ``.json(...``, ``.out(...``). So the matrix says what is
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pykcm.api.resources import BUILTIN_RESOURCES
+from pykcm.manager.registry import builtin_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 _CALL = re.compile(r"\.(?:run|ok|json|out)\(\s*\"([a-z][a-z-]*)\"(?:,\s*\"([a-z][a-z-]*)\")?")
@@ -62,8 +64,17 @@ def kubectl_table() -> str:
     return "\n".join(rows)
 
 
+def controllers_list() -> str:
+    """The controllers ``pykcm controller-manager`` knows, as ``--controllers`` names them."""
+    reg = builtin_registry()
+    off = set(reg.disabled_by_default())
+    return ", ".join(f"`{n}`" + (" (disabled by default)" if n in off else "")
+                     for n in reg.known_names())
+
+
 def on_page_markdown(markdown: str, **_: Any) -> str:
     if "<!-- generated:" not in markdown:
         return markdown
     return (markdown.replace("<!-- generated: served-resources -->", served_resources_table())
-            .replace("<!-- generated: kubectl-verbs -->", kubectl_table()))
+            .replace("<!-- generated: kubectl-verbs -->", kubectl_table())
+            .replace("<!-- generated: controllers -->", controllers_list()))

@@ -31,4 +31,5 @@ def test_site_builds_strict_with_its_generated_pages(tmp_path: Path) -> None:
     for r in BUILTIN_RESOURCES:
         assert f"<code>{r.plural}</code>" in compat
     assert "<code>kubectl rollout undo</code>" in compat
+    assert "<code>replicaset-controller</code>" in compat
     assert (site / "tutorial" / "index.html").exists()
