@@ -163,7 +163,13 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
        verbs=("create",), stored=False),
     _r("authentication.k8s.io", "TokenReview", "tokenreviews", namespaced=False,
        verbs=("create",), stored=False),
-    # authorization.k8s.io/v1: reviews answered at once (AlwaysAllow), never stored
+    # rbac.authorization.k8s.io/v1 (pykcm/apiserver/rbac, registry/rbac)
+    _r("rbac.authorization.k8s.io", "ClusterRole", "clusterroles", namespaced=False),
+    _r("rbac.authorization.k8s.io", "ClusterRoleBinding", "clusterrolebindings",
+       namespaced=False),
+    _r("rbac.authorization.k8s.io", "Role", "roles"),
+    _r("rbac.authorization.k8s.io", "RoleBinding", "rolebindings"),
+    # authorization.k8s.io/v1: reviews answered at once by the RBAC authorizer, never stored
     _r("authorization.k8s.io", "LocalSubjectAccessReview", "localsubjectaccessreviews",
        verbs=("create",), stored=False),
     _r("authorization.k8s.io", "SelfSubjectAccessReview", "selfsubjectaccessreviews",
@@ -180,11 +186,27 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
     _r("discovery.k8s.io", "EndpointSlice", "endpointslices", generation=True),
     # storage.k8s.io/v1
     _r("storage.k8s.io", "StorageClass", "storageclasses", namespaced=False, short=("sc",)),
+    # autoscaling/v2, and v1 as a view of the same storage (converted by the API server)
+    _r("autoscaling", "HorizontalPodAutoscaler", "horizontalpodautoscalers", short=("hpa",),
+       categories=("all",), sub=("status",), version="v2"),
+    _r("autoscaling", "HorizontalPodAutoscaler", "horizontalpodautoscalers", short=("hpa",),
+       categories=("all",), sub=("status",), version="v1"),
+    # metrics.k8s.io/v1beta1: metrics-server's API, answered by pykcm's server from the
+    # simulated kubelets' usage (pykcm/apiserver/resource_metrics.py), never stored
+    _r("metrics.k8s.io", "NodeMetrics", "nodes", namespaced=False, version="v1beta1",
+       verbs=("get", "list"), stored=False),
+    _r("metrics.k8s.io", "PodMetrics", "pods", version="v1beta1", verbs=("get", "list"),
+       stored=False),
     # policy/v1
     # (updates need a resourceVersion: AllowUnconditionalUpdate is false upstream)
     _r("policy", "PodDisruptionBudget", "poddisruptionbudgets", short=("pdb",), sub=("status",),
        generation=True, require_rv=True),
 )
+
+
+# Built-in kinds served at more than one version: by_kind answers the storage version.
+_MULTI_VERSION_KINDS: frozenset[tuple[str, str]] = frozenset(
+    {("autoscaling", "HorizontalPodAutoscaler")})
 
 
 class ResourceRegistry:
@@ -198,7 +220,11 @@ class ResourceRegistry:
 
     def add(self, r: ResourceInfo) -> None:
         self._by_path[(r.group, r.version, r.plural)] = r
-        self._by_kind[(r.group, r.kind)] = r
+        current = self._by_kind.get((r.group, r.kind))
+        # a built-in kind served at two versions (autoscaling/v2 and v1) is looked up by kind
+        # at the first, its storage version; other kinds: the latest added wins
+        if current is None or (r.group, r.kind) not in _MULTI_VERSION_KINDS:
+            self._by_kind[(r.group, r.kind)] = r
 
     def remove(self, r: ResourceInfo) -> None:
         self._by_path.pop((r.group, r.version, r.plural), None)

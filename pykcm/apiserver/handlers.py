@@ -37,12 +37,11 @@ from pykcm.apiserver import (
     access_reviews,
     defaults,
     errors,
-    event_view,
     eviction,
     go_json,
+    resource_metrics,
     service_accounts,
     tables,
-    validation,
 )
 from pykcm.apiserver.auth import AuthResponse, TokenAuthenticator
 from pykcm.apiserver.custom_resources import json_path, set_json_path
@@ -78,6 +77,7 @@ from pykcm.apiserver.rest_storage import (
     type_meta_error,
 )
 from pykcm.apiserver.storage import ADDED, Entry, Watcher, bookmark_line, object_key
+from pykcm.apiserver.version_view import VIEWS, VersionView
 from pykcm.apiserver.yaml_body import DecodedTooLarge, YAMLBodyError, decode_yaml
 
 log = logging.getLogger(__name__)
@@ -458,13 +458,16 @@ class APIHandlers:
             raise errors.method_not_allowed()
         if verb != "create":
             self._check_key(res, info)
+        if res.group == "metrics.k8s.io":
+            return await self._resource_metrics(request, info, res)
         if not res.stored or info.subresource == "token":
             return await self._answer_only(request, info, res)
         crv = self.rest.custom.get(res)
         if crv is not None and crv.deprecation_warning:
             request[_WARNINGS].append(crv.deprecation_warning)
-        if res.group == "events.k8s.io":
-            return await self._events_view(request, info, res)
+        conv = VIEWS.get((res.group, res.version))
+        if conv is not None:
+            return await self._version_view(request, info, res, conv)
         ns = info.namespace if res.namespaced else ""
         q = request.query
         rest = self.rest
@@ -605,6 +608,44 @@ class APIHandlers:
         entry = self.rest.rs(res).current(object_key(ns if res.namespaced else "", name))
         return entry.obj if entry is not None else None
 
+    async def _resource_metrics(self, request: web.Request, info: RequestInfo,
+                                res: ResourceInfo) -> web.StreamResponse:
+        """metrics.k8s.io/v1beta1 NodeMetrics and PodMetrics, from the stored pods and nodes
+        (resource_metrics.py)."""
+        if info.verb not in ("get", "list") or info.subresource:
+            raise errors.method_not_allowed()
+        now = time.time()
+        opts = list_options(request.query)
+        pods_info = self.registry.get("", "v1", "pods")
+        nodes_info = self.registry.get("", "v1", "nodes")
+        assert pods_info is not None and nodes_info is not None
+        if res.kind == "PodMetrics":
+            if info.verb == "get":
+                pod = self.rest.get(pods_info, info.namespace, info.name).obj
+                found = resource_metrics.pod_metrics(pod, now)
+                if found is None:
+                    raise errors.not_found(res.plural, res.group, info.name)
+                return json_response(orjson.dumps(found))
+            _, raws = self.rest.list_raw(pods_info, info.namespace, ListOptions(
+                label_selector=opts.label_selector, field_selector=opts.field_selector))
+            items = [m for m in (resource_metrics.pod_metrics(orjson.loads(r), now)
+                                 for r in raws) if m is not None]
+            kind = "PodMetricsList"
+        else:
+            _, pod_raws = self.rest.list_raw(pods_info, "", ListOptions())
+            pods = [orjson.loads(r) for r in pod_raws]
+            if info.verb == "get":
+                node = self.rest.get(nodes_info, "", info.name).obj
+                return json_response(orjson.dumps(resource_metrics.node_metrics(node, pods, now)))
+            _, raws = self.rest.list_raw(nodes_info, "", ListOptions(
+                label_selector=opts.label_selector))
+            items = [resource_metrics.node_metrics(orjson.loads(r), pods, now) for r in raws]
+            kind = "NodeMetricsList"
+        for it in items:
+            del it["kind"], it["apiVersion"]
+        return json_response(orjson.dumps({"kind": kind, "apiVersion": res.api_version,
+                                           "metadata": {}, "items": items}))
+
     async def _answer_only(self, request: web.Request, info: RequestInfo,
                            res: ResourceInfo) -> web.StreamResponse:
         """The create-only endpoints that store nothing: serviceaccounts/<name>/token
@@ -653,82 +694,96 @@ class APIHandlers:
                 resp.headers.add("Warning", w)
         return resp
 
-    async def _events_view(self, request: web.Request, info: RequestInfo,
-                           view: ResourceInfo) -> web.StreamResponse:
-        """events.k8s.io/v1 requests, served from the core/v1 events (event_view.py).
+    async def _version_view(self, request: web.Request, info: RequestInfo,
+                            view: ResourceInfo, conv: VersionView) -> web.StreamResponse:
+        """Requests of a resource served as a view of another's storage (version_view.py):
+        events.k8s.io/v1 Events, autoscaling/v1 HorizontalPodAutoscalers.
 
-        Errors name the view's resource (events.events.k8s.io); writes get the
-        view's stricter validation (ValidateEventCreate/Update for events.k8s.io).
+        Errors are the view's (events.events.k8s.io); writes get the view's validation
+        where it has its own (ValidateEventCreate/Update for events.k8s.io).
         """
         try:
-            return await self._events_view_inner(request, info, view)
+            return await self._version_view_inner(request, info, view, conv)
         except StatusError as err:
-            raise event_view.view_error(err) from None
+            raise conv.error(err) from None
 
-    async def _events_view_inner(self, request: web.Request, info: RequestInfo,
-                                 view: ResourceInfo) -> web.StreamResponse:
-        core = self.registry.get("", "v1", "events")
+    async def _version_view_inner(self, request: web.Request, info: RequestInfo,
+                                  view: ResourceInfo, conv: VersionView
+                                  ) -> web.StreamResponse:
+        core = self.registry.get(*conv.stored)
         assert core is not None
         verb, ns, name, q = info.verb, info.namespace, info.name, request.query
+        sub = info.subresource
+        if sub and sub not in conv.subresources:
+            raise StatusError(404, "NotFound", "the server could not find the requested resource",
+                              details={})
         dry = _dry_run(q.getall("dryRun", []), info.verb)
         table = _table_request(request) if verb in ("list", "watch", "get") else None
         rest = self.rest
+        to_view = conv.to_view
         if verb == "list":
             opts = list_options(q)
             validate_list_options(opts, watch=False)
             await self._wait_fresh(opts)
             meta, raws = rest.list_raw(core, ns, opts)
-            items = [event_view.to_view(orjson.loads(r)) for r in raws]
+            stored = [orjson.loads(r) for r in raws]
+            if table is not None and conv.table_of_stored:
+                return table_response(self._table(core, stored, meta, table))
+            items = [to_view(o) for o in stored]
             if table is not None:
                 return table_response(self._table(view, items, meta, table))
             for it in items:  # typed list items carry no TypeMeta (list_body)
                 del it["kind"], it["apiVersion"]
-            return json_response(orjson.dumps({"kind": "EventList",
+            return json_response(orjson.dumps({"kind": conv.list_kind,
                                                "apiVersion": view.api_version,
                                                "metadata": meta, "items": items}))
         if verb == "watch":
             opts = list_options(q)
             validate_list_options(opts, watch=True)
             return await self.watch(request, core, ns, name, opts, table,
-                                    line_transform=event_view.view_line)
+                                    line_transform=conv.view_line)
         if verb == "get":
-            obj = event_view.to_view(rest.get(core, ns, name).obj)
+            stored_obj = rest.get(core, ns, name).obj
             if table is not None:
-                return table_response(self._table(view, [obj], None, table))
-            return json_response(orjson.dumps(obj))
+                if conv.table_of_stored:
+                    return table_response(self._table(core, [stored_obj], None, table))
+                return table_response(self._table(view, [to_view(stored_obj)], None, table))
+            return json_response(orjson.dumps(to_view(stored_obj)))
         if verb in ("create", "update"):
             if verb == "create" and name:
                 raise errors.method_not_allowed()
             body = _expect_object(await self._body(request, view))
-            fv = self._field_validation(request, view, verb, "")
+            fv = self._field_validation(request, view, verb, sub)
             fv.check(body, from_body=True)
             _check_view_type(body, view, self.registry)
             if verb == "create":
-                entry = await rest.create(core, ns, event_view.to_core(body), dry,
-                                          validate=validation.validate_event_v1_create)
-                return fv.respond(json_response(orjson.dumps(event_view.to_view(entry.obj)), 201))
-            code, entry = await rest.update(core, ns, name, event_view.to_core(body), "", dry,
-                                            validate=validation.validate_event_v1_update,
-                                            create_validate=validation.validate_event_v1_create)
-            return fv.respond(json_response(orjson.dumps(event_view.to_view(entry.obj)), code))
+                entry = await rest.create(core, ns, conv.to_stored(body), dry,
+                                          validate=conv.validate_create)
+                return fv.respond(json_response(orjson.dumps(to_view(entry.obj)), 201))
+            code, entry = await rest.update(core, ns, name, conv.to_stored(body), sub, dry,
+                                            validate=conv.validate_update,
+                                            create_validate=conv.validate_create)
+            return fv.respond(json_response(orjson.dumps(to_view(entry.obj)), code))
         if verb == "patch":
             raw = await read_body(request)
             ctype = request.headers.get("Content-Type", "")
             ref = schema_ref_for(view.group, view.version, view.kind)
             patch_type(ctype, ref)  # 415 before the object is read
-            fv = self._field_validation(request, view, verb, "")
+            fv = self._field_validation(request, view, verb, sub)
             current = self._latest(core, ns, name)
             # to_view builds a fresh dict: the patch result is ours to change.
-            patched = apply_patch(ctype, raw, event_view.to_view(current.obj), ref)
+            patched = apply_patch(ctype, raw, to_view(current.obj), ref)
             check_patched_types(view, ctype, raw, patched)
             fv.check_patched(patched)
             pmeta = patched.get("metadata")
             if isinstance(pmeta, dict) and pmeta.get("name") not in (None, name):
                 raise errors.bad_request(f"the name of the object ({pmeta.get('name')}) does not "
                                          f"match the name on the URL ({name})")
-            code, entry = await rest.update(core, ns, name, event_view.to_core(patched), "",
-                                            dry, validate=validation.validate_event_v1_update)
-            return fv.respond(json_response(orjson.dumps(event_view.to_view(entry.obj))))
+            code, entry = await rest.update(core, ns, name, conv.to_stored(patched), sub,
+                                            dry, validate=conv.validate_update)
+            return fv.respond(json_response(orjson.dumps(to_view(entry.obj))))
+        if sub:
+            raise errors.method_not_allowed()
         if verb in ("delete", "deletecollection"):
             del_body = (await self._body(request, kind="DeleteOptions") if request.can_read_body
                         else None)
@@ -738,11 +793,11 @@ class APIHandlers:
                 _, entry = await rest.delete(core, ns, name, dopts)
                 return json_response(deleted_status(view, entry.obj))
             entries = await rest.delete_collection(core, ns, list_options(q), dopts)
-            items = [event_view.to_view(e.obj) for e in entries]
+            items = [to_view(e.obj) for e in entries]
             for it in items:
                 del it["kind"], it["apiVersion"]
             return json_response(orjson.dumps({
-                "kind": "EventList", "apiVersion": view.api_version,
+                "kind": conv.list_kind, "apiVersion": view.api_version,
                 "metadata": {"resourceVersion": str(rest.store.rv)}, "items": items}))
         raise errors.method_not_allowed()
 
