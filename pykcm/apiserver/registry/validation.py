@@ -30,6 +30,8 @@ from pykcm.api.validation import (
 
 Obj = Mapping[str, Any]
 EMPTY: Final[Mapping[str, Any]] = {}
+# The size limit of a ConfigMap's or Secret's data (MaxSecretSize).
+MAX_SECRET_SIZE: Final = 1 * 1024 * 1024
 
 def as_map(v: Any) -> Mapping[str, Any]:
     if v.__class__ is dict:

@@ -28,8 +28,9 @@ from pykcm.api.validation import (
     validate_object_meta_update,
 )
 from pykcm.apiserver import defaults as _d
-from pykcm.apiserver import validation as _v
 from pykcm.apiserver.registry import printers as pr
+from pykcm.apiserver.registry.apps import workload_validation as wv
+from pykcm.apiserver.registry.core import podspec_validation as podspec
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import (
@@ -83,7 +84,7 @@ def _validate_daemonset_spec(spec: Mapping[str, Any]) -> list[Cause]:
     if sel is not None and not as_map(sel).get("matchLabels") and not as_map(sel).get("matchExpressions"):
         errs.append(invalid("spec.selector", go_label_selector(as_map(sel)),
                             "empty selector is invalid for daemonset"))
-    errs.extend(_v._validate_pod_template_spec(tmpl, "spec.template"))
+    errs.extend(podspec.validate_pod_template_spec(tmpl, "spec.template"))
     tspec = as_map(tmpl.get("spec"))
     restart = as_str(tspec.get("restartPolicy"))
     if restart != "Always":
@@ -135,17 +136,17 @@ def _update_daemonset(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Ca
     if ntg < otg:
         errs.append(invalid("spec.templateGeneration", ntg, "must not be decremented"))
     errs.extend(_validate_daemonset_spec(nspec))
-    errs.extend(_v._selector_immutable(new, old))
+    errs.extend(wv.selector_immutable(new, old))
     return errs
 
 
 def _status_daemonset(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
     s, o = as_map(new.get("status")), as_map(old.get("status"))
-    errs = _v._status_nonneg(s, ("currentNumberScheduled", "numberMisscheduled",
+    errs = wv.status_nonnegative(s, ("currentNumberScheduled", "numberMisscheduled",
                               "desiredNumberScheduled", "numberReady", "observedGeneration",
                               "updatedNumberScheduled", "numberAvailable", "numberUnavailable",
                               "collisionCount"))
-    errs.extend(_v._collision_decremented(s, o))
+    errs.extend(wv.collision_not_decremented(s, o))
     return errs
 
 

@@ -26,7 +26,7 @@ from pykcm.api.validation import (
     validate_object_meta_update,
 )
 from pykcm.apiserver import defaults as _d
-from pykcm.apiserver import validation as _v
+from pykcm.apiserver.registry.apps import workload_validation as wv
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.printers import (
     AGE_COLUMN,
@@ -109,13 +109,13 @@ def _validate_strategy(strategy: Any, path: str) -> list[Cause]:
 
 def _validate_spec(spec: Any) -> list[Cause]:
     errs = nonnegative_field(spec, "replicas", "spec.replicas")
-    sel_errs, compiled = _v._selector_and_template(spec, "deployment", require=True)
+    sel_errs, compiled = wv.selector_and_template(spec, "deployment", require=True)
     errs.extend(sel_errs)
     if compiled is None:
         errs.append(invalid("spec.selector", go_label_selector(as_map(spec.get("selector"))),
                             "invalid label selector"))
     else:
-        errs.extend(_v._validate_template_for_replicaset(as_map(spec.get("template")), compiled,
+        errs.extend(wv.validate_template_for_replicaset(as_map(spec.get("template")), compiled,
                                                          "spec.template", "ReplicaSet"))
     errs.extend(_validate_strategy(as_map(spec.get("strategy")), "spec.strategy"))
     errs.extend(nonnegative_field(spec, "minReadySeconds", "spec.minReadySeconds"))
@@ -131,16 +131,16 @@ def _validate_spec(spec: Any) -> list[Cause]:
 
 def _validate_status(new: Obj, old: Obj) -> list[Cause]:
     s, o = as_map(new.get("status")), as_map(old.get("status"))
-    errs = _v._status_nonneg(s, ("observedGeneration", "replicas", "updatedReplicas",
+    errs = wv.status_nonnegative(s, ("observedGeneration", "replicas", "updatedReplicas",
                                  "readyReplicas", "availableReplicas", "unavailableReplicas",
                                  "collisionCount"))
     msg = "cannot be greater than status.replicas"
-    errs.extend(_v._not_greater(s, "updatedReplicas", "replicas", msg))
-    errs.extend(_v._not_greater(s, "readyReplicas", "replicas", msg))
-    errs.extend(_v._not_greater(s, "availableReplicas", "replicas", msg))
-    errs.extend(_v._not_greater(s, "availableReplicas", "readyReplicas",
+    errs.extend(wv.not_greater(s, "updatedReplicas", "replicas", msg))
+    errs.extend(wv.not_greater(s, "readyReplicas", "replicas", msg))
+    errs.extend(wv.not_greater(s, "availableReplicas", "replicas", msg))
+    errs.extend(wv.not_greater(s, "availableReplicas", "readyReplicas",
                                 "cannot be greater than readyReplicas"))
-    errs.extend(_v._collision_decremented(s, o))
+    errs.extend(wv.collision_not_decremented(s, o))
     return errs
 
 
@@ -204,7 +204,7 @@ class DeploymentStrategy(Strategy):
     def validate_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
         errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
         errs.extend(_validate_spec(as_map(new.get("spec"))))
-        errs.extend(_v._selector_immutable(new, old))
+        errs.extend(wv.selector_immutable(new, old))
         return errs
 
     def validate_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:

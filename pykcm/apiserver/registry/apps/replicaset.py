@@ -15,8 +15,8 @@ from typing import Any, Final
 
 from pykcm.api.validation import Cause, go_label_selector, invalid, validate_object_meta_update
 from pykcm.apiserver import defaults as _d
-from pykcm.apiserver import validation as _v
 from pykcm.apiserver.registry import printers as pr
+from pykcm.apiserver.registry.apps import workload_validation as wv
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import as_map, nonnegative_field, validate_meta
@@ -39,13 +39,13 @@ def _validate_replicaset_spec(spec: Mapping[str, Any]) -> list[Cause]:
     errs = nonnegative_field(spec, "replicas", "spec.replicas")
     errs.extend(nonnegative_field(spec, "minReadySeconds", "spec.minReadySeconds"))
     # Upstream's ReplicaSet message says "deployment" too.
-    sel_errs, compiled = _v._selector_and_template(spec, "deployment", require=True)
+    sel_errs, compiled = wv.selector_and_template(spec, "deployment", require=True)
     errs.extend(sel_errs)
     if compiled is None:
         errs.append(invalid("spec.selector", go_label_selector(as_map(spec.get("selector"))),
                             "invalid label selector"))
     else:
-        errs.extend(_v._validate_template_for_replicaset(as_map(spec.get("template")), compiled,
+        errs.extend(wv.validate_template_for_replicaset(as_map(spec.get("template")), compiled,
                                                       "spec.template", "ReplicaSet"))
     return errs
 
@@ -57,19 +57,19 @@ def _create_replicaset(obj: Mapping[str, Any]) -> list[Cause]:
 def _update_replicaset(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
     errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
     errs.extend(_validate_replicaset_spec(as_map(new.get("spec"))))
-    errs.extend(_v._selector_immutable(new, old))
+    errs.extend(wv.selector_immutable(new, old))
     return errs
 
 
 def _status_replicaset(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
     s = as_map(new.get("status"))
-    errs = _v._status_nonneg(s, ("replicas", "fullyLabeledReplicas", "readyReplicas",
+    errs = wv.status_nonnegative(s, ("replicas", "fullyLabeledReplicas", "readyReplicas",
                               "availableReplicas", "observedGeneration"))
     msg = "cannot be greater than status.replicas"
-    errs.extend(_v._not_greater(s, "fullyLabeledReplicas", "replicas", msg))
-    errs.extend(_v._not_greater(s, "readyReplicas", "replicas", msg))
-    errs.extend(_v._not_greater(s, "availableReplicas", "replicas", msg))
-    errs.extend(_v._not_greater(s, "availableReplicas", "readyReplicas",
+    errs.extend(wv.not_greater(s, "fullyLabeledReplicas", "replicas", msg))
+    errs.extend(wv.not_greater(s, "readyReplicas", "replicas", msg))
+    errs.extend(wv.not_greater(s, "availableReplicas", "replicas", msg))
+    errs.extend(wv.not_greater(s, "availableReplicas", "readyReplicas",
                              "cannot be greater than readyReplicas"))
     return errs
 

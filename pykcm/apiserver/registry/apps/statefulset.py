@@ -27,8 +27,8 @@ from pykcm.api.validation import (
     validate_object_meta_update,
 )
 from pykcm.apiserver import defaults as _d
-from pykcm.apiserver import validation as _v
 from pykcm.apiserver.registry import printers as pr
+from pykcm.apiserver.registry.apps import workload_validation as wv
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import (
@@ -144,7 +144,7 @@ def _validate_statefulset_spec(spec: Mapping[str, Any]) -> list[Cause]:
     ordinals = spec.get("ordinals")
     if isinstance(ordinals, Mapping):
         errs.extend(nonnegative_field(ordinals, "start", "spec.ordinals.start"))
-    sel_errs, compiled = _v._selector_and_template(spec, "statefulset", require=True)
+    sel_errs, compiled = wv.selector_and_template(spec, "statefulset", require=True)
     errs.extend(sel_errs)
     tmpl = as_map(spec.get("template"))
     if compiled is None:
@@ -152,7 +152,7 @@ def _validate_statefulset_spec(spec: Mapping[str, Any]) -> list[Cause]:
     else:
         # Upstream does not validate a StatefulSet's pod spec, only labels
         # and annotations of its template.
-        errs.extend(_v._template_labels_match(compiled, tmpl, "spec.template"))
+        errs.extend(wv.template_labels_match(compiled, tmpl, "spec.template"))
         tmeta = as_map(tmpl.get("metadata"))
         errs.extend(validate_labels(as_map(tmeta.get("labels")), "spec.template.labels"))
         errs.extend(validate_annotations(as_map(tmeta.get("annotations")), "spec.template.annotations"))
@@ -193,14 +193,14 @@ def _update_statefulset(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[
 
 def _status_statefulset(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
     s, o = as_map(new.get("status")), as_map(old.get("status"))
-    errs = _v._status_nonneg(s, ("replicas", "readyReplicas", "currentReplicas", "updatedReplicas",
+    errs = wv.status_nonnegative(s, ("replicas", "readyReplicas", "currentReplicas", "updatedReplicas",
                               "availableReplicas", "observedGeneration", "collisionCount"))
     msg = "cannot be greater than status.replicas"
     for key in ("readyReplicas", "currentReplicas", "updatedReplicas", "availableReplicas"):
-        errs.extend(_v._not_greater(s, key, "replicas", msg))
-    errs.extend(_v._not_greater(s, "availableReplicas", "readyReplicas",
+        errs.extend(wv.not_greater(s, key, "replicas", msg))
+    errs.extend(wv.not_greater(s, "availableReplicas", "readyReplicas",
                              "cannot be greater than status.readyReplicas"))
-    errs.extend(_v._collision_decremented(s, o))
+    errs.extend(wv.collision_not_decremented(s, o))
     return errs
 
 

@@ -32,8 +32,9 @@ from pykcm.api.validation import (
     validate_object_meta_update,
 )
 from pykcm.apiserver import defaults as _d
-from pykcm.apiserver import validation as _v
 from pykcm.apiserver.registry import printers as pr
+from pykcm.apiserver.registry.apps import workload_validation as wv
+from pykcm.apiserver.registry.core import podspec_validation as podspec
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import (
@@ -234,7 +235,7 @@ def validate_job_spec_common(spec: Mapping[str, Any], path: str) -> list[Cause]:
             errs.append(not_supported(f"{path}.podReplacementPolicy", as_str(prp),
                                       ("TerminatingOrFailed", "Failed")))
     tmpl = as_map(spec.get("template"))
-    errs.extend(_v._validate_pod_template_spec(tmpl, f"{path}.template"))
+    errs.extend(podspec.validate_pod_template_spec(tmpl, f"{path}.template"))
     restart = as_str(as_map(tmpl.get("spec")).get("restartPolicy"))
     rpath = f"{path}.template.spec.restartPolicy"
     # Defaulting turns an unset restartPolicy into Always, so both mean "not set".
@@ -423,7 +424,7 @@ def _update_job(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
 
 def _status_job(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
     s = as_map(new.get("status"))
-    errs = _v._status_nonneg(s, ("active", "succeeded", "failed", "ready", "terminating"))
+    errs = wv.status_nonnegative(s, ("active", "succeeded", "failed", "ready", "terminating"))
     ready, active = as_int(s.get("ready")), as_int(s.get("active")) or 0
     if ready is not None and ready > active:
         errs.append(invalid("status.ready", ready, "cannot set more ready pods than active"))

@@ -15,11 +15,11 @@ from pykcm.api.validation import (
     too_long,
     validate_object_meta_update,
 )
-from pykcm.apiserver import validation as _v
 from pykcm.apiserver.registry import printers as pr
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import (
+    MAX_SECRET_SIZE,
     as_map,
     as_str,
     base64_len,
@@ -50,8 +50,8 @@ def _validate_configmap(obj: Mapping[str, Any]) -> list[Cause]:
     for key, value in binary.items():
         errs.extend(invalid(f"binaryData[{key}]", key, m) for m in is_config_map_key(key))
         total += base64_len(value)
-    if total > _v.MAX_SECRET_SIZE:
-        errs.append(too_long("[]", _v.MAX_SECRET_SIZE))
+    if total > MAX_SECRET_SIZE:
+        errs.append(too_long("[]", MAX_SECRET_SIZE))
     return errs
 
 

@@ -18,8 +18,8 @@ from pykcm.api.validation import (
     validate_object_meta_update,
 )
 from pykcm.apiserver import defaults as _d
-from pykcm.apiserver import validation as _v
 from pykcm.apiserver.registry import printers as pr
+from pykcm.apiserver.registry.core import podspec_validation as podspec
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import as_int, as_list, as_map, as_str, validate_meta
@@ -62,8 +62,8 @@ def _endpoints_body(obj: Mapping[str, Any]) -> list[Cause]:
             proto = as_str(port.get("protocol"))
             if not proto:
                 errs.append(required(f"{ppath}.protocol"))
-            elif proto not in _v._PROTOCOLS:
-                errs.append(not_supported(f"{ppath}.protocol", proto, _v._PROTOCOLS))
+            elif proto not in podspec.PROTOCOLS:
+                errs.append(not_supported(f"{ppath}.protocol", proto, podspec.PROTOCOLS))
     return errs
 
 

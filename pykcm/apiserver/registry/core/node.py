@@ -20,8 +20,8 @@ from pykcm.api.validation import (
     validate_object_meta_update,
 )
 from pykcm.apiserver import defaults as _d
-from pykcm.apiserver import validation as _v
 from pykcm.apiserver.registry import printers as pr
+from pykcm.apiserver.registry.core import podspec_validation as podspec
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import as_list, as_map, as_str, validate_meta
@@ -76,8 +76,8 @@ def _validate_taints(taints: list[Any], path: str) -> list[Cause]:
         effect = as_str(t.get("effect"))
         if not effect:
             errs.append(required(f"{ipath}.effect"))
-        elif effect not in _v._TAINT_EFFECTS:
-            errs.append(not_supported(f"{ipath}.effect", effect, _v._TAINT_EFFECTS))
+        elif effect not in podspec.TAINT_EFFECTS:
+            errs.append(not_supported(f"{ipath}.effect", effect, podspec.TAINT_EFFECTS))
         if (key, effect) in seen:
             # the internal Taint, as JSON with Go's field names
             errs.append(Cause("FieldValueDuplicate", ipath,

@@ -32,8 +32,8 @@ from pykcm.api.validation import (
     validate_object_meta_update,
 )
 from pykcm.apiserver import defaults as _d
-from pykcm.apiserver import validation as _v
 from pykcm.apiserver.registry import printers as pr
+from pykcm.apiserver.registry.core import podspec_validation as podspec
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import (
@@ -99,7 +99,7 @@ def _create_pod(obj: Obj) -> list[Cause]:
     errs: list[Cause] = []
     spec = as_map(obj.get("spec"))
     errs.extend(_mirror_pod_annotation(obj, spec))
-    errs.extend(_v._validate_pod_spec(spec, "spec"))
+    errs.extend(podspec.validate_pod_spec(spec, "spec"))
     if spec.get("ephemeralContainers"):
         errs.append(forbidden("spec.ephemeralContainers", "cannot be set on create"))
     return errs
@@ -164,7 +164,7 @@ def _update_pod(new: Obj, old: Obj) -> list[Cause]:
     nspec, ospec = as_map(new.get("spec")), as_map(old.get("spec"))
     errs.extend(_mirror_pod_annotation_update(new, old))
     errs.extend(_mirror_pod_annotation(new, nspec))
-    errs.extend(_v._validate_pod_spec(nspec, "spec"))
+    errs.extend(podspec.validate_pod_spec(nspec, "spec"))
     for key in ("containers", "initContainers"):
         ncs, ocs = as_list(nspec.get(key)), as_list(ospec.get(key))
         if len(ncs) != len(ocs):

@@ -9,8 +9,8 @@ from typing import Any, Final
 
 from pykcm.api.validation import Cause, validate_object_meta_update
 from pykcm.apiserver import defaults as _d
-from pykcm.apiserver import validation as _v
 from pykcm.apiserver.registry import printers as pr
+from pykcm.apiserver.registry.core import podspec_validation as podspec
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import as_map, validate_meta
@@ -27,13 +27,13 @@ def _default_pod_template_kind(obj: Obj, create: bool) -> None:
 
 def _create_pod_template(obj: Mapping[str, Any]) -> list[Cause]:
     errs = validate_meta(obj, True)
-    errs.extend(_v._validate_pod_template_spec(as_map(obj.get("template")), "template"))
+    errs.extend(podspec.validate_pod_template_spec(as_map(obj.get("template")), "template"))
     return errs
 
 
 def _update_pod_template(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
     errs = validate_object_meta_update(new.get("metadata"), old.get("metadata"))
-    errs.extend(_v._validate_pod_template_spec(as_map(new.get("template")), "template"))
+    errs.extend(podspec.validate_pod_template_spec(as_map(new.get("template")), "template"))
     return errs
 
 

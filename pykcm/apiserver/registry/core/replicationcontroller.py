@@ -11,8 +11,8 @@ from typing import Any, Final
 from pykcm.api.labels import selector_from_label_selector
 from pykcm.api.validation import Cause, required, validate_object_meta_update
 from pykcm.apiserver import defaults as _d
-from pykcm.apiserver import validation as _v
 from pykcm.apiserver.registry import printers as pr
+from pykcm.apiserver.registry.apps import workload_validation as wv
 from pykcm.apiserver.registry.apps.replicaset import validate_status as replicaset_status
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
@@ -56,7 +56,7 @@ def _validate_rc_spec(spec: Mapping[str, Any]) -> list[Cause]:
         errs.append(required("spec.template", ""))
         return errs
     compiled = selector_from_label_selector({"matchLabels": dict(sel)}) if sel else None
-    errs.extend(_v._validate_template_for_replicaset(as_map(tmpl), compiled, "spec.template",
+    errs.extend(wv.validate_template_for_replicaset(as_map(tmpl), compiled, "spec.template",
                                                   "ReplicationController"))
     return errs
 

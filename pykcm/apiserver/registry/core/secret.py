@@ -20,11 +20,11 @@ from pykcm.api.validation import (
     validate_object_meta_update,
 )
 from pykcm.apiserver import defaults as _d
-from pykcm.apiserver import validation as _v
 from pykcm.apiserver.registry import printers as pr
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import (
+    MAX_SECRET_SIZE,
     as_map,
     as_str,
     base64_len,
@@ -61,8 +61,8 @@ def _validate_secret(obj: Mapping[str, Any]) -> list[Cause]:
     for key, value in data.items():
         errs.extend(invalid(f"data[{key}]", key, m) for m in is_config_map_key(key))
         total += base64_len(value)
-    if total > _v.MAX_SECRET_SIZE:
-        errs.append(too_long("data", _v.MAX_SECRET_SIZE))
+    if total > MAX_SECRET_SIZE:
+        errs.append(too_long("data", MAX_SECRET_SIZE))
     stype = as_str(obj.get("type"))
     annotations = as_map(meta_of(obj).get("annotations"))
     if stype == "kubernetes.io/service-account-token":

@@ -33,8 +33,8 @@ from pykcm.api.validation import (
     validate_object_meta_update,
 )
 from pykcm.apiserver import defaults as _d
-from pykcm.apiserver import validation as _v
 from pykcm.apiserver.registry import printers as pr
+from pykcm.apiserver.registry.core import podspec_validation as podspec
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import as_int, as_list, as_map, as_str, validate_meta
@@ -144,8 +144,8 @@ def _service_body(obj: Mapping[str, Any]) -> list[Cause]:
         proto = as_str(port.get("protocol"))
         if not proto:
             errs.append(required(f"{ipath}.protocol"))
-        elif proto not in _v._PROTOCOLS:
-            errs.append(not_supported(f"{ipath}.protocol", proto, _v._PROTOCOLS))
+        elif proto not in podspec.PROTOCOLS:
+            errs.append(not_supported(f"{ipath}.protocol", proto, podspec.PROTOCOLS))
         target = port.get("targetPort")
         if isinstance(target, str):
             errs.extend(invalid(f"{ipath}.targetPort", target, m) for m in is_valid_port_name(target))

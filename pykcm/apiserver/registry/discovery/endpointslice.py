@@ -35,8 +35,8 @@ from pykcm.api.validation import (
     validate_object_meta_update,
 )
 from pykcm.apiserver import defaults as _d
-from pykcm.apiserver import validation as _v
 from pykcm.apiserver.registry import printers as pr
+from pykcm.apiserver.registry.core import podspec_validation as podspec
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import (
@@ -245,8 +245,8 @@ def _validate_slice_ports(ports: list[Any]) -> list[Cause]:
         proto = port.get("protocol")
         if proto is None:
             errs.append(required(f"{path}.protocol"))
-        elif proto not in _v._PROTOCOLS:
-            errs.append(not_supported(f"{path}.protocol", proto, _v._PROTOCOLS))
+        elif proto not in podspec.PROTOCOLS:
+            errs.append(not_supported(f"{path}.protocol", proto, podspec.PROTOCOLS))
         app = port.get("appProtocol")
         if app is not None:
             errs.extend(invalid(f"{path}.appProtocol", app, m)
