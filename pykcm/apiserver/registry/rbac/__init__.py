@@ -1,0 +1,1 @@
+"""rbac.authorization.k8s.io strategies: Role, ClusterRole, RoleBinding, ClusterRoleBinding."""
