@@ -59,6 +59,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    help="seconds from running to ready (default 0.5)")
     a.add_argument("--run-seconds", type=arguments.seconds, default=3.0, metavar="S",
                    help="run time of restartPolicy Never/OnFailure pods (default 3)")
+    a.add_argument("--max-grace-period", type=arguments.seconds, default=None, metavar="S",
+                   help="kill deleted pods after at most S seconds, whatever their grace "
+                        "period (default: their grace period, as a kubelet; the "
+                        "sim.pykcm.io/termination-seconds annotation is not capped)")
     a.add_argument("--no-scheduler", action="store_true",
                    help="do not bind pods (another scheduler does)")
     a.add_argument("--scheduler-name", default="default-scheduler", metavar="NAME",
@@ -90,7 +94,8 @@ async def run(args: argparse.Namespace) -> int:
         sim = Simulator(client, nodes=args.nodes, node_prefix=args.node_prefix,
                         node_config=node_config, scheduler=not args.no_scheduler,
                         scheduler_name=args.scheduler_name, ready_after=args.ready_after,
-                        run_seconds=args.run_seconds, record_events=not args.no_events)
+                        run_seconds=args.run_seconds, record_events=not args.no_events,
+                        max_grace_period=args.max_grace_period)
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -67,6 +67,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    help="simulated nodes (default 3; 0 runs no simulator)")
     a.add_argument("--max-pods", type=arguments.positive, default=110, metavar="N",
                    help="pods each simulated node takes (default 110, the kubelet's)")
+    a.add_argument("--max-grace-period", type=arguments.seconds, default=None, metavar="S",
+                   help="the simulated kubelets kill deleted pods after at most S seconds "
+                        "(default: the pods' grace period)")
     a.add_argument("--controllers", default="*", metavar="LIST",
                    help="controllers to run, as kube-controller-manager's --controllers "
                    "(default '*')")
@@ -218,7 +221,9 @@ async def run(args: argparse.Namespace) -> int:
     children = [api]
     if args.nodes > 0:
         children.append(_Child("sim", [*py, "sim", "--kubeconfig", kubeconfig, "--nodes",
-                                       str(args.nodes), "--max-pods", str(args.max_pods)],
+                                       str(args.nodes), "--max-pods", str(args.max_pods),
+                                       *(["--max-grace-period", str(args.max_grace_period)]
+                                         if args.max_grace_period is not None else [])],
                                os.path.join(logs, "sim.log")))
     pki = os.path.join(data_dir, "pki")
     cm = _Child("controller-manager",

@@ -18,19 +18,27 @@ A pod's life (times from when the kubelet first sees it bound)::
      exit code 0 (Never, OnFailure) ─► Succeeded (terminated, reason Completed)
      exit code ≠0, Never            ─► Failed (terminated, reason Error)
      exit code ≠0 OnFailure, or any exit under Always
-                                    ─► restarted in place: restartCount + 1, lastState
-                                       terminated, running again (and not ready until
-                                       ready-after-seconds). Upstream would show
-                                       CrashLoopBackOff between restarts (10 s doubling
-                                       to 5 min); the simulator restarts at once.
-    deletionTimestamp set ─► DELETE with gracePeriodSeconds 0 and a UID precondition
-                             (the containers are "stopped" instantly)
+                                    ─► restarted: restartCount + 1, lastState terminated,
+                                       running again (not ready until ready-after-seconds);
+                                       the first restart at once, later ones after the
+                                       kubelet's CrashLoopBackOff (10 s doubling to 5 min,
+                                       reset after 10 min running; pykcm.sim.crash_backoff),
+                                       waiting with reason CrashLoopBackOff meanwhile and a
+                                       BackOff event
+    deletionTimestamp set ─► Terminating: Killing events, the containers run on until they
+                             stop (killed, exit 137, when the grace period ends; or by
+                             themselves: sim.pykcm.io/termination-seconds; see
+                             pykcm.sim.termination), then the terminal status (Succeeded
+                             if every container exited 0, else Failed) and a DELETE with
+                             gracePeriodSeconds 0 and a UID precondition; finalizers then
+                             keep the pod as the API server decides
 
 Annotations script a pod (read when the kubelet handles it):
 ``sim.pykcm.io/run-seconds`` (float), ``sim.pykcm.io/exit-code`` (int),
 ``sim.pykcm.io/ready-after-seconds`` (float), ``sim.pykcm.io/never-ready``
 ("true": Running and started, Ready=False forever, as a failing readiness
-probe).
+probe), ``sim.pykcm.io/termination-seconds`` and
+``sim.pykcm.io/termination-exit-code`` (how the containers stop on deletion).
 
 Status fields written, as the v1.36 kubelet reports them: phase, hostIP and
 hostIPs, podIP and podIPs (from the node's pod CIDR, 10.244.<node>.2 upwards,
@@ -69,7 +77,9 @@ its containers waiting (ContainerCreating), until every claim is Bound; a missin
 claim gets the kubelet's FailedMount event (see :mod:`pykcm.sim.volumes`).
 
 Left out: probes, activeDeadlineSeconds, resource usage, container logs and
-exec, kubelet events (Pulled, Created, Started).
+exec, kubelet events other than Killing, BackOff and FailedMount; no restarts
+while a pod terminates; one back-off entry per pod (the kubelet keeps one per
+container; the simulator's containers crash together).
 """
 
 from __future__ import annotations
@@ -91,8 +101,14 @@ from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.cache.keys import DeletedFinalStateUnknown
 from pykcm.client import Client, is_conflict, is_not_found
 from pykcm.controller.controller import Controller, Result
-from pykcm.controller.event_recorder import EVENT_TYPE_WARNING, EventRecorder
+from pykcm.controller.event_recorder import (
+    EVENT_TYPE_NORMAL,
+    EVENT_TYPE_WARNING,
+    EventRecorder,
+)
 from pykcm.informers import GenericInformer
+from pykcm.sim.crash_backoff import CrashBackoff, backoff_message, pod_description
+from pykcm.sim.termination import plan_stop
 from pykcm.sim.volumes import volumes_ready, waiting_status
 
 __all__ = [
@@ -231,30 +247,70 @@ class PodRecord:
     """The pod's resourceVersion our last write produced."""
     next_wake: float | None = None
     """When the next transition is due (a requeue is pending for it)."""
+    backoff: CrashBackoff = field(default_factory=CrashBackoff)
+    """The containers' CrashLoopBackOff entry."""
+    last_exit_at: float | None = None
+    """When the containers last exited (and were or will be restarted)."""
+    waiting_until: float | None = None
+    """In CrashLoopBackOff: when the containers are restarted."""
+    terminating_since: float | None = None
+    """When the kubelet first saw the pod's deletionTimestamp."""
+    deleted: bool = False
+    """The final DELETE (grace 0) has been sent."""
+    backoff_reported: float | None = None
+    """The waiting_until whose BackOff event has been recorded."""
 
 
 def advance(record: PodRecord, script: PodScript, now: float) -> None:
-    """Move the pod's containers through their exits and restarts up to ``now``."""
-    if record.finished is not None or script.run_seconds is None:
-        return
-    finish_at = record.cycle_start + script.run_seconds
-    if now < finish_at:
-        return
-    code = script.exit_code
-    if script.restart_policy == "Never" or (script.restart_policy == "OnFailure" and code == 0):
-        record.finished = (code, finish_at)
-        return
-    # Restarted in place; one restart per call (the next run ends in the future).
-    reason = "Completed" if code == 0 else "Error"
+    """Move the pod's containers through their exits, back-offs and restarts up to ``now``.
+
+    Replays what happened since the last call at the simulated times (an exit at
+    cycle_start + run_seconds, a restart at once or when its back-off ends), so a
+    kubelet that syncs late still reports the schedule a real one would have.
+    """
+    if record.terminating_since is not None:
+        return  # no restarts while the pod terminates
+    for _ in range(1000):  # bounded catch-up (a 5 min back-off caps the cycles)
+        if record.finished is not None or script.run_seconds is None and (
+                record.waiting_until is None):
+            return
+        if record.waiting_until is not None:
+            # CrashLoopBackOff: restarted when the back-off ends
+            if now < record.waiting_until:
+                return
+            _restart(record, record.waiting_until)
+            continue
+        assert script.run_seconds is not None
+        finish_at = record.cycle_start + script.run_seconds
+        if now < finish_at:
+            return
+        code = script.exit_code
+        if script.restart_policy == "Never" or (
+                script.restart_policy == "OnFailure" and code == 0):
+            record.finished = (code, finish_at)
+            return
+        reason = "Completed" if code == 0 else "Error"
+        for run in record.containers.values():
+            run.last_terminated = {"exitCode": code, "reason": reason,
+                                   "startedAt": format_time(record.cycle_start),
+                                   "finishedAt": format_time(finish_at),
+                                   "containerID": run.container_id}
+        record.last_exit_at = finish_at
+        if record.backoff.in_backoff_since(finish_at, finish_at):
+            record.waiting_until = finish_at + record.backoff.delay
+        else:
+            _restart(record, finish_at)
+
+
+def _restart(record: PodRecord, at: float) -> None:
+    """The containers start again at ``at`` (restartCount + 1, a new container ID)."""
+    record.backoff.next(record.last_exit_at if record.last_exit_at is not None else at, at)
     for run in record.containers.values():
-        run.last_terminated = {"exitCode": code, "reason": reason,
-                               "startedAt": format_time(record.cycle_start),
-                               "finishedAt": format_time(finish_at),
-                               "containerID": run.container_id}
         run.restart_count += 1
         run.container_id = _container_id()
     record.restarts += 1
-    record.cycle_start = max(now, finish_at)
+    record.cycle_start = at
+    record.waiting_until = None
 
 
 def _gates_message(pod: Mapping[str, Any],
@@ -291,8 +347,12 @@ def build_pod_status(pod: Mapping[str, Any], record: PodRecord, script: PodScrip
     old_conds = {c.get("type", ""): c for c in old_status.get("conditions") or ()}
     finished = record.finished
     running = finished is None
+    crashed = running and record.waiting_until is not None
     ready_at = record.cycle_start + script.ready_after
-    containers_ready = running and not script.never_ready and now >= ready_at
+    containers_ready = (running and not crashed and not script.never_ready
+                        and now >= ready_at)
+    meta = pod.get("metadata") or {}
+    who = pod_description(meta.get("name", ""), meta.get("namespace", ""), meta.get("uid", ""))
     names = [c.get("name", "") for c in spec.get("containers") or ()]
     start = format_time(record.start_time)
     cycle = format_time(record.cycle_start)
@@ -308,12 +368,17 @@ def build_pod_status(pod: Mapping[str, Any], record: PodRecord, script: PodScrip
         run = record.containers.get(name)
         if run is None:
             run = record.containers[name] = ContainerRun(_container_id(), record.restarts)
-        state = (term(finished[0], cycle, finished[1], run.container_id) if finished
-                 else {"running": {"startedAt": cycle}})
+        if finished:
+            state = term(finished[0], cycle, finished[1], run.container_id)
+        elif crashed:
+            state = {"waiting": {"reason": "CrashLoopBackOff", "message": backoff_message(
+                record.backoff.delay, name, who)}}
+        else:
+            state = {"running": {"startedAt": cycle}}
         statuses.append({
             "name": name, "image": normalize_image(c.get("image", "")),
             "imageID": image_id(c.get("image", "")), "containerID": run.container_id,
-            "ready": containers_ready, "started": running,
+            "ready": containers_ready, "started": running and not crashed,
             "restartCount": run.restart_count, "state": state,
             "lastState": {"terminated": run.last_terminated} if run.last_terminated else {}})
     init_statuses = []
@@ -379,9 +444,11 @@ def build_pod_status(pod: Mapping[str, Any], record: PodRecord, script: PodScrip
     if init_statuses:
         status["initContainerStatuses"] = init_statuses
     fingerprint = (phase, containers_ready, ready_cond["status"], record.restarts,
-                   ready_cond.get("message"), len(statuses), len(init_statuses))
+                   ready_cond.get("message"), len(statuses), len(init_statuses), crashed)
     wake: float | None = None
-    if running:
+    if crashed:
+        wake = record.waiting_until
+    elif running:
         due = []
         if not containers_ready and not script.never_ready:
             due.append(ready_at)
@@ -459,8 +526,12 @@ class Kubelet:
                  ready_after: float = DEFAULT_READY_AFTER,
                  run_seconds: float = DEFAULT_RUN_SECONDS,
                  claims: GenericInformer | None = None,
-                 recorder: EventRecorder | None = None) -> None:
+                 recorder: EventRecorder | None = None,
+                 max_grace_period: float | None = None) -> None:
         self._client = client
+        # Caps the grace period of pods without sim.pykcm.io/termination-seconds
+        # (None: killed when their own grace period ends, as a real kubelet)
+        self.max_grace_period = max_grace_period
         # PersistentVolumeClaims (None: pods start whatever their claims): a pod waits
         # in ContainerCreating until its claims are Bound (pykcm.sim.volumes)
         self._claims = claims.informer.get_indexer() if claims is not None else None
@@ -567,21 +638,12 @@ class Kubelet:
         node = pod["spec"]["nodeName"]
         if node in self.stopped_nodes:
             return None  # a dead kubelet: start_node syncs the pod again
-        if meta.get("deletionTimestamp"):
-            self._drop(key)
-            try:
-                await self._client.delete("pods", meta["name"], meta["namespace"],
-                                          grace_period_seconds=0,
-                                          preconditions={"uid": meta.get("uid")})
-                self.deletes += 1
-            except Exception as exc:
-                if not (is_not_found(exc) or is_conflict(exc)):
-                    raise
-            return None
         rec = self._records.get(key)
         if rec is not None and rec.uid != meta.get("uid"):
             self._drop(key)
             rec = None
+        if meta.get("deletionTimestamp"):
+            return await self._terminate(key, pod, node, rec)
         phase = (pod.get("status") or {}).get("phase")
         if rec is None:
             if phase in ("Succeeded", "Failed"):
@@ -603,29 +665,112 @@ class Kubelet:
         script = parse_script(pod, default_ready_after=self.ready_after,
                               default_run_seconds=self.run_seconds)
         advance(rec, script, now)
-        status, fingerprint, wake = build_pod_status(
-            pod, rec, script, self._nodes[node].host_ip, now)
-        if rec.written is None and _status_fingerprint(pod) == fingerprint:
-            rec.written = fingerprint  # after a restart: the server has it already
-        if fingerprint != rec.written:
-            try:
-                out = await self._client.patch("pods", meta["name"], {"status": status},
-                                               "merge", meta["namespace"],
-                                               subresource="status")
-            except Exception as exc:
-                if is_not_found(exc):
-                    self._drop(key)
-                    return None
-                raise
-            self.status_writes += 1
-            rec.written = fingerprint
-            rec.written_rv = (out.get("metadata") or {}).get("resourceVersion")
+        if rec.waiting_until is not None and rec.backoff_reported != rec.waiting_until:
+            rec.backoff_reported = rec.waiting_until
+            who = pod_description(meta["name"], meta["namespace"], meta.get("uid", ""))
+            for c in pod["spec"].get("containers") or ():
+                self._container_event(pod, c.get("name", ""), EVENT_TYPE_WARNING, "BackOff",
+                                      f"Back-off restarting failed container "
+                                      f"{c.get('name', '')} in pod {who}")
+        if not await self._write_status(key, pod, rec, script, now):
+            return None
         if rec.finished is not None:
             self._release(rec)  # the sandbox is gone; the status keeps the IP
             return None
+        if rec.next_wake is not None:
+            return Result(requeue_after=max(0.0, rec.next_wake - time.time()))
+        return None
+
+    async def _write_status(self, key: str, pod: Mapping[str, Any], rec: PodRecord,
+                            script: PodScript, now: float) -> bool:
+        """PATCH the pod's status if it changed; False when the pod is gone."""
+        meta = pod["metadata"]
+        status, fingerprint, wake = build_pod_status(
+            pod, rec, script, self._nodes[rec.node].host_ip, now)
         rec.next_wake = wake
-        if wake is not None:
-            return Result(requeue_after=max(0.0, wake - time.time()))
+        if rec.written is None and _status_fingerprint(pod) == fingerprint:
+            rec.written = fingerprint  # after a restart: the server has it already
+        if fingerprint == rec.written:
+            return True
+        try:
+            out = await self._client.patch("pods", meta["name"], {"status": status},
+                                           "merge", meta["namespace"], subresource="status")
+        except Exception as exc:
+            if is_not_found(exc):
+                self._drop(key)
+                return False
+            raise
+        self.status_writes += 1
+        rec.written = fingerprint
+        rec.written_rv = (out.get("metadata") or {}).get("resourceVersion")
+        return True
+
+    def _container_event(self, pod: Mapping[str, Any], container: str, type_: str,
+                         reason: str, message: str, *, init: bool = False) -> None:
+        """An event about one container (the pod with the container's fieldPath)."""
+        if self._recorder is None:
+            return
+        meta = pod.get("metadata") or {}
+        ref = {"kind": "Pod", "apiVersion": "v1", "name": meta.get("name"),
+               "namespace": meta.get("namespace"), "uid": meta.get("uid"),
+               "resourceVersion": meta.get("resourceVersion"),
+               "fieldPath": f"spec.{'initContainers' if init else 'containers'}{{{container}}}"}
+        self._recorder.event(ref, type_, reason, message)
+
+    async def _terminate(self, key: str, pod: Mapping[str, Any], node: str,
+                         rec: PodRecord | None) -> Result | None:
+        """A pod with a deletionTimestamp: stop its containers (Killing), write the
+        terminal status when they have stopped, then DELETE it with grace 0."""
+        meta = pod["metadata"]
+        status = pod.get("status") or {}
+        phase = status.get("phase")
+        now = time.time()
+        if rec is None and phase not in ("Succeeded", "Failed") and any(
+                c.get("containerID") for c in status.get("containerStatuses") or ()):
+            # running before a simulator restart: kill what the status says runs
+            rec = self._records[key] = self._record_for(pod, node, now)
+        if rec is not None and rec.deleted:
+            return None  # finalizers hold it; nothing left for the kubelet to do
+        if rec is not None and rec.finished is None:
+            script = parse_script(pod, default_ready_after=self.ready_after,
+                                  default_run_seconds=self.run_seconds)
+            if rec.terminating_since is None:
+                rec.terminating_since = now
+                if rec.waiting_until is None:
+                    spec = pod.get("spec") or {}
+                    for c in spec.get("containers") or ():
+                        self._container_event(pod, c.get("name", ""), EVENT_TYPE_NORMAL, "Killing",
+                                              f"Stopping container {c.get('name', '')}")
+                    for c in spec.get("initContainers") or ():
+                        if c.get("restartPolicy") == "Always":
+                            self._container_event(pod, c.get("name", ""), EVENT_TYPE_NORMAL, "Killing",
+                                                  f"Stopping container {c.get('name', '')}",
+                                                  init=True)
+            if rec.waiting_until is not None:
+                # in CrashLoopBackOff: nothing runs, the pod stops at once
+                rec.finished = (script.exit_code, rec.terminating_since)
+            else:
+                plan = plan_stop(pod, rec.terminating_since, self.max_grace_period)
+                if now < plan.at:
+                    return Result(requeue_after=plan.at - now)
+                rec.finished = (plan.exit_code, plan.at)
+            if not await self._write_status(key, pod, rec, script, now):
+                return None
+            self._release(rec)
+        if rec is None:
+            self._volume_wait.pop(key, None)
+            rec = self._records[key] = PodRecord(
+                uid=meta.get("uid", ""), node=node, ip="", start_time=now, cycle_start=now,
+                finished=(0, now))
+        rec.deleted = True
+        try:
+            await self._client.delete("pods", meta["name"], meta["namespace"],
+                                      grace_period_seconds=0,
+                                      preconditions={"uid": meta.get("uid")})
+            self.deletes += 1
+        except Exception as exc:
+            if not (is_not_found(exc) or is_conflict(exc)):
+                raise
         return None
 
     async def _wait_for_volumes(self, key: str, pod: Mapping[str, Any],
@@ -680,7 +825,9 @@ def _status_fingerprint(pod: Mapping[str, Any]) -> tuple[Any, ...]:
     ready = {c.get("type"): c for c in status.get("conditions") or ()}.get("Ready") or {}
     return (status.get("phase"), bool(cs) and all(c.get("ready") for c in cs),
             ready.get("status"), max((int(c.get("restartCount") or 0) for c in cs), default=0),
-            ready.get("message"), len(cs), len(status.get("initContainerStatuses") or ()))
+            ready.get("message"), len(cs), len(status.get("initContainerStatuses") or ()),
+            any(((c.get("state") or {}).get("waiting") or {}).get("reason")
+                == "CrashLoopBackOff" for c in cs))
 
 
 class _PodHandler:

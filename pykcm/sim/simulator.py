@@ -76,7 +76,8 @@ class Simulator:
                  lease_renew_interval: float = 10.0,
                  status_report_interval: float = 300.0,
                  record_events: bool = True,
-                 storage_class: str | None = DEFAULT_STORAGE_CLASS) -> None:
+                 storage_class: str | None = DEFAULT_STORAGE_CLASS,
+                 max_grace_period: float | None = None) -> None:
         if nodes < 0:
             raise ValueError(f"nodes must be >= 0, got {nodes}")
         self._client = client
@@ -93,6 +94,7 @@ class Simulator:
         self._kubelet_workers = kubelet_workers
         self._record_events = record_events
         self._storage_class = storage_class
+        self._max_grace_period = max_grace_period
         self.provisioner: Provisioner | None = None
         self.factory: SharedInformerFactory | None = None
         self.scheduler: Scheduler | None = None
@@ -128,7 +130,8 @@ class Simulator:
                 self._client, pods, networks, ready_after=self._ready_after,
                 run_seconds=self._run_seconds, claims=claims,
                 recorder=self._broadcaster.new_recorder("kubelet")
-                if self._broadcaster is not None else None)
+                if self._broadcaster is not None else None,
+                max_grace_period=self._max_grace_period)
             if self._enable_scheduler:
                 recorder = None
                 if self._broadcaster is not None:

@@ -31,7 +31,8 @@ class Cluster:
     def __init__(self, *, nodes: int = 3, controllers: str = "*", kube_api_qps: float = 20.0,
                  kube_api_burst: int = 30, max_pods: int = 110,
                  data_dir: str | None = None, controller_manager: bool = True,
-                 manager_flags: Sequence[str] = ()) -> None:
+                 manager_flags: Sequence[str] = (),
+                 max_grace_period: float | None = 0.0) -> None:
         self._own_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="pykcm-cluster-")
         self.nodes = nodes
@@ -40,6 +41,10 @@ class Cluster:
                       "--controllers", controllers,
                       "--kube-api-qps", str(kube_api_qps), "--kube-api-burst",
                       str(kube_api_burst), "--no-status"]
+        if max_grace_period is not None:
+            # deleted pods go at once unless they ask for their grace period with
+            # sim.pykcm.io/termination-seconds (suites would wait 30 s per pod)
+            self._argv += ["--max-grace-period", f"{max_grace_period:g}"]
         if not controller_manager:
             self._argv.append("--no-controller-manager")
         self._argv += [f"--controller-manager-flag={f}" for f in manager_flags]

@@ -600,6 +600,7 @@ class PykcmProcess:
     @staticmethod
     def sim(kubeconfig: str, log_path: str | Path, *, nodes: int = 3, max_pods: int = 110,
             node_prefix: str = "pykcm-node", extra: Sequence[str] = (),
+            max_grace_period: float | None = 0.0,
             api: tuple[str, str, str] | None = None) -> PykcmProcess:
         """Simulated nodes; ready when ``api`` = (url, token, ca_file) lists them all Ready."""
         def registered() -> bool:
@@ -620,6 +621,8 @@ class PykcmProcess:
 
         return PykcmProcess("sim", ["sim", "--kubeconfig", kubeconfig, "--nodes", str(nodes),
                                     "--max-pods", str(max_pods), "--node-prefix", node_prefix,
+                                    *(["--max-grace-period", f"{max_grace_period:g}"]
+                                      if max_grace_period is not None else []),
                                     *extra],
                             log_path, registered if api is not None else None)
 

@@ -131,7 +131,8 @@ async def test_controllers_and_informers_converge_through_faults(cluster: Cluste
     async with Client(load_kube_config(cluster.direct_kubeconfig)) as api:
         await api.create("namespaces", {"metadata": {"name": ns}})
         await api.create("serviceaccounts", {"metadata": {"name": "default"}}, ns)
-        sim = Simulator(api, nodes=3, node_prefix="chaos", record_events=False)
+        sim = Simulator(api, nodes=3, node_prefix="chaos", record_events=False,
+                        max_grace_period=0)
         await sim.start()
         sim_task = asyncio.create_task(sim.run())
         opts = ControllerManagerOptions(kubeconfig=cluster.proxied_kubeconfig,

@@ -34,6 +34,8 @@ def sim_env(pykcm_apiserver_factory: Callable[..., ServerThread]) -> Env:
             # the pods go to `default`, whose account no controller creates here
             await ensure_default_service_account(client, "default")
             kwargs.setdefault("nodes", 2)
+            # deleted pods are killed at once unless a test asks for its grace period
+            kwargs.setdefault("max_grace_period", 0)
             sim = Simulator(client, **kwargs)
             await sim.start()
             try:
@@ -216,6 +218,86 @@ async def test_never_ready_and_ready_after(sim_env: Env) -> None:
         assert never["status"]["containerStatuses"][0]["started"] is True
 
 
+async def events_of(client: Client, name: str) -> list[tuple[str, str, str, str]]:
+    return [(e["type"], e["reason"], e["message"], e["involvedObject"].get("fieldPath", ""))
+            for e in (await client.list("events", "default"))["items"]
+            if e["involvedObject"]["name"] == name]
+
+
+async def test_a_deleted_pod_terminates_for_its_grace_period(sim_env: Env) -> None:
+    async with sim_env(nodes=1, node_prefix="term", ready_after=0,
+                       max_grace_period=None) as (client, sim):
+        # exits 1.5 s after SIGTERM; a finalizer keeps it visible once the kubelet is done
+        slow = pod("slow", annotations={"sim.pykcm.io/termination-seconds": "1.5",
+                                        "sim.pykcm.io/termination-exit-code": "143"},
+                   terminationGracePeriodSeconds=20)
+        slow["metadata"]["finalizers"] = ["example.com/hold"]
+        await client.create("pods", slow, "default")
+        await eventually(lambda: phase_is(client, "slow", "Running"))
+        out = await client.delete("pods", "slow", "default")
+        assert out["metadata"]["deletionGracePeriodSeconds"] == 20
+        # Terminating: still Running (and ready) while its containers stop
+        terminating = await get_pod(client, "slow")
+        assert terminating["status"]["phase"] == "Running"
+        assert terminating["metadata"]["deletionTimestamp"]
+        failed = await eventually(lambda: phase_is(client, "slow", "Failed"))
+        term = failed["status"]["containerStatuses"][0]["state"]["terminated"]
+        assert (term["exitCode"], term["reason"]) == (143, "Error")
+        assert get_pod_condition(failed, "Ready")["status"] == "False"  # type: ignore[index]
+
+        async def deleted_by_kubelet() -> bool:
+            p = await get_pod(client, "slow")
+            return bool(p["metadata"].get("deletionGracePeriodSeconds") == 0)
+
+        await eventually(deleted_by_kubelet)  # the kubelet's DELETE, grace 0; finalizer holds
+
+        async def killing() -> list[Any]:
+            return [e for e in await events_of(client, "slow") if e[1] == "Killing"]
+
+        assert await eventually(killing) == [
+            ("Normal", "Killing", "Stopping container app", "spec.containers{app}")]
+        await client.patch("pods", "slow", {"metadata": {"finalizers": None}}, "merge",
+                           "default")
+
+        async def gone() -> bool:
+            try:
+                await get_pod(client, "slow")
+            except NotFound:
+                return True
+            return False
+
+        await eventually(gone)
+        assert sim.kubelet is not None and sim.kubelet.pods_on("term-0") == 0
+
+
+async def test_a_crashing_container_backs_off(sim_env: Env) -> None:
+    async with sim_env(nodes=1, node_prefix="crash", ready_after=0) as (client, _):
+        await client.create("pods", pod("loop", annotations={
+            "sim.pykcm.io/run-seconds": "0.2", "sim.pykcm.io/exit-code": "1"}), "default")
+
+        async def backing_off() -> dict[str, Any] | None:
+            p = await get_pod(client, "loop")
+            cs = ((p.get("status") or {}).get("containerStatuses") or [{}])[0]
+            return cs if "waiting" in (cs.get("state") or {}) else None
+
+        cs = await eventually(backing_off)
+        uid = (await get_pod(client, "loop"))["metadata"]["uid"]
+        # first exit: restarted at once; second: 10 s in CrashLoopBackOff
+        assert cs["restartCount"] == 1 and cs["ready"] is False and cs["started"] is False
+        assert cs["state"]["waiting"] == {
+            "reason": "CrashLoopBackOff",
+            "message": f"back-off 10s restarting failed container=app pod=loop_default({uid})"}
+        assert cs["lastState"]["terminated"]["exitCode"] == 1
+
+        async def backoff_event() -> list[Any]:
+            return [e for e in await events_of(client, "loop") if e[1] == "BackOff"]
+
+        assert await eventually(backoff_event) == [
+            ("Warning", "BackOff",
+             f"Back-off restarting failed container app in pod loop_default({uid})",
+             "spec.containers{app}")]
+
+
 async def test_deleting_a_pod_makes_it_disappear(sim_env: Env) -> None:
     async with sim_env(nodes=1, node_prefix="del", ready_after=0) as (client, sim):
         await client.create("pods", pod("doomed"), "default")
@@ -238,7 +320,7 @@ async def test_deleting_a_pod_makes_it_disappear(sim_env: Env) -> None:
         async def counted() -> bool:
             # the server answers our GET's NotFound before the kubelet has read the answer
             # to its own DELETE
-            return kubelet.deletes == 1
+            return bool(kubelet.deletes == 1)
 
         await eventually(counted)
         assert sim.kubelet.pods_on("del-0") == 0

@@ -196,15 +196,16 @@ def test_on_failure_restarts_in_place() -> None:
     p, rec = pod("OnFailure", {ANNOTATION_EXIT_CODE: "2", ANNOTATION_RUN_SECONDS: "1"}), record()
     s = script(p)
     first = build_pod_status(p, rec, s, "h", T0)[0]["containerStatuses"][0]["containerID"]
-    advance(rec, s, T0 + 1.5)
+    advance(rec, s, T0 + 1.2)
     assert rec.finished is None and rec.restarts == 1
-    status, _, wake = build_pod_status(p, rec, s, "h", T0 + 1.5)
+    status, _, wake = build_pod_status(p, rec, s, "h", T0 + 1.2)
     assert status["phase"] == "Running"
     cs = status["containerStatuses"][0]
     assert cs["restartCount"] == 1 and cs["containerID"] != first
     assert cs["lastState"]["terminated"]["exitCode"] == 2
     assert cs["lastState"]["terminated"]["containerID"] == first
-    assert cs["ready"] is False and wake == T0 + 2.0  # ready again after ready-after
+    # restarted when it exited (the first restart has no back-off), ready after ready-after
+    assert cs["ready"] is False and wake == T0 + 1.5
     # An OnFailure pod that exits 0 completes.
     p = pod("OnFailure", {ANNOTATION_RUN_SECONDS: "1"})
     rec = record()
