@@ -27,10 +27,17 @@ from pykcm.api.validation import (
     validate_label_selector,
     validate_object_meta_update,
 )
-from pykcm.apiserver import defaults as _d
 from pykcm.apiserver.registry import printers as pr
 from pykcm.apiserver.registry.apps import workload_validation as wv
 from pykcm.apiserver.registry.core import podspec_validation as podspec
+from pykcm.apiserver.registry.core.podspec_defaults import default_pod_template
+from pykcm.apiserver.registry.defaulting import (
+    GoOrder,
+    child_dict,
+    default_rolling_strategy,
+    go_order_object,
+    set_default,
+)
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import (
@@ -49,18 +56,18 @@ Obj = dict[str, Any]
 
 # --- defaults --------------------------------------------------------------------------
 
-_DAEMONSET_SPEC: Final = _d._GoOrder(
+_DAEMONSET_SPEC: Final = GoOrder(
     "selector", "template", "updateStrategy", "minReadySeconds", "revisionHistoryLimit")
 
 
 def _default_daemonset(obj: Obj, create: bool) -> None:
-    spec = _d._dict(obj, "spec")
-    _d._default_rolling_strategy(_d._dict(spec, "updateStrategy"), "RollingUpdate",
+    spec = child_dict(obj, "spec")
+    default_rolling_strategy(child_dict(spec, "updateStrategy"), "RollingUpdate",
                               (("maxUnavailable", 1), ("maxSurge", 0)))
-    _d._setdefault(spec, "revisionHistoryLimit", 10)
-    _d.default_pod_template(_d._dict(spec, "template"))
+    set_default(spec, "revisionHistoryLimit", 10)
+    default_pod_template(child_dict(spec, "template"))
     _DAEMONSET_SPEC.apply(spec)
-    status = _d._dict(obj, "status")
+    status = child_dict(obj, "status")
     for k in ("currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled",
               "numberReady"):
         status.setdefault(k, 0)
@@ -227,7 +234,7 @@ class DaemonSetStrategy(Strategy):
 
     def default(self, obj: Obj, *, create: bool) -> None:
         _default_daemonset(obj, create)
-        _d.go_order_object(obj)
+        go_order_object(obj)
 
     def prepare_for_create(self, obj: Obj) -> None:
         super().prepare_for_create(obj)

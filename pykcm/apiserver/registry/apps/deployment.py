@@ -25,8 +25,15 @@ from pykcm.api.validation import (
     validate_nonnegative,
     validate_object_meta_update,
 )
-from pykcm.apiserver import defaults as _d
 from pykcm.apiserver.registry.apps import workload_validation as wv
+from pykcm.apiserver.registry.core.podspec_defaults import default_pod_template
+from pykcm.apiserver.registry.defaulting import (
+    GoOrder,
+    child_dict,
+    default_rolling_strategy,
+    go_order_object,
+    set_default,
+)
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.printers import (
     AGE_COLUMN,
@@ -60,22 +67,22 @@ from pykcm.apiserver.registry.validation import (
 
 # --- defaults -------------------------------------------------------------------------
 
-_SPEC_ORDER: Final = _d._GoOrder(
+_SPEC_ORDER: Final = GoOrder(
     "replicas", "selector", "template", "strategy", "minReadySeconds", "revisionHistoryLimit",
     "paused", "progressDeadlineSeconds")
 
 
 def _default(obj: dict[str, Any]) -> None:
-    spec = _d._dict(obj, "spec")
-    _d._setdefault(spec, "replicas", 1)
-    _d._default_rolling_strategy(_d._dict(spec, "strategy"), "RollingUpdate",
+    spec = child_dict(obj, "spec")
+    set_default(spec, "replicas", 1)
+    default_rolling_strategy(child_dict(spec, "strategy"), "RollingUpdate",
                                  (("maxUnavailable", "25%"), ("maxSurge", "25%")))
-    _d._setdefault(spec, "revisionHistoryLimit", 10)
-    _d._setdefault(spec, "progressDeadlineSeconds", 600)
-    _d.default_pod_template(_d._dict(spec, "template"))
+    set_default(spec, "revisionHistoryLimit", 10)
+    set_default(spec, "progressDeadlineSeconds", 600)
+    default_pod_template(child_dict(spec, "template"))
     _SPEC_ORDER.apply(spec)
-    _d._dict(obj, "status")
-    _d.go_order_object(obj)
+    child_dict(obj, "status")
+    go_order_object(obj)
 
 
 # --- validation -----------------------------------------------------------------------

@@ -14,9 +14,15 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from pykcm.api.validation import Cause, go_label_selector, invalid, validate_object_meta_update
-from pykcm.apiserver import defaults as _d
 from pykcm.apiserver.registry import printers as pr
 from pykcm.apiserver.registry.apps import workload_validation as wv
+from pykcm.apiserver.registry.core.podspec_defaults import default_pod_template
+from pykcm.apiserver.registry.defaulting import (
+    REPLICASET_SPEC_ORDER,
+    child_dict,
+    go_order_object,
+    set_default,
+)
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import as_map, nonnegative_field, validate_meta
@@ -26,11 +32,11 @@ Obj = dict[str, Any]
 # --- defaults --------------------------------------------------------------------------
 
 def _default_replicaset(obj: Obj, create: bool) -> None:
-    spec = _d._dict(obj, "spec")
-    _d._setdefault(spec, "replicas", 1)
-    _d.default_pod_template(_d._dict(spec, "template"))
-    _d._REPLICASET_SPEC.apply(spec)
-    _d._dict(obj, "status").setdefault("replicas", 0)
+    spec = child_dict(obj, "spec")
+    set_default(spec, "replicas", 1)
+    default_pod_template(child_dict(spec, "template"))
+    REPLICASET_SPEC_ORDER.apply(spec)
+    child_dict(obj, "status").setdefault("replicas", 0)
 
 
 # --- validation ------------------------------------------------------------------------
@@ -123,7 +129,7 @@ class ReplicaSetStrategy(Strategy):
 
     def default(self, obj: Obj, *, create: bool) -> None:
         _default_replicaset(obj, create)
-        _d.go_order_object(obj)
+        go_order_object(obj)
 
     def validate_create(self, obj: Obj) -> list[Cause]:
         return _create_replicaset(obj)

@@ -26,9 +26,18 @@ from pykcm.api.validation import (
     validate_labels,
     validate_object_meta_update,
 )
-from pykcm.apiserver import defaults as _d
 from pykcm.apiserver.registry import printers as pr
 from pykcm.apiserver.registry.apps import workload_validation as wv
+from pykcm.apiserver.registry.core.podspec_defaults import default_pod_template
+from pykcm.apiserver.registry.defaulting import (
+    STRATEGY_ORDER,
+    TOP_ORDER,
+    GoOrder,
+    child_dict,
+    dicts_in,
+    go_order_object,
+    set_default,
+)
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import (
@@ -46,55 +55,55 @@ Obj = dict[str, Any]
 
 # --- defaults --------------------------------------------------------------------------
 
-_STATEFULSET_SPEC: Final = _d._GoOrder(
+_STATEFULSET_SPEC: Final = GoOrder(
     "replicas", "selector", "template", "volumeClaimTemplates", "serviceName",
     "podManagementPolicy", "updateStrategy", "revisionHistoryLimit", "minReadySeconds",
     "persistentVolumeClaimRetentionPolicy", "ordinals")
 
 
-_RETENTION: Final = _d._GoOrder("whenDeleted", "whenScaled")
+_RETENTION: Final = GoOrder("whenDeleted", "whenScaled")
 
 
 def _default_pvc_template(pvc: Obj) -> None:
-    _d._setdefault(pvc, "apiVersion", "v1")
-    _d._setdefault(pvc, "kind", "PersistentVolumeClaim")
-    _d._dict(pvc, "metadata")
-    spec = _d._dict(pvc, "spec")
-    _d._setdefault(spec, "volumeMode", "Filesystem")
-    status = _d._dict(pvc, "status")
+    set_default(pvc, "apiVersion", "v1")
+    set_default(pvc, "kind", "PersistentVolumeClaim")
+    child_dict(pvc, "metadata")
+    spec = child_dict(pvc, "spec")
+    set_default(spec, "volumeMode", "Filesystem")
+    status = child_dict(pvc, "status")
     if not status.get("phase"):
         status["phase"] = "Pending"
-    _d._TOP.apply(pvc)
+    TOP_ORDER.apply(pvc)
 
 
 def _default_statefulset(obj: Obj, create: bool) -> None:
-    spec = _d._dict(obj, "spec")
+    spec = child_dict(obj, "spec")
     if not spec.get("podManagementPolicy"):
         spec["podManagementPolicy"] = "OrderedReady"
-    strategy = _d._dict(spec, "updateStrategy")
+    strategy = child_dict(spec, "updateStrategy")
     if not strategy.get("type"):
         strategy["type"] = "RollingUpdate"
-        _d._dict(strategy, "rollingUpdate")
+        child_dict(strategy, "rollingUpdate")
     # MaxUnavailableStatefulSet is off by default in v1.36, so no maxUnavailable.
     rolling = strategy.get("rollingUpdate")
     if strategy["type"] == "RollingUpdate" and isinstance(rolling, dict):
-        _d._setdefault(rolling, "partition", 0)
-    _d._STRATEGY.apply(strategy)
-    retention = _d._dict(spec, "persistentVolumeClaimRetentionPolicy")
+        set_default(rolling, "partition", 0)
+    STRATEGY_ORDER.apply(strategy)
+    retention = child_dict(spec, "persistentVolumeClaimRetentionPolicy")
     if not retention.get("whenDeleted"):
         retention["whenDeleted"] = "Retain"
     if not retention.get("whenScaled"):
         retention["whenScaled"] = "Retain"
     _RETENTION.apply(retention)
-    _d._setdefault(spec, "replicas", 1)
-    _d._setdefault(spec, "revisionHistoryLimit", 10)
+    set_default(spec, "replicas", 1)
+    set_default(spec, "revisionHistoryLimit", 10)
     if spec.get("serviceName") is None:
         spec["serviceName"] = ""  # not omitempty in apps/v1
-    _d.default_pod_template(_d._dict(spec, "template"))
-    for pvc in _d._dicts(spec.get("volumeClaimTemplates")):
+    default_pod_template(child_dict(spec, "template"))
+    for pvc in dicts_in(spec.get("volumeClaimTemplates")):
         _default_pvc_template(pvc)
     _STATEFULSET_SPEC.apply(spec)
-    status = _d._dict(obj, "status")
+    status = child_dict(obj, "status")
     status.setdefault("replicas", 0)
     status.setdefault("availableReplicas", 0)
 
@@ -233,7 +242,7 @@ class StatefulSetStrategy(Strategy):
 
     def default(self, obj: Obj, *, create: bool) -> None:
         _default_statefulset(obj, create)
-        _d.go_order_object(obj)
+        go_order_object(obj)
 
     def validate_create(self, obj: Obj) -> list[Cause]:
         return _create_statefulset(obj)

@@ -21,9 +21,16 @@ from pykcm.api.validation import (
     required,
     validate_object_meta_update,
 )
-from pykcm.apiserver import defaults as _d
 from pykcm.apiserver.registry import printers as pr
 from pykcm.apiserver.registry.batch.job import JOB_SELECTOR_DESCRIPTION, validate_job_spec_common
+from pykcm.apiserver.registry.core.podspec_defaults import default_pod_template
+from pykcm.apiserver.registry.defaulting import (
+    TEMPLATE_ORDER,
+    GoOrder,
+    child_dict,
+    go_order_object,
+    set_default,
+)
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import (
@@ -38,26 +45,26 @@ Obj = dict[str, Any]
 
 # --- defaults --------------------------------------------------------------------------
 
-_CRONJOB_SPEC: Final = _d._GoOrder(
+_CRONJOB_SPEC: Final = GoOrder(
     "schedule", "timeZone", "startingDeadlineSeconds", "concurrencyPolicy", "suspend",
     "jobTemplate", "successfulJobsHistoryLimit", "failedJobsHistoryLimit")
 
 
 def _default_cronjob(obj: Obj, create: bool) -> None:
-    spec = _d._dict(obj, "spec")
+    spec = child_dict(obj, "spec")
     if not spec.get("concurrencyPolicy"):
         spec["concurrencyPolicy"] = "Allow"
-    _d._setdefault(spec, "suspend", False)
-    _d._setdefault(spec, "successfulJobsHistoryLimit", 3)
-    _d._setdefault(spec, "failedJobsHistoryLimit", 1)
-    job_template = _d._dict(spec, "jobTemplate")
-    _d._dict(job_template, "metadata")
+    set_default(spec, "suspend", False)
+    set_default(spec, "successfulJobsHistoryLimit", 3)
+    set_default(spec, "failedJobsHistoryLimit", 1)
+    job_template = child_dict(spec, "jobTemplate")
+    child_dict(job_template, "metadata")
     # Only the pod template inside is defaulted; JobSpec fields are not
     # (SetDefaults_Job runs on Job objects, not on a CronJob's jobTemplate).
-    _d.default_pod_template(_d._dict(_d._dict(job_template, "spec"), "template"))
-    _d._TEMPLATE.apply(job_template)
+    default_pod_template(child_dict(child_dict(job_template, "spec"), "template"))
+    TEMPLATE_ORDER.apply(job_template)
     _CRONJOB_SPEC.apply(spec)
-    _d._dict(obj, "status")
+    child_dict(obj, "status")
 
 
 # --- validation ------------------------------------------------------------------------
@@ -293,7 +300,7 @@ class CronJobStrategy(Strategy):
 
     def default(self, obj: Obj, *, create: bool) -> None:
         _default_cronjob(obj, create)
-        _d.go_order_object(obj)
+        go_order_object(obj)
 
     def validate_create(self, obj: Obj) -> list[Cause]:
         return _create_cronjob(obj)

@@ -31,10 +31,20 @@ from pykcm.api.validation import (
     validate_label_selector,
     validate_object_meta_update,
 )
-from pykcm.apiserver import defaults as _d
 from pykcm.apiserver.registry import printers as pr
 from pykcm.apiserver.registry.apps import workload_validation as wv
 from pykcm.apiserver.registry.core import podspec_validation as podspec
+from pykcm.apiserver.registry.core.podspec_defaults import default_pod_template
+from pykcm.apiserver.registry.defaulting import (
+    MAX_INT32,
+    META_ORDER,
+    SELECTOR_ORDER,
+    GoOrder,
+    child_dict,
+    dicts_in,
+    go_order_object,
+    set_default,
+)
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import (
@@ -54,7 +64,7 @@ Obj = dict[str, Any]
 
 # --- defaults --------------------------------------------------------------------------
 
-_JOB_SPEC: Final = _d._GoOrder(
+_JOB_SPEC: Final = GoOrder(
     "parallelism", "completions", "activeDeadlineSeconds", "podFailurePolicy", "successPolicy",
     "backoffLimit", "backoffLimitPerIndex", "maxFailedIndexes", "selector", "manualSelector",
     "template", "ttlSecondsAfterFinished", "completionMode", "suspend", "podReplacementPolicy",
@@ -69,36 +79,36 @@ def generate_job_selector(obj: Obj) -> None:
     validation can reject a mismatch), and a selector on the controller uid.
     Needs ``metadata.uid``.
     """
-    meta = _d._dict(obj, "metadata")
-    spec = _d._dict(obj, "spec")
+    meta = child_dict(obj, "metadata")
+    spec = child_dict(obj, "spec")
     if spec.get("manualSelector") is True:
         return
     name = str(meta.get("name") or "")
     uid = str(meta.get("uid") or "")
-    template = _d._dict(spec, "template")
-    tmeta = _d._dict(template, "metadata")
-    labels = _d._dict(tmeta, "labels")
+    template = child_dict(spec, "template")
+    tmeta = child_dict(template, "metadata")
+    labels = child_dict(tmeta, "labels")
     for key in ("job-name", "batch.kubernetes.io/job-name"):
         labels.setdefault(key, name)
     for key in ("controller-uid", "batch.kubernetes.io/controller-uid"):
         labels.setdefault(key, uid)
-    selector = _d._dict(spec, "selector")
-    match_labels = _d._dict(selector, "matchLabels")
+    selector = child_dict(spec, "selector")
+    match_labels = child_dict(selector, "matchLabels")
     match_labels.setdefault("batch.kubernetes.io/controller-uid", uid)
-    _d._SELECTOR.apply(selector)
-    _d._META.apply(tmeta)
+    SELECTOR_ORDER.apply(selector)
+    META_ORDER.apply(tmeta)
 
 
 def _default_job(obj: Obj, create: bool) -> None:
-    spec = _d._dict(obj, "spec")
-    meta = _d._dict(obj, "metadata")
+    spec = child_dict(obj, "spec")
+    meta = child_dict(obj, "metadata")
     if spec.get("completions") is None and spec.get("parallelism") is None:
         spec["completions"] = 1
         spec["parallelism"] = 1
-    _d._setdefault(spec, "parallelism", 1)
+    set_default(spec, "parallelism", 1)
     if spec.get("backoffLimit") is None:
-        spec["backoffLimit"] = _d.MAX_INT32 if spec.get("backoffLimitPerIndex") is not None else 6
-    template = _d._dict(spec, "template")
+        spec["backoffLimit"] = MAX_INT32 if spec.get("backoffLimitPerIndex") is not None else 6
+    template = child_dict(spec, "template")
     tmeta = template.get("metadata")
     tlabels = tmeta.get("labels") if isinstance(tmeta, dict) else None
     # Job labels default to the template's. Go shares the map, so the labels the
@@ -106,27 +116,27 @@ def _default_job(obj: Obj, create: bool) -> None:
     own_labels = bool(meta.get("labels"))
     if isinstance(tlabels, dict) and not own_labels:
         meta["labels"] = dict(tlabels)
-    _d._setdefault(spec, "completionMode", "NonIndexed")
-    _d._setdefault(spec, "suspend", False)
+    set_default(spec, "completionMode", "NonIndexed")
+    set_default(spec, "suspend", False)
     pfp = spec.get("podFailurePolicy")
     if isinstance(pfp, dict):
-        for rule in _d._dicts(pfp.get("rules")):
-            for pattern in _d._dicts(rule.get("onPodConditions")):
+        for rule in dicts_in(pfp.get("rules")):
+            for pattern in dicts_in(rule.get("onPodConditions")):
                 if not pattern.get("status"):
                     pattern["status"] = "True"
     if spec.get("podReplacementPolicy") is None:
         spec["podReplacementPolicy"] = "Failed" if pfp is not None else "TerminatingOrFailed"
-    _d._setdefault(spec, "manualSelector", False)
-    _d.default_pod_template(template)
+    set_default(spec, "manualSelector", False)
+    default_pod_template(template)
     if create and meta.get("uid"):
         generate_job_selector(obj)
         # (and one without template labels gets them when the stored Job is read back)
-        tlabels = _d._dict(template, "metadata").get("labels")
+        tlabels = child_dict(template, "metadata").get("labels")
         if isinstance(tlabels, dict) and tlabels and not own_labels:
             meta["labels"] = dict(tlabels)
     _JOB_SPEC.apply(spec)
-    _d._META.apply(meta)
-    _d._dict(obj, "status")
+    META_ORDER.apply(meta)
+    child_dict(obj, "status")
 
 
 # --- validation ------------------------------------------------------------------------
@@ -511,7 +521,7 @@ class JobStrategy(Strategy):
 
     def default(self, obj: Obj, *, create: bool) -> None:
         _default_job(obj, create)
-        _d.go_order_object(obj)
+        go_order_object(obj)
 
     def validate_create(self, obj: Obj) -> list[Cause]:
         return _create_job(obj)

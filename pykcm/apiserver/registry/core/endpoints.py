@@ -17,9 +17,9 @@ from pykcm.api.validation import (
     required,
     validate_object_meta_update,
 )
-from pykcm.apiserver import defaults as _d
 from pykcm.apiserver.registry import printers as pr
 from pykcm.apiserver.registry.core import podspec_validation as podspec
+from pykcm.apiserver.registry.defaulting import dicts_in, go_order_object
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import as_int, as_list, as_map, as_str, validate_meta
@@ -29,8 +29,8 @@ Obj = dict[str, Any]
 # --- defaults --------------------------------------------------------------------------
 
 def _default_endpoints(obj: Obj, create: bool) -> None:
-    for subset in _d._dicts(obj.get("subsets")):
-        for port in _d._dicts(subset.get("ports")):
+    for subset in dicts_in(obj.get("subsets")):
+        for port in dicts_in(subset.get("ports")):
             if not port.get("protocol"):
                 port["protocol"] = "TCP"
 
@@ -151,7 +151,7 @@ class EndpointsStrategy(Strategy):
 
     def default(self, obj: Obj, *, create: bool) -> None:
         _default_endpoints(obj, create)
-        _d.go_order_object(obj)
+        go_order_object(obj)
 
     def validate_create(self, obj: Obj) -> list[Cause]:
         return _create_endpoints(obj)

@@ -16,8 +16,8 @@ from pykcm.api.validation import (
     validate_object_meta,
     validate_object_meta_update,
 )
-from pykcm.apiserver import defaults as _d
 from pykcm.apiserver.registry import printers as pr
+from pykcm.apiserver.registry.defaulting import child_dict, go_order_object
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import as_map, as_str, meta_of
@@ -29,8 +29,8 @@ Obj = dict[str, Any]
 def _default_event(obj: Obj, create: bool) -> None:
     """core/v1 Event: the fields Go writes even when zero (struct, Time and string fields
     without omitempty)."""
-    _d._dict(obj, "involvedObject")
-    _d._dict(obj, "source")
+    child_dict(obj, "involvedObject")
+    child_dict(obj, "source")
     for k in ("firstTimestamp", "lastTimestamp", "eventTime"):
         obj.setdefault(k, None)
     for k in ("reportingComponent", "reportingInstance"):
@@ -180,7 +180,7 @@ class EventStrategy(Strategy):
 
     def default(self, obj: Obj, *, create: bool) -> None:
         _default_event(obj, create)
-        _d.go_order_object(obj)
+        go_order_object(obj)
 
     def validate_create(self, obj: Obj) -> list[Cause]:
         return _validate_event(obj)

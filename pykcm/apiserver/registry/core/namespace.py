@@ -18,8 +18,8 @@ from pykcm.api.validation import (
     name_is_dns_label,
     validate_object_meta_update,
 )
-from pykcm.apiserver import defaults as _d
 from pykcm.apiserver.registry import printers as pr
+from pykcm.apiserver.registry.defaulting import child_dict, go_order_object
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import as_list, as_map, as_str, meta_of, validate_meta
@@ -29,21 +29,21 @@ Obj = dict[str, Any]
 # --- defaults --------------------------------------------------------------------------
 
 def _default_namespace(obj: Obj, create: bool) -> None:
-    meta = _d._dict(obj, "metadata")
+    meta = child_dict(obj, "metadata")
     name = meta.get("name")
     if name:
-        _d._dict(meta, "labels")["kubernetes.io/metadata.name"] = name
+        child_dict(meta, "labels")["kubernetes.io/metadata.name"] = name
     if create:
         # PrepareForCreate: the "kubernetes" finalizer is required at creation
         # only; /finalize may remove it later.
-        spec = _d._dict(obj, "spec")
+        spec = child_dict(obj, "spec")
         finalizers = spec.get("finalizers")
         if not isinstance(finalizers, list):
             finalizers = []
             spec["finalizers"] = finalizers
         if "kubernetes" not in finalizers:
             finalizers.append("kubernetes")
-    status = _d._dict(obj, "status")
+    status = child_dict(obj, "status")
     if not status.get("phase"):
         status["phase"] = "Active"
 
@@ -101,7 +101,7 @@ class NamespaceStrategy(Strategy):
 
     def default(self, obj: Obj, *, create: bool) -> None:
         _default_namespace(obj, create)
-        _d.go_order_object(obj)
+        go_order_object(obj)
 
     def prepare_for_create(self, obj: Obj) -> None:
         super().prepare_for_create(obj)

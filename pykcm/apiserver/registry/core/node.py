@@ -19,9 +19,10 @@ from pykcm.api.validation import (
     required,
     validate_object_meta_update,
 )
-from pykcm.apiserver import defaults as _d
+from pykcm.apiserver.defaults import NODE_INFO_FIELDS
 from pykcm.apiserver.registry import printers as pr
 from pykcm.apiserver.registry.core import podspec_validation as podspec
+from pykcm.apiserver.registry.defaulting import child_dict, go_order_object
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import as_list, as_map, as_str, validate_meta
@@ -31,16 +32,16 @@ Obj = dict[str, Any]
 # --- defaults --------------------------------------------------------------------------
 
 def _default_node(obj: Obj, create: bool) -> None:
-    _d._dict(obj, "spec")  # a struct: always serialized
-    status = _d._dict(obj, "status")
+    child_dict(obj, "spec")  # a struct: always serialized
+    status = child_dict(obj, "status")
     capacity = status.get("capacity")
     if status.get("allocatable") is None and isinstance(capacity, dict):
         status["allocatable"] = dict(capacity)
     # Go serializes the zero NodeDaemonEndpoints and NodeSystemInfo structs.
-    endpoint = _d._dict(_d._dict(status, "daemonEndpoints"), "kubeletEndpoint")
+    endpoint = child_dict(child_dict(status, "daemonEndpoints"), "kubeletEndpoint")
     endpoint.setdefault("Port", 0)
-    info = _d._dict(status, "nodeInfo")
-    for k in _d._NODE_INFO_FIELDS:
+    info = child_dict(status, "nodeInfo")
+    for k in NODE_INFO_FIELDS:
         info.setdefault(k, "")
 
 
@@ -194,7 +195,7 @@ class NodeStrategy(Strategy):
 
     def default(self, obj: Obj, *, create: bool) -> None:
         _default_node(obj, create)
-        _d.go_order_object(obj)
+        go_order_object(obj)
 
     def validate_create(self, obj: Obj) -> list[Cause]:
         return _create_node(obj)

@@ -31,9 +31,10 @@ from pykcm.api.validation import (
     is_valid_ip,
     validate_object_meta_update,
 )
-from pykcm.apiserver import defaults as _d
 from pykcm.apiserver.registry import printers as pr
 from pykcm.apiserver.registry.core import podspec_validation as podspec
+from pykcm.apiserver.registry.core.podspec_defaults import default_pod_spec, pod_qos_class
+from pykcm.apiserver.registry.defaulting import child_dict, dicts_in, go_order_object
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import (
@@ -51,20 +52,20 @@ MAX_INT32: Final = 2**31 - 1
 # --- defaults ---------------------------------------------------------------------------
 
 def _default(obj: dict[str, Any], create: bool) -> None:
-    spec = _d._dict(obj, "spec")
-    _d.default_pod_spec(spec, is_pod=True)
+    spec = child_dict(obj, "spec")
+    default_pod_spec(spec, is_pod=True)
     status = obj.get("status")
     if status.__class__ is dict:
         # PodCondition's times are metav1.Time: Go writes null when unset
-        for cond in _d._dicts(status.get("conditions")):
+        for cond in dicts_in(status.get("conditions")):
             cond.setdefault("lastProbeTime", None)
             cond.setdefault("lastTransitionTime", None)
     if create:
-        status = _d._dict(obj, "status")
+        status = child_dict(obj, "status")
         if not status.get("phase"):
             status["phase"] = "Pending"
         if not status.get("qosClass"):
-            status["qosClass"] = _d.pod_qos_class(spec)
+            status["qosClass"] = pod_qos_class(spec)
 
 
 # --- validation -------------------------------------------------------------------------
@@ -511,7 +512,7 @@ class PodStrategy(Strategy):
 
     def default(self, obj: dict[str, Any], *, create: bool) -> None:
         _default(obj, create)
-        _d.go_order_object(obj)
+        go_order_object(obj)
 
     def prepare_for_create(self, obj: dict[str, Any]) -> None:
         super().prepare_for_create(obj)

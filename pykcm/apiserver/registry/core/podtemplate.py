@@ -8,9 +8,10 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from pykcm.api.validation import Cause, validate_object_meta_update
-from pykcm.apiserver import defaults as _d
 from pykcm.apiserver.registry import printers as pr
 from pykcm.apiserver.registry.core import podspec_validation as podspec
+from pykcm.apiserver.registry.core.podspec_defaults import default_pod_template
+from pykcm.apiserver.registry.defaulting import child_dict, go_order_object
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import as_map, validate_meta
@@ -20,7 +21,7 @@ Obj = dict[str, Any]
 # --- defaults --------------------------------------------------------------------------
 
 def _default_pod_template_kind(obj: Obj, create: bool) -> None:
-    _d.default_pod_template(_d._dict(obj, "template"))
+    default_pod_template(child_dict(obj, "template"))
 
 
 # --- validation ------------------------------------------------------------------------
@@ -63,7 +64,7 @@ class PodTemplateStrategy(Strategy):
 
     def default(self, obj: Obj, *, create: bool) -> None:
         _default_pod_template_kind(obj, create)
-        _d.go_order_object(obj)
+        go_order_object(obj)
 
     def generation_changed(self, new: Obj, old: Obj) -> bool:
         return new.get("template") != old.get("template")

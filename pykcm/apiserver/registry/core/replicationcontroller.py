@@ -10,10 +10,16 @@ from typing import Any, Final
 
 from pykcm.api.labels import selector_from_label_selector
 from pykcm.api.validation import Cause, required, validate_object_meta_update
-from pykcm.apiserver import defaults as _d
 from pykcm.apiserver.registry import printers as pr
 from pykcm.apiserver.registry.apps import workload_validation as wv
 from pykcm.apiserver.registry.apps.replicaset import validate_status as replicaset_status
+from pykcm.apiserver.registry.core.podspec_defaults import default_pod_template
+from pykcm.apiserver.registry.defaulting import (
+    REPLICASET_SPEC_ORDER,
+    child_dict,
+    go_order_object,
+    set_default,
+)
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import as_map, nonnegative_field, validate_meta
@@ -25,7 +31,7 @@ Obj = dict[str, Any]
 def _default_replication_controller(obj: Obj, create: bool) -> None:
     """SetDefaults_ReplicationController: the selector and the labels default to the
     template's labels; one replica."""
-    spec = _d._dict(obj, "spec")
+    spec = child_dict(obj, "spec")
     tmpl = spec.get("template")
     if isinstance(tmpl, dict):
         tlabels = (tmpl.get("metadata") or {}).get("labels") if isinstance(
@@ -33,13 +39,13 @@ def _default_replication_controller(obj: Obj, create: bool) -> None:
         if tlabels:
             if not spec.get("selector"):
                 spec["selector"] = dict(tlabels)
-            meta = _d._dict(obj, "metadata")
+            meta = child_dict(obj, "metadata")
             if not meta.get("labels"):
                 meta["labels"] = dict(tlabels)
-        _d.default_pod_template(tmpl)
-    _d._setdefault(spec, "replicas", 1)
-    _d._REPLICASET_SPEC.apply(spec)
-    _d._dict(obj, "status").setdefault("replicas", 0)
+        default_pod_template(tmpl)
+    set_default(spec, "replicas", 1)
+    REPLICASET_SPEC_ORDER.apply(spec)
+    child_dict(obj, "status").setdefault("replicas", 0)
 
 
 # --- validation ------------------------------------------------------------------------
@@ -122,7 +128,7 @@ class ReplicationControllerStrategy(Strategy):
 
     def default(self, obj: Obj, *, create: bool) -> None:
         _default_replication_controller(obj, create)
-        _d.go_order_object(obj)
+        go_order_object(obj)
 
     def validate_create(self, obj: Obj) -> list[Cause]:
         return _create_replication_controller(obj)

@@ -19,8 +19,8 @@ from pykcm.api.validation import (
     validate_immutable,
     validate_object_meta_update,
 )
-from pykcm.apiserver import defaults as _d
 from pykcm.apiserver.registry import printers as pr
+from pykcm.apiserver.registry.defaulting import go_order_object
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import (
@@ -147,7 +147,7 @@ class SecretStrategy(Strategy):
 
     def default(self, obj: Obj, *, create: bool) -> None:
         _default_secret(obj, create)
-        _d.go_order_object(obj)
+        go_order_object(obj)
 
     def validate_create(self, obj: Obj) -> list[Cause]:
         return _validate_secret(obj)

@@ -32,9 +32,15 @@ from pykcm.api.validation import (
     validate_labels,
     validate_object_meta_update,
 )
-from pykcm.apiserver import defaults as _d
 from pykcm.apiserver.registry import printers as pr
 from pykcm.apiserver.registry.core import podspec_validation as podspec
+from pykcm.apiserver.registry.defaulting import (
+    GoOrder,
+    child_dict,
+    dicts_in,
+    go_order_object,
+    set_default,
+)
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import as_int, as_list, as_map, as_str, validate_meta
@@ -43,7 +49,7 @@ Obj = dict[str, Any]
 
 # --- defaults --------------------------------------------------------------------------
 
-_SERVICE_SPEC: Final = _d._GoOrder(
+_SERVICE_SPEC: Final = GoOrder(
     "ports", "selector", "clusterIP", "clusterIPs", "type", "externalIPs", "sessionAffinity",
     "loadBalancerIP", "loadBalancerSourceRanges", "externalName", "externalTrafficPolicy",
     "healthCheckNodePort", "publishNotReadyAddresses", "sessionAffinityConfig", "ipFamilies",
@@ -51,7 +57,7 @@ _SERVICE_SPEC: Final = _d._GoOrder(
     "internalTrafficPolicy", "trafficDistribution")
 
 
-_SERVICE_PORT: Final = _d._GoOrder("name", "protocol", "appProtocol", "port", "targetPort", "nodePort")
+_SERVICE_PORT: Final = GoOrder("name", "protocol", "appProtocol", "port", "targetPort", "nodePort")
 
 
 def _is_headless(spec: Mapping[str, Any]) -> bool:
@@ -59,7 +65,7 @@ def _is_headless(spec: Mapping[str, Any]) -> bool:
 
 
 def _default_service(obj: Obj, create: bool) -> None:
-    spec = _d._dict(obj, "spec")
+    spec = child_dict(obj, "spec")
     if not spec.get("sessionAffinity"):
         spec["sessionAffinity"] = "None"
     if spec["sessionAffinity"] == "None":
@@ -67,7 +73,7 @@ def _default_service(obj: Obj, create: bool) -> None:
     if not spec.get("type"):
         spec["type"] = "ClusterIP"
     svc_type = spec["type"]
-    for port in _d._dicts(spec.get("ports")):
+    for port in dicts_in(spec.get("ports")):
         if not port.get("protocol"):
             port["protocol"] = "TCP"
         target = port.get("targetPort")
@@ -82,7 +88,7 @@ def _default_service(obj: Obj, create: bool) -> None:
                                                                    "ClusterIP"):
         spec["internalTrafficPolicy"] = "Cluster"
     if svc_type == "LoadBalancer":
-        _d._setdefault(spec, "allocateLoadBalancerNodePorts", True)
+        set_default(spec, "allocateLoadBalancerNodePorts", True)
     if svc_type != "ExternalName":
         # The IP-family fields of a single-stack IPv4 cluster, as the service
         # REST storage fills them (the address itself is the allocator's).
@@ -95,8 +101,8 @@ def _default_service(obj: Obj, create: bool) -> None:
             dual = spec.get("ipFamilyPolicy") == "RequireDualStack" and _is_headless(spec)
             spec["ipFamilies"] = ["IPv4", "IPv6"] if dual else ["IPv4"]
     _SERVICE_SPEC.apply(spec)
-    status = _d._dict(obj, "status")
-    _d._dict(status, "loadBalancer")
+    status = child_dict(obj, "status")
+    child_dict(status, "loadBalancer")
 
 
 # --- validation ------------------------------------------------------------------------
@@ -418,7 +424,7 @@ class ServiceStrategy(Strategy):
 
     def default(self, obj: Obj, *, create: bool) -> None:
         _default_service(obj, create)
-        _d.go_order_object(obj)
+        go_order_object(obj)
 
     def prepare_kind_for_update(self, new: Obj, old: Obj) -> None:
         _keep_service_addresses(new, old)

@@ -34,9 +34,9 @@ from pykcm.api.validation import (
     validate_labels,
     validate_object_meta_update,
 )
-from pykcm.apiserver import defaults as _d
 from pykcm.apiserver.registry import printers as pr
 from pykcm.apiserver.registry.core import podspec_validation as podspec
+from pykcm.apiserver.registry.defaulting import GoOrder, dicts_in, go_order_object
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import (
@@ -52,15 +52,15 @@ Obj = dict[str, Any]
 
 # --- defaults --------------------------------------------------------------------------
 
-_ENDPOINT_SLICE: Final = _d._GoOrder("kind", "apiVersion", "metadata", "addressType", "endpoints",
+_ENDPOINT_SLICE: Final = GoOrder("kind", "apiVersion", "metadata", "addressType", "endpoints",
                                   "ports")
 
 
-_SLICE_ENDPOINT: Final = _d._GoOrder("addresses", "conditions", "hostname", "targetRef",
+_SLICE_ENDPOINT: Final = GoOrder("addresses", "conditions", "hostname", "targetRef",
                                   "deprecatedTopology", "nodeName", "zone", "hints")
 
 
-_SLICE_PORT: Final = _d._GoOrder("name", "protocol", "port", "appProtocol")
+_SLICE_PORT: Final = GoOrder("name", "protocol", "port", "appProtocol")
 
 
 def _default_endpoint_slice(obj: Obj, create: bool) -> None:
@@ -70,13 +70,13 @@ def _default_endpoint_slice(obj: Obj, create: bool) -> None:
     for key in ("endpoints", "ports"):
         if not obj.get(key):
             obj[key] = None
-    for port in _d._dicts(obj.get("ports")):
+    for port in dicts_in(obj.get("ports")):
         if port.get("name") is None:
             port["name"] = ""
         if port.get("protocol") is None:
             port["protocol"] = "TCP"
         _SLICE_PORT.apply(port)
-    for ep in _d._dicts(obj.get("endpoints")):
+    for ep in dicts_in(obj.get("endpoints")):
         if not isinstance(ep.get("conditions"), dict):
             ep["conditions"] = {}
         _SLICE_ENDPOINT.apply(ep)
@@ -428,7 +428,7 @@ class EndpointSliceStrategy(Strategy):
 
     def default(self, obj: Obj, *, create: bool) -> None:
         _default_endpoint_slice(obj, create)
-        _d.go_order_object(obj)
+        go_order_object(obj)
 
     def validate_create(self, obj: Obj) -> list[Cause]:
         return _create_endpoint_slice(obj)
