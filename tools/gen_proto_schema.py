@@ -18,11 +18,13 @@ The expected layout (``--types-dir``, default ``/tmp/k8s-types``)::
     api/batch/v1/types.go                    k8s.io/api batch/v1
     api/coordination/v1/types.go             k8s.io/api coordination/v1
     api/autoscaling/v1/types.go              k8s.io/api autoscaling/v1
+    api/autoscaling/v2/types.go              k8s.io/api autoscaling/v2
     api/policy/v1/types.go                   k8s.io/api policy/v1
     api/discovery/v1/types.go                k8s.io/api discovery/v1
     api/authentication/v1/types.go           k8s.io/api authentication/v1
     api/authorization/v1/types.go            k8s.io/api authorization/v1
     api/storage/v1/types.go                  k8s.io/api storage/v1
+    api/rbac/v1/types.go                     k8s.io/api rbac/v1
     apimachinery/pkg/apis/meta/v1/types.go   k8s.io/apimachinery meta/v1
 
 Full upstream files work as well (comments, constants and functions are
@@ -103,6 +105,12 @@ PACKAGES: list[tuple[str, str, str, dict[str, str]]] = [
         "autoscaling/v1",
         {"metav1": "meta/v1", "v1": "core/v1"},
     ),
+    (
+        "autoscaling/v2",
+        "api/autoscaling/v2/types.go",
+        "autoscaling/v2",
+        {"metav1": "meta/v1", "v1": "core/v1"},
+    ),
     ("policy/v1", "api/policy/v1/types.go", "policy/v1", {"metav1": "meta/v1"}),
     (
         "discovery/v1",
@@ -128,6 +136,7 @@ PACKAGES: list[tuple[str, str, str, dict[str, str]]] = [
         "storage.k8s.io/v1",
         {"metav1": "meta/v1", "v1": "core/v1"},
     ),
+    ("rbac/v1", "api/rbac/v1/types.go", "rbac.authorization.k8s.io/v1", {"metav1": "meta/v1"}),
 ]
 
 # Fields left out of the table (decoding skips them): map[string]ExtraValue (a map of
