@@ -80,6 +80,34 @@ def test_finished_time_sources_in_order() -> None:
     assert get_finished_time(pod(created=T0 - 7)) == T0 - 7
 
 
+def with_sidecars(p: dict[str, Any], **finished: float | None) -> dict[str, Any]:
+    """``p`` with restartable init containers (sidecars) named and finished as given (None:
+    still running), plus a plain init container that finished long before."""
+    p["spec"] = {"initContainers": [
+        {"name": "setup"}, *({"name": n, "restartPolicy": "Always"} for n in finished)]}
+    p["status"]["initContainerStatuses"] = [
+        {"name": "setup", "state": {"terminated": {"exitCode": 0, "finishedAt": ts(T0 + 500)}}},
+        *({"name": n, "state": {"running": {}} if t is None
+           else {"terminated": {"exitCode": 0, "finishedAt": ts(t)}}}
+          for n, t in finished.items())]
+    return p
+
+
+def test_finished_time_waits_for_sidecars() -> None:
+    # Sidecars stop after the regular containers: the pod finished with the last of them
+    # (a plain init container, even one that finished later, does not count).
+    assert get_finished_time(with_sidecars(pod(T0), log=T0 + 3, proxy=T0 + 2)) == T0 + 3
+    # A sidecar finished before the regular containers: theirs is the finish.
+    assert get_finished_time(with_sidecars(pod(T0), log=T0 - 20)) == T0
+    # A sidecar still running: not finished by the containers; Ready=False decides.
+    assert get_finished_time(with_sidecars(pod(T0, ready_false=T0 - 50),
+                                           log=None)) == T0 - 50
+    # As upstream: a running regular container leaves the sidecars to decide.
+    p = with_sidecars(pod(T0, ready_false=T0 - 50), log=T0 + 9)
+    p["status"]["containerStatuses"][0]["state"] = {"running": {}}
+    assert get_finished_time(p) == T0 + 9
+
+
 def test_new_record_counts_failures_after_last_success() -> None:
     store = BackoffStore()
     r = store.new_backoff_record("ns/j", [], [pod(T0), pod(T0 + 10)])

@@ -105,9 +105,14 @@ class BackoffStore:
         return BackoffRecord(key, failures, last_failure)
 
 
-def _finish_time_from_containers(pod: Mapping[str, Any]) -> float | None:
-    finish: float | None = None
-    for cs in (pod.get("status") or {}).get("containerStatuses") or ():
+def _latest_finish_time(prev: float | None, statuses: Iterable[Mapping[str, Any]],
+                        names: set[str] | None = None) -> float | None:
+    """The latest finishedAt over ``statuses`` (those named in ``names``, all when None)
+    and ``prev``; None as soon as one of them has not terminated (latestFinishTime)."""
+    finish = prev
+    for cs in statuses:
+        if names is not None and cs.get("name") not in names:
+            continue
         terminated = (cs.get("state") or {}).get("terminated")
         if terminated is None:
             return None
@@ -119,10 +124,23 @@ def _finish_time_from_containers(pod: Mapping[str, Any]) -> float | None:
     return finish
 
 
+def _finish_time_from_containers(pod: Mapping[str, Any]) -> float | None:
+    """The regular containers' latest finish, then the sidecars' (restartable init
+    containers, SidecarContainers is GA): they stop after the regular containers, so the
+    pod finished when its last sidecar did. As upstream, a regular container still
+    running leaves only the sidecars to decide (the result is then theirs, or None)."""
+    status = pod.get("status") or {}
+    finish = _latest_finish_time(None, status.get("containerStatuses") or ())
+    sidecars = {str(c.get("name")) for c in (pod.get("spec") or {}).get("initContainers") or ()
+                if c.get("restartPolicy") == "Always"}
+    return _latest_finish_time(finish, status.get("initContainerStatuses") or (), sidecars)
+
+
 def get_finished_time(pod: Mapping[str, Any]) -> float:
     """When the pod finished (getFinishedTime), the first of these that is known:
 
-    1. the latest finishedAt of its containers, when all terminated;
+    1. the latest finishedAt of its containers and sidecar (restartable init)
+       containers, when all terminated;
     2. the lastTransitionTime of a Ready=False condition;
     3. deletionTimestamp minus deletionGracePeriodSeconds;
     4. its creationTimestamp (0 when even that is missing).
