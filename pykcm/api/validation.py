@@ -8,7 +8,7 @@ plain messages, worded as upstream words them. Structural validators
 (``validate_labels``, ``validate_object_meta`` ...) wrap those messages into
 :class:`Cause` values, each naming the field path, the error type and the bad
 value rendered the way Go's ``field.Error`` renders it. The API server's
-per-kind validation (``pykcm.apiserver.validation``) builds on these, and the
+per-kind validation (the strategies of ``pykcm.apiserver.registry``) builds on these, and the
 server turns a non-empty list into a 422 ``metav1.Status`` with
 :func:`invalid_status` (``details.causes`` from :meth:`Cause.to_status_cause`,
 the top-level message from :func:`format_invalid_message`).

@@ -16,9 +16,10 @@ from typing import Any, Final
 
 import orjson
 
-from pykcm.apiserver import event_view, validation
+from pykcm.apiserver import event_view
 from pykcm.apiserver.errors import StatusError
 from pykcm.apiserver.registry.autoscaling import v1_conversion
+from pykcm.apiserver.registry.events.event import validate_event_v1_create, validate_event_v1_update
 
 __all__ = ["VIEWS", "VersionView"]
 
@@ -57,8 +58,8 @@ VIEWS: Final[dict[tuple[str, str], VersionView]] = {
     ("events.k8s.io", "v1"): VersionView(
         stored=("", "v1", "events"), list_kind="EventList",
         to_stored=event_view.to_core, to_view=event_view.to_view,
-        validate_create=validation.validate_event_v1_create,
-        validate_update=validation.validate_event_v1_update,
+        validate_create=validate_event_v1_create,
+        validate_update=validate_event_v1_update,
         error=event_view.view_error),
     ("autoscaling", "v1"): VersionView(
         stored=("autoscaling", "v2", "horizontalpodautoscalers"),
