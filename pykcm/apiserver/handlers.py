@@ -623,8 +623,9 @@ class APIHandlers:
             if info.verb == "get":
                 pod = self.rest.get(pods_info, info.namespace, info.name).obj
                 found = resource_metrics.pod_metrics(pod, now)
-                if found is None:
-                    raise errors.not_found(res.plural, res.group, info.name)
+                if found is None:  # metrics-server names it namespace/name
+                    raise errors.not_found("podmetrics", res.group,
+                                           f"{info.namespace}/{info.name}")
                 return json_response(orjson.dumps(found))
             _, raws = self.rest.list_raw(pods_info, info.namespace, ListOptions(
                 label_selector=opts.label_selector, field_selector=opts.field_selector))
