@@ -88,6 +88,10 @@ SERVED_KINDS: tuple[tuple[str, str, str], ...] = (
     ("discovery.k8s.io", "v1", "EndpointSlice"),
     ("storage.k8s.io", "v1", "StorageClass"),
     ("policy", "v1", "PodDisruptionBudget"),
+    ("rbac.authorization.k8s.io", "v1", "ClusterRole"),
+    ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"),
+    ("rbac.authorization.k8s.io", "v1", "Role"),
+    ("rbac.authorization.k8s.io", "v1", "RoleBinding"),
 )
 # Kinds served without a List kind: subresource bodies and the create-only reviews.
 SUBRESOURCE_KINDS: tuple[tuple[str, str, str], ...] = (

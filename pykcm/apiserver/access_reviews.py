@@ -10,17 +10,16 @@ tokenreviews, see service_accounts.py) and calls one function here with the
 requesting user; the answer is the request's spec with a ``status`` and goes
 back as 201. Nothing reaches storage.
 
-Deliberate deviation: pykcm's server has no authorizer but its own rule (RBAC is
-issue 15): every authenticated user may do everything, an anonymous request may
-only ``get`` the public health and version paths (auth.py's ``ANONYMOUS_PATHS``,
-system:public-info-viewer's). A review answers that rule: for an authenticated
-subject as kube-apiserver ``--authorization-mode=AlwaysAllow`` answers, ``allowed:
-true`` and no reason (asked of the real server: AlwaysAllow gives none); for
-``system:anonymous`` (or a subject only in ``system:unauthenticated``) anything but
-those paths is ``allowed: false``, again with no reason (as RBAC's no-opinion). A
-rules review lists ``*`` on everything (its user is authenticated). The selector attributes of
-``resourceAttributes`` (fieldSelector/labelSelector requirements) are not
-validated; the metadata answered carries no managedFields (pykcm keeps none).
+The answers are the RBAC authorizer's (rbac/authorizer.py, the one the request path
+uses, reached through the request's context: rbac/escalation.py's ``CURRENT``): the
+privileged group ``system:masters`` is allowed everything with no reason, an RBAC
+allowance carries ``RBAC: allowed by ...``, a denial no reason unless resolving the
+bindings met errors. A rules review lists the privileged group's ``*`` rules, then
+every rule of the subject's bindings in the namespace, each once. Deliberate
+deviations: the selector attributes of ``resourceAttributes`` (fieldSelector/
+labelSelector requirements) are not validated; the metadata answered carries no
+managedFields (pykcm keeps none); a review answered with no request context (a
+direct call) finds no authorizer and allows nothing.
 """
 
 from __future__ import annotations
@@ -31,11 +30,9 @@ from typing import Any, Final
 import orjson
 
 from pykcm.apiserver import errors
-from pykcm.apiserver.auth import ANONYMOUS_PATHS, User
-
-ANONYMOUS_USER: Final = "system:anonymous"
-UNAUTHENTICATED_GROUP: Final = "system:unauthenticated"
-AUTHENTICATED_GROUP: Final = "system:authenticated"
+from pykcm.apiserver.auth import User, go_aggregate
+from pykcm.apiserver.rbac.escalation import CURRENT
+from pykcm.apiserver.rbac.rules import Attributes
 
 __all__ = [
     "AUTHZ_GV",
@@ -100,23 +97,48 @@ def _meta(body: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in meta.items() if k != "managedFields" and v not in (None, "", {}, [])}
 
 
-def _allowed(spec: Mapping[str, Any]) -> bool:
-    """pykcm's authorization rule (module doc) for the subject and attributes of ``spec``."""
-    groups = spec.get("groups") or []
-    anonymous = spec.get("user") == ANONYMOUS_USER or (
-        UNAUTHENTICATED_GROUP in groups and AUTHENTICATED_GROUP not in groups)
-    if not anonymous:
-        return True
+def _spec_user(spec: Mapping[str, Any]) -> User:
+    groups = spec.get("groups")
+    extra = spec.get("extra")
+    return User(str(spec.get("user") or ""), str(spec.get("uid") or ""),
+                tuple(str(g) for g in groups) if isinstance(groups, list) else (),
+                tuple(sorted((str(k), tuple(str(x) for x in v))
+                             for k, v in extra.items() if isinstance(v, list)))
+                if isinstance(extra, dict) else ())
+
+
+def _attributes(user: User, spec: Mapping[str, Any]) -> Attributes:
+    """authorizationutil's ResourceAttributesFrom / NonResourceAttributesFrom."""
+    res = spec.get("resourceAttributes")
+    if isinstance(res, dict):
+        return Attributes(user, str(res.get("verb") or ""),
+                          namespace=str(res.get("namespace") or ""),
+                          api_group=str(res.get("group") or ""),
+                          resource=str(res.get("resource") or ""),
+                          subresource=str(res.get("subresource") or ""),
+                          name=str(res.get("name") or ""))
     nonres = spec.get("nonResourceAttributes")
-    return (isinstance(nonres, dict) and nonres.get("verb") == "get"
-            and nonres.get("path") in ANONYMOUS_PATHS)
+    nonres = nonres if isinstance(nonres, dict) else {}
+    return Attributes(user, str(nonres.get("verb") or ""), is_resource_request=False,
+                      path=str(nonres.get("path") or ""))
+
+
+def _decide(user: User, spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The review's status: allowed, and the authorizer's reason when it gave one."""
+    auth = CURRENT.get()
+    if auth is None:
+        return {"allowed": False}
+    allowed, reason = auth.authorizer.authorize(_attributes(user, spec))
+    status: dict[str, Any] = {"allowed": allowed}
+    if reason:
+        status["reason"] = reason
+    return status
 
 
 def _answer(kind: str, meta: dict[str, Any], spec: dict[str, Any],
-            allowed: bool = True) -> dict[str, Any]:
-    # Neither AlwaysAllow nor a no-opinion gives a reason.
+            status: dict[str, Any]) -> dict[str, Any]:
     return {"kind": kind, "apiVersion": AUTHZ_GV, "metadata": meta, "spec": spec,
-            "status": {"allowed": allowed}}
+            "status": status}
 
 
 def subject_access_review(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -127,7 +149,7 @@ def subject_access_review(body: Mapping[str, Any]) -> dict[str, Any]:
         causes.append(_cause("metadata", meta, "must be empty"))
     if causes:
         raise _invalid(causes)
-    return _answer("SubjectAccessReview", {}, spec, _allowed(spec))
+    return _answer("SubjectAccessReview", {}, spec, _decide(_spec_user(spec), spec))
 
 
 def local_subject_access_review(namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -151,7 +173,8 @@ def local_subject_access_review(namespace: str, body: Mapping[str, Any]) -> dict
                              "disallowed on this kind of request"))
     if causes:
         raise _invalid(causes)
-    return _answer("LocalSubjectAccessReview", {"namespace": namespace}, spec, _allowed(spec))
+    return _answer("LocalSubjectAccessReview", {"namespace": namespace}, spec,
+                   _decide(_spec_user(spec), spec))
 
 
 def self_subject_access_review(user: User | None, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -164,36 +187,24 @@ def self_subject_access_review(user: User | None, body: Mapping[str, Any]) -> di
         causes.append(_cause("metadata", meta, "must be empty"))
     if causes:
         raise _invalid(causes)
-    return _answer("SelfSubjectAccessReview", {}, spec)
+    return _answer("SelfSubjectAccessReview", {}, spec, _decide(user, spec))
 
 
 def self_subject_rules_review(user: User | None, body: Mapping[str, Any]) -> dict[str, Any]:
     """``POST selfsubjectrulesreviews`` (``kubectl auth can-i --list``): what may I do in
-    ``spec.namespace``? Everything, under AlwaysAllow; with the rules kube-apiserver
-    lists for any user first (the self reviews, discovery and health paths)."""
+    ``spec.namespace``? The authorizer's rules for the requesting user."""
     if user is None:
         raise errors.bad_request("no user present on request")
     spec = _spec(body)
     if not spec.get("namespace"):
         raise errors.bad_request("no namespace on request")
-    everything = {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}
-    resource_rules = [
-        {"verbs": ["create"], "apiGroups": [_GROUP],
-         "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]},
-        {"verbs": ["create"], "apiGroups": ["authentication.k8s.io"],
-         "resources": ["selfsubjectreviews"]},
-        everything,
-    ]
-    non_resource_rules = [
-        {"verbs": ["get"], "nonResourceURLs": ["/.well-known", "/.well-known/*"]},
-        {"verbs": ["get"], "nonResourceURLs": [
-            "/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi",
-            "/openapi/*", "/readyz", "/version", "/version/"]},
-        {"verbs": ["get"], "nonResourceURLs": ["/healthz", "/livez", "/readyz", "/version",
-                                               "/version/"]},
-        {"verbs": ["*"], "nonResourceURLs": ["*"]},
-    ]
+    auth = CURRENT.get()
+    status: dict[str, Any] = {"resourceRules": [], "nonResourceRules": [], "incomplete": False}
+    if auth is not None:
+        rules = auth.authorizer.rules_for(user, str(spec["namespace"]))
+        status["resourceRules"] = rules.resource_rules
+        status["nonResourceRules"] = rules.non_resource_rules
+        if rules.errors:
+            status["evaluationError"] = go_aggregate(rules.errors)
     return {"kind": "SelfSubjectRulesReview", "apiVersion": AUTHZ_GV, "metadata": {},
-            "spec": spec, "status": {"resourceRules": resource_rules,
-                                     "nonResourceRules": non_resource_rules,
-                                     "incomplete": False}}
+            "spec": spec, "status": status}

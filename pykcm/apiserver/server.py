@@ -32,6 +32,7 @@ import ssl
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from contextvars import Token
 from http import HTTPStatus
 from typing import Any, Self
 
@@ -46,6 +47,7 @@ from pykcm.api.serviceaccount import LAST_USED_LABEL_KEY
 from pykcm.apiserver import errors
 from pykcm.apiserver.auth import (
     ANONYMOUS_PATHS,
+    AuthResponse,
     TokenAuthenticator,
     User,
     load_or_create_admin_token,
@@ -61,6 +63,12 @@ from pykcm.apiserver.kubernetes_service import (
 )
 from pykcm.apiserver.metrics import APIMetrics
 from pykcm.apiserver.openapi import OpenAPI
+from pykcm.apiserver.rbac.authorizer import RBACAuthorizer, forbidden_error
+from pykcm.apiserver.rbac.bootstrap import reconcile_bootstrap_policy
+from pykcm.apiserver.rbac.escalation import CURRENT as ESCALATION_CONTEXT
+from pykcm.apiserver.rbac.escalation import RequestAuth
+from pykcm.apiserver.rbac.request_filter import impersonate, request_attributes
+from pykcm.apiserver.rbac.stored_objects import StoredRBAC
 from pykcm.apiserver.rest_storage import RESTStorage
 from pykcm.apiserver.service_accounts import ServiceAccountTokens
 from pykcm.apiserver.storage import SqliteLog, Store, object_key
@@ -173,6 +181,7 @@ class APIServer:
         self.handlers: APIHandlers | None = None
         self.discovery = Discovery(self.registry)
         self.auth = TokenAuthenticator()
+        self.authorizer: RBACAuthorizer | None = None
         self.token = ""
         self.ca_pem: bytes | None = None
         self.kubeconfig_path = ""
@@ -248,6 +257,11 @@ class APIServer:
         self.openapi = OpenAPI(self.registry, server_version=GIT_VERSION)
         self.rest.custom.listeners.append(self._publish_custom_resources)
         await self.rest.ensure_system_namespaces()
+        await reconcile_bootstrap_policy(self.rest, self.registry)
+        rest = self.rest
+        self.authorizer = RBACAuthorizer(StoredRBAC(
+            lambda plural: rest.rs(info) if (info := self.registry.get(
+                "rbac.authorization.k8s.io", "v1", plural)) is not None else None))
         # The loaded state lives as long as the server: keep the cyclic GC from
         # scanning it again and again (it dominates large-list costs in Python).
         gc.collect()
@@ -411,10 +425,29 @@ class APIServer:
             return status_response(errors.unauthorized())
         if authn is None and request.path not in ANONYMOUS_PATHS:
             return status_response(errors.unauthorized())
+        token: Token[RequestAuth | None] | None = None
         if authn is not None:
+            # impersonation, then RBAC (kube-apiserver's WithImpersonation, WithAuthorization)
+            assert self.authorizer is not None
+            try:
+                user = impersonate(self.authorizer, authn.user, request.headers,
+                                   list(request.headers.items()))
+                if user is not authn.user:
+                    authn = AuthResponse(user, authn.audiences, authn.warnings)
+                attrs = request_attributes(user, request.method, request.path, request.query)
+                allowed, reason = self.authorizer.authorize(attrs)
+                if not allowed:
+                    raise forbidden_error(attrs, reason)
+            except errors.StatusError as exc:
+                return status_response(exc)
             request[AUTHENTICATED] = authn
+            token = ESCALATION_CONTEXT.set(RequestAuth(self.authorizer, user))
         assert self.handlers is not None
-        resp = await self._serve(request)
+        try:
+            resp = await self._serve(request)
+        finally:
+            if token is not None:
+                ESCALATION_CONTEXT.reset(token)
         q = request.query
         self.metrics.observe(request.method, request.path,
                              q.get("watch") in ("1", "true", "True"), resp.status)

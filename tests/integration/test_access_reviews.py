@@ -1,11 +1,8 @@
-"""authorization.k8s.io/v1 reviews on pykcm's API server: answered as kube-apiserver v1.36.2
-started with ``--authorization-mode=AlwaysAllow`` answers them (the expected bodies below are
-that server's, managedFields aside), never stored; ``kubectl auth can-i`` (protobuf bodies)
-works.
-
-The real server of the ``apiserver`` fixture runs RBAC, so its answers differ by design;
-the delegated authorization tests of the controller manager use both
-(tests/integration/test_manager_delegated_auth.py).
+"""authorization.k8s.io/v1 reviews on pykcm's API server, answered by its RBAC authorizer as
+kube-apiserver v1.36.2 (``--authorization-mode=Node,RBAC``) answers them (the expected bodies
+below are that server's, managedFields aside), never stored; ``kubectl auth can-i``
+(protobuf bodies) works. tests/integration/test_rbac.py compares the two servers' answers
+for bindings of its own.
 """
 
 from __future__ import annotations
@@ -41,14 +38,22 @@ def _ca(st: ServerThread) -> str | bool:
     return str(path)
 
 
-def test_subject_access_review_is_allowed_without_reason(pykcm_apiserver: ServerThread) -> None:
+def test_subject_access_review_denied_without_reason(pykcm_apiserver: ServerThread) -> None:
+    """No binding grants alice /metrics: RBAC has no opinion, and says nothing."""
     spec = {"nonResourceAttributes": {"path": "/metrics", "verb": "get"}, "user": "alice"}
     code, body = _post(pykcm_apiserver, "/subjectaccessreviews",
                        {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
                         "spec": spec})
     assert (code, body) == (201, {"kind": "SubjectAccessReview",
                                   "apiVersion": "authorization.k8s.io/v1", "metadata": {},
-                                  "spec": spec, "status": {"allowed": True}})
+                                  "spec": spec, "status": {"allowed": False}})
+
+
+def test_subject_access_review_in_a_privileged_group(pykcm_apiserver: ServerThread) -> None:
+    spec = {"resourceAttributes": {"verb": "delete", "resource": "nodes"}, "user": "x",
+            "groups": ["system:masters"]}
+    code, body = _post(pykcm_apiserver, "/subjectaccessreviews", {"spec": spec})
+    assert (code, body["status"]) == (201, {"allowed": True})
 
 
 def test_self_subject_access_review(pykcm_apiserver: ServerThread) -> None:
@@ -96,7 +101,7 @@ def test_local_review_and_rules_review(pykcm_apiserver: ServerThread) -> None:
     code, body = _post(pykcm_apiserver, "/namespaces/default/localsubjectaccessreviews",
                        {"spec": spec})
     assert (code, body["metadata"], body["status"]) == (201, {"namespace": "default"},
-                                                        {"allowed": True})
+                                                        {"allowed": False})
     code, body = _post(pykcm_apiserver, "/selfsubjectrulesreviews",
                        {"spec": {"namespace": "default"}})
     assert code == 201
@@ -127,15 +132,21 @@ def test_kubectl_auth_can_i(pykcm_apiserver: ServerThread) -> None:
     assert "selfsubjectaccessreviews.authorization.k8s.io" in r.stdout
 
 
-def test_anonymous_may_only_read_the_public_paths(pykcm_apiserver: ServerThread) -> None:
-    """pykcm's own rule (its server answers an anonymous request only on those paths)."""
-    def review(path: str, **subject: Any) -> bool:
+def test_public_paths_are_granted_to_every_group(pykcm_apiserver: ServerThread) -> None:
+    """system:public-info-viewer is bound to system:authenticated and
+    system:unauthenticated: a subject in neither group is granted nothing."""
+    def review(path: str, **subject: Any) -> dict[str, Any]:
         code, body = _post(pykcm_apiserver, "/subjectaccessreviews", {"spec": {
             "nonResourceAttributes": {"path": path, "verb": "get"}, **subject}})
         assert code == 201
-        return bool(body["status"]["allowed"])
+        status: dict[str, Any] = body["status"]
+        return status
 
-    assert review("/healthz", user="system:anonymous")
-    assert not review("/metrics", user="system:anonymous")
-    assert not review("/metrics", groups=["system:unauthenticated"])
-    assert review("/metrics", user="alice", groups=["system:authenticated"])
+    assert review("/healthz", user="system:anonymous") == {"allowed": False}
+    assert review("/healthz", user="system:anonymous",
+                  groups=["system:unauthenticated"]) == {
+        "allowed": True,
+        "reason": 'RBAC: allowed by ClusterRoleBinding "system:public-info-viewer" of '
+                  'ClusterRole "system:public-info-viewer" to Group "system:unauthenticated"'}
+    assert review("/metrics", user="alice", groups=["system:authenticated"]) == {
+        "allowed": False}

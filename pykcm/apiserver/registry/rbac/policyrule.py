@@ -9,6 +9,7 @@ clusterrolebinding.py of this package.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -113,11 +114,13 @@ def validate_binding(obj: Mapping[str, Any], *, namespaced: bool,
 
 
 def role_ref_changed(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
-    """The update rule: roleRef is immutable (printed as Go prints the internal struct)."""
+    """The update rule: roleRef is immutable."""
     n, o = as_dict(new.get("roleRef")), as_dict(old.get("roleRef"))
     key = ("apiGroup", "kind", "name")
     if [n.get(k) or "" for k in key] == [o.get(k) or "" for k in key]:
         return []
-    group, kind, name = (str(n.get(k) or "") for k in key)
-    shown = GoValue(f'rbac.RoleRef{{APIGroup:"{group}", Kind:"{kind}", Name:"{name}"}}')
+    # json.Marshal of the internal struct (no json tags: Go's field names)
+    shown = GoValue(json.dumps(dict(zip(("APIGroup", "Kind", "Name"),
+                                        (str(n.get(k) or "") for k in key), strict=True)),
+                               separators=(",", ":"), ensure_ascii=False))
     return [invalid("roleRef", shown, "cannot change roleRef")]
