@@ -255,6 +255,16 @@ async def _resourcequota(ctx: ControllerContext, name: str) -> RunnableControlle
     return rq
 
 
+async def _clusterrole_aggregation(ctx: ControllerContext, name: str
+                                   ) -> RunnableController | None:
+    from pykcm.controllers.clusterroleaggregation import ClusterRoleAggregationController
+
+    return ClusterRoleAggregationController(
+        cluster_role_informer=ctx.informer_factory.for_resource(
+            "rbac.authorization.k8s.io", "v1", "clusterroles"),
+        client=ctx.client_builder.client("clusterrole-aggregation-controller"))
+
+
 async def _ttl(ctx: ControllerContext, name: str) -> RunnableController | None:
     from pykcm.controllers.ttl import TTLController
 
@@ -482,6 +492,8 @@ def register_builtin_controllers(registry: ControllerRegistry) -> None:
                              concurrency="concurrent_statefulset_syncs"),
         ControllerDescriptor("cronjob-controller", _cronjob, aliases=("cronjob",),
                              concurrency="concurrent_cron_job_syncs"),
+        ControllerDescriptor("clusterrole-aggregation-controller", _clusterrole_aggregation,
+                             aliases=("clusterrole-aggregation",), concurrency=5),
         ControllerDescriptor("ttl-controller", _ttl, aliases=("ttl",), concurrency=5),
         ControllerDescriptor("resourcequota-controller", _resourcequota,
                              aliases=("resourcequota",),
