@@ -36,7 +36,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.upstream]
 
 
 UNSERVED_KINDS = (
-    "HorizontalPodAutoscaler",
     "CertificateSigningRequest", "ClusterRole", "CSINode", "CSIDriver",
     "VolumeAttachment", "VolumeAttributesClass", "ServiceCIDR", "IPAddress",
     "ValidatingAdmissionPolicy", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate",
@@ -107,10 +106,10 @@ SAMPLE_LOG = r"""??? E1201 20:33:08.826344   25734 options.go:205] The manifest 
 failed with read version: 14 is not as new as written version: 24 for group resource \
 replicasets.apps" logger="UnhandledError"
 ??? E1201 21:28:34.597544   12223 reflector.go:227] "Failed to watch" err="failed to list \
-*v2.HorizontalPodAutoscaler: the server could not find the requested resource (get \
-horizontalpodautoscalers.autoscaling)" logger="UnhandledError" \
+*v1.CSINode: the server could not find the requested resource (get \
+csinodes.storage.k8s.io)" logger="UnhandledError" \
 reflector="k8s.io/client-go@v1.36.2/tools/cache/reflector.go:343" \
-type="*v2.HorizontalPodAutoscaler"
+type="*v1.CSINode"
 ??? E1201 21:28:34.597544   12223 reflector.go:227] "Failed to watch" err="failed to list \
 *v1.Pod: the server could not find the requested resource" type="*v1.Pod"
 ??? E1201 20:53:37.355020   26684 namespace_controller.go:164] "Deletion of namespace failed" \

@@ -1,0 +1,145 @@
+"""Differential test of the horizontal-pod-autoscaler-controller: the real
+kube-controller-manager v1.36.2's and pykcm's, each on a pykcm API server of its own (the
+same metrics source for both: the metrics.k8s.io API of pykcm's server, from the pods'
+``sim.pykcm.io/cpu-usage``; kube-apiserver has no metrics API without a metrics-server).
+
+The same scenario runs on both: a Deployment ``web`` of 2 pods (written by hand, Running and
+Ready for ten minutes, 100m cpu requested) and ``kubectl autoscale``'s HPA (50% cpu, 1..10).
+At 90m per pod both scale to 4; at 10m both scale down to 1 after the (shortened, 3 s)
+stabilization window. Compared once settled: the Deployment's replicas, the HPA status
+(timestamps dropped), its conditions (type, status, reason, message) and its events
+(type, reason, message). No workload controller runs, so the pods stay two.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from pykcm.client import Client, load_kube_config
+from pykcm.controller import EventBroadcaster
+from pykcm.controllers.podautoscaler import HorizontalController
+from pykcm.informers import SharedInformerFactory
+from pykcm.testing.server_thread import ServerThread
+from pykcm.testing.upstream import KubeControllerManager, KubeKit
+from tests.conftest import ensure_default_service_account
+from tests.integration.test_replicaset_controller import eventually
+
+pytestmark = [pytest.mark.e2e, pytest.mark.upstream]
+
+NS = "default"
+HPAS = "autoscaling/v2/horizontalpodautoscalers"
+FLAGS = ("--horizontal-pod-autoscaler-sync-period=1s",
+         "--horizontal-pod-autoscaler-downscale-stabilization=3s")
+
+
+def _t(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+async def setup(client: Client) -> None:
+    await ensure_default_service_account(client, NS)
+    labels = {"app": "web"}
+    container = {"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "100m"}}}
+    await client.create("apps/v1/deployments", {"metadata": {"name": "web"}, "spec": {
+        "replicas": 2, "selector": {"matchLabels": labels},
+        "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}}}}, NS)
+    long_ago = time.time() - 600
+    for i in range(2):
+        name = f"web-{i}"
+        await client.create("pods", {"metadata": {
+            "name": name, "labels": labels, "annotations": {"sim.pykcm.io/cpu-usage": "90m"}},
+            "spec": {"nodeName": "n1", "containers": [container]}}, NS)
+        await client.patch("pods", name, {"status": {
+            "phase": "Running", "startTime": _t(long_ago), "conditions": [
+                {"type": "Ready", "status": "True", "lastTransitionTime": _t(long_ago + 5)}]}},
+            "merge", NS, subresource="status")
+    await client.create(HPAS, {"metadata": {"name": "web"}, "spec": {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+        "minReplicas": 1, "maxReplicas": 10, "metrics": [{"type": "Resource", "resource": {
+            "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}]}}, NS)
+
+
+async def set_usage(client: Client, usage: str) -> None:
+    for i in range(2):
+        await client.patch("pods", f"web-{i}", {"metadata": {"annotations": {
+            "sim.pykcm.io/cpu-usage": usage}}}, "merge", NS)
+
+
+async def view(client: Client) -> dict[str, Any]:
+    dep = await client.get("apps/v1/deployments", "web", NS)
+    hpa = await client.get(HPAS, "web", NS)
+    status = {k: v for k, v in (hpa.get("status") or {}).items()
+              if k not in ("conditions", "lastScaleTime")}
+    conditions = sorted((c["type"], c["status"], c.get("reason", ""), c.get("message", ""))
+                        for c in (hpa.get("status") or {}).get("conditions") or [])
+    evs = (await client.list("events", NS))["items"]
+    events = sorted({(e["type"], e["reason"], e["message"]) for e in evs
+                     if e["involvedObject"]["kind"] == "HorizontalPodAutoscaler"})
+    return {"replicas": dep["spec"]["replicas"], "status": status, "conditions": conditions,
+            "events": events}
+
+
+def settled(replicas: int) -> Callable[[dict[str, Any]], bool]:
+    def ok(v: dict[str, Any]) -> bool:
+        reasons = {c[0]: c[2] for c in v["conditions"]}
+        return bool(v["replicas"] == replicas and v["status"].get("desiredReplicas") == replicas
+                    and reasons.get("AbleToScale") == "ReadyForNewScale")
+    return ok
+
+
+async def run_scenario(client: Client) -> list[dict[str, Any]]:
+    await setup(client)
+    out = [await eventually(lambda: _if(view(client), settled(4)), timeout=60,
+                            what="settled at 4")]
+    await set_usage(client, "10m")
+    out.append(await eventually(lambda: _if(view(client), settled(1)), timeout=60,
+                                what="settled at 1"))
+    return out
+
+
+async def _if(value: Any, pred: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
+    v = await value
+    return v if pred(v) else None
+
+
+async def test_same_replicas_conditions_and_events(kube_kit: KubeKit, tmp_path: Any) -> None:
+    real_server = ServerThread().start()
+    ours_server = ServerThread().start()
+    kcm = KubeControllerManager(
+        kube_kit, real_server.kubeconfig_path, tmp_path,
+        controllers="horizontal-pod-autoscaler-controller", delegate_auth=False,
+        extra_flags=FLAGS).start()
+    try:
+        async with Client(load_kube_config(real_server.kubeconfig_path)) as real, \
+                Client(load_kube_config(ours_server.kubeconfig_path)) as ours:
+            factory = SharedInformerFactory(ours, name="")
+            broadcaster = EventBroadcaster(ours)
+            broadcaster.start()
+            ctl = HorizontalController(
+                client=ours, hpa_informer=factory.for_resource(
+                    "autoscaling", "v2", "horizontalpodautoscalers"),
+                pod_informer=factory.core_v1.pods,
+                recorder=broadcaster.new_recorder("horizontal-pod-autoscaler"),
+                sync_period=1.0, downscale_stabilization=3.0)
+            factory.start()
+            task = asyncio.create_task(ctl.run())
+            try:
+                got_real, got_ours = await asyncio.gather(run_scenario(real),
+                                                          run_scenario(ours))
+            finally:
+                ctl.shutdown()
+                await task
+                await factory.shutdown()
+                await broadcaster.shutdown()
+    finally:
+        kcm.stop()
+        log = kcm.log()
+        real_server.stop()
+        ours_server.stop()
+    assert got_ours == got_real, log[-3000:]
+    assert got_ours[0]["replicas"] == 4 and got_ours[1]["replicas"] == 1
