@@ -201,7 +201,7 @@ async def test_suspend_deletes_pods_without_counting_them() -> None:
     assert h.pod_control.patches == [
         {"metadata": {"$deleteFromPrimitiveList/finalizers": [FIN]}}] * 2
     st = h.client.statuses[-1]["status"]
-    assert (st["active"], st["ready"], st["terminating"]) == (0, 0, 2)
+    assert (st.get("active"), st["ready"], st["terminating"]) == (None, 0, 2)
     assert st.get("failed", 0) == 0 and "startTime" not in st
     assert [c["type"] for c in st["conditions"]] == ["Suspended"]
     assert ("Normal", "Suspended", "Job suspended") in h.recorder.events
@@ -296,3 +296,66 @@ async def test_work_queue_job_completes_when_one_succeeded_and_none_runs() -> No
     st = h.client.statuses[-1]["status"]
     assert st["succeeded"] == 2
     assert [c["type"] for c in st["conditions"]] == ["SuccessCriteriaMet", "Complete"]
+
+
+async def test_suspending_a_started_job_clears_its_start_time() -> None:
+    # MutableSchedulingDirectivesForSuspendedJobs (on in v1.36): the Suspended condition's
+    # sync drops status.startTime; resuming sets it to the resume time.
+    h = Harness()
+    job = make_job(parallelism=1, completions=1, suspend=True)
+    job["status"] = {"startTime": ts(NOW - 300), "active": 1, "ready": 0}
+    h.add_job(job)
+    h.add_pod(make_pod(job, "a"))
+    await h.ctl.sync_job("ns/j")
+    st = h.client.statuses[-1]["status"]
+    assert [c["type"] for c in st["conditions"]] == ["Suspended"]
+    assert "startTime" not in st
+    resumed = copy.deepcopy(h.client.statuses[-1])
+    resumed["spec"]["suspend"] = False
+    h.jobs.informer.get_indexer().update(resumed)
+    h.pods.informer.get_indexer().delete(make_pod(job, "a"))
+    h.ctl.expectations.deletion_observed("ns/j")  # the informer's delete handler would
+    await h.ctl.sync_job("ns/j")
+    st = h.client.statuses[-1]["status"]
+    assert st["startTime"] == ts(NOW)
+    assert [(c["type"], c["reason"]) for c in st["conditions"]] == [("Suspended", "JobResumed")]
+
+
+async def test_finished_job_is_not_synced_again_until_the_cache_shows_it() -> None:
+    # finishedJobExpectations: after writing Complete the cache still holds the running Job;
+    # a sync then (a pod event) must not count or write anything.
+    h = Harness()
+    job = make_job(parallelism=1, completions=1)
+    h.add_job(job)
+    h.add_pod(make_pod(job, "ok", "Succeeded", exit_code=0))
+    await h.ctl.sync_job("ns/j")
+    assert [c["type"] for c in h.client.statuses[-1]["status"]["conditions"]] == [
+        "SuccessCriteriaMet", "Complete"]
+    n, patches, events = (len(h.client.statuses), len(h.pod_control.patches),
+                          len(h.recorder.events))
+    assert h.pod_control.templates == []
+    # The pod without its finalizer arrives before the Job's update.
+    h.pods.informer.get_indexer().update(make_pod(job, "ok", "Succeeded", exit_code=0,
+                                                  finalizer=False))
+    await h.ctl.sync_job("ns/j")
+    assert (len(h.client.statuses), len(h.pod_control.patches), len(h.recorder.events)) == (
+        n, patches, events)
+    assert h.pod_control.templates == []
+    # The finished Job reaches the cache: the expectation is dropped.
+    h.jobs.informer.get_indexer().update(h.client.statuses[-1])
+    await h.ctl.sync_job("ns/j")
+    assert h.ctl.finished_job_expectations == set() and len(h.client.statuses) == n
+
+
+async def test_status_writes_leave_out_go_zero_values() -> None:
+    # active/succeeded/failed are int32 omitempty, completedIndexes a string omitempty:
+    # kube-controller-manager never sends them as 0 / ""; ready and terminating (pointers)
+    # are sent as 0.
+    h = Harness()
+    job = make_job(parallelism=2, completions=2, completionMode="Indexed", suspend=True)
+    h.add_job(job)
+    await h.ctl.sync_job("ns/j")
+    st = h.client.statuses[-1]["status"]
+    for field in ("active", "succeeded", "failed", "completedIndexes", "startTime"):
+        assert field not in st, field
+    assert (st["ready"], st["terminating"], st["uncountedTerminatedPods"]) == (0, 0, {})

@@ -43,7 +43,12 @@ jobs/<name>/status``; events: ``Completed``, the failure reason,
 Feature gates are those of v1.36, all on and locked: JobPodReplacementPolicy,
 JobBackoffLimitPerIndex, JobSuccessPolicy, JobManagedBy (so terminal
 conditions are always delayed and terminating pods always counted),
-PodIndexLabel. The Job metrics are not exported.
+PodIndexLabel, MutableSchedulingDirectivesForSuspendedJobs (suspending a
+Job clears ``status.startTime``). A Job whose finished status was written is
+not synced again until the informer shows it finished
+(``finished_job_expectations``). Status writes leave out the fields Go's
+encoder omits when zero (``active``, ``succeeded``, ``failed``,
+``completedIndexes``, ``conditions``). The Job metrics are not exported.
 """
 
 from __future__ import annotations
@@ -327,6 +332,10 @@ class JobController:
         self.expectations = ControllerExpectations()
         self.finalizer_expectations = UIDTrackingExpectations()
         self.backoff_store = BackoffStore()
+        # UIDs of the Jobs whose finished status this controller wrote and whose update the
+        # informer has not delivered yet (upstream's finishedJobExpectations): a sync in
+        # between would read the unfinished Job from the cache and count its pods again.
+        self.finished_job_expectations: set[str] = set()
         self.controller = Controller(
             CONTROLLER_NAME, self.sync_job,
             rate_limiter=ItemExponentialFailureRateLimiter(DEFAULT_JOB_API_BACKOFF,
@@ -455,6 +464,7 @@ class JobController:
         job = deleted_object(obj)
         if job is None:
             return
+        self.finished_job_expectations.discard(_uid(job))
         self.cleanup_pod_finalizers(job)
 
     def cleanup_pod_finalizers(self, job: Mapping[str, Any]) -> None:
@@ -623,6 +633,11 @@ class JobController:
         job: dict[str, Any] = dict(copy.deepcopy(shared))
         if is_job_finished(job):
             self.backoff_store.remove_backoff_record(key)
+            self.finished_job_expectations.discard(_uid(job))
+            return
+        if _uid(job) in self.finished_job_expectations:
+            log.debug("Skip syncing the job %s as its marked finished but the corresponding "
+                      "update event is not yet received", key)
             return
         spec = job.setdefault("spec", {})
         mode = spec.get("completionMode")
@@ -754,6 +769,9 @@ class JobController:
                                                    "Job suspended", now):
                         suspend_cond_changed = True
                         self.recorder.event(job, EVENT_TYPE_NORMAL, "Suspended", "Job suspended")
+                        # MutableSchedulingDirectivesForSuspendedJobs (on in v1.36): a
+                        # suspended Job has not started; resuming sets startTime again.
+                        status.pop("startTime", None)
                 elif ensure_job_condition_status(conditions, SUSPENDED, "False", "JobResumed",
                                                  "Job resumed", now):
                     suspend_cond_changed = True
@@ -1167,6 +1185,7 @@ class JobController:
                 raise _wrap(exc, "removing uncounted pods from status") from exc
             if job_finished and ctx.finished_condition is not None:
                 self._record_job_finished(ctx.job, ctx.finished_condition)
+                self.finished_job_expectations.add(_uid(ctx.job))
 
     def _can_remove_finalizer(self, ctx: _SyncJobCtx, pod: Pod, consider_failed: bool) -> bool:
         """Whether the pod's finalizer may go now (canRemoveFinalizer).
@@ -1292,7 +1311,20 @@ class JobController:
 
     async def _update_job_status(self, job: Mapping[str, Any]) -> dict[str, Any]:
         meta = meta_of(job)
-        return await self.client.update_status("jobs", job, str(meta.get("namespace")))
+        body = {**job, "status": go_job_status(job.get("status") or {})}
+        return await self.client.update_status("jobs", body, str(meta.get("namespace")))
+
+
+#: JobStatus fields tagged omitempty whose zero value (0, "", an empty list) Go's encoder
+#: leaves out; ready and terminating are pointers, written as 0.
+_OMITTED_WHEN_ZERO: Final = ("active", "succeeded", "failed", "completedIndexes", "conditions")
+
+
+def go_job_status(status: Mapping[str, Any]) -> dict[str, Any]:
+    """The status as kube-controller-manager sends it: no zero counter, no empty
+    completedIndexes or conditions, no unset time (the Go struct's omitempty fields)."""
+    return {k: v for k, v in status.items()
+            if v is not None and not (k in _OMITTED_WHEN_ZERO and not v)}
 
 
 class _WrappedError(Exception):
