@@ -44,7 +44,7 @@ from pykcm.apiserver import (
     tables,
 )
 from pykcm.apiserver.auth import AuthResponse, TokenAuthenticator
-from pykcm.apiserver.custom_resources import json_path, set_json_path
+from pykcm.apiserver.crd.custom_resources import json_path, set_json_path
 from pykcm.apiserver.discovery import Discovery
 from pykcm.apiserver.errors import StatusError
 from pykcm.apiserver.fieldmanager.apply_options import validate_patch_options

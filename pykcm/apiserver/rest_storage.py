@@ -47,9 +47,10 @@ from pykcm.api.patch import (
 from pykcm.api.patch._errors import go_repr
 from pykcm.api.resources import ResourceInfo, ResourceRegistry
 from pykcm.api.validation import Cause, go_quote
-from pykcm.apiserver import admission, crd_strategy, errors, go_json, storage_admission
+from pykcm.apiserver import admission, errors, go_json, storage_admission
 from pykcm.apiserver import selectable_fields as _selectable
-from pykcm.apiserver.custom_resources import (
+from pykcm.apiserver.crd import definitions as crd_definitions
+from pykcm.apiserver.crd.custom_resources import (
     CLEANUP_FINALIZER,
     CRD_GROUP,
     CustomResources,
@@ -490,7 +491,7 @@ class RESTStorage:
         if crd_info is not None:
             name = crd["metadata"].get("name")
             others = [e.obj for k, e in self.rs(crd_info).items.items() if k != name]
-        status: dict[str, Any] = crd_strategy.crd_status_on_accept(
+        status: dict[str, Any] = crd_definitions.crd_status_on_accept(
             crd, other_crds=others, previous_status=(old or {}).get("status") or {})
         return status
 

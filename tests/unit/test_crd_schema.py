@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pykcm.apiserver.crd_schema import (
+from pykcm.apiserver.crd.schema import (
     apply_defaults,
     compile_schema,
     go_json,

@@ -7,7 +7,7 @@ import copy
 from typing import Any
 
 from pykcm.api.validation import format_invalid_message
-from pykcm.apiserver.crd_strategy import (
+from pykcm.apiserver.crd.definitions import (
     compiled_schemas,
     crd_status_on_accept,
     default_crd,

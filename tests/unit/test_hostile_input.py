@@ -13,7 +13,7 @@ import pytest
 from pykcm.api.patch import apply_json_patch
 from pykcm.api.patch._errors import InvalidPatchError
 from pykcm.api.patch.json_patch import ACCUMULATED_COPY_SIZE_LIMIT
-from pykcm.apiserver import go_regexp
+from pykcm.apiserver.crd import go_regexp
 from pykcm.apiserver.errors import StatusError
 from pykcm.apiserver.go_types import GoDecodeError, check_object, drop_go_empty
 from pykcm.apiserver.storage import Store, resource_id

@@ -340,5 +340,5 @@ def _gvk_string(gv: Any, kind: Any) -> str:
 
 
 def _go_marshal(v: Any) -> str:
-    from pykcm.apiserver.crd_schema import go_json
+    from pykcm.apiserver.crd.schema import go_json
     return go_json(v)

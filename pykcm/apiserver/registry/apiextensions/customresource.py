@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from pykcm.api.validation import Cause, validate_object_meta, validate_object_meta_update
-from pykcm.apiserver.custom_resources import CustomResourceVersion
+from pykcm.apiserver.crd.custom_resources import CustomResourceVersion
 from pykcm.apiserver.registry.strategy import Strategy
 
 Obj = dict[str, Any]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from pykcm.api.validation import Cause
-from pykcm.apiserver import crd_strategy as _crd
+from pykcm.apiserver.crd import definitions as _crd
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 

@@ -47,7 +47,7 @@ from decimal import Decimal
 from typing import Any, Final
 
 from pykcm.api.validation import Cause, go_quote, is_dns1035_label, validate_object_meta
-from pykcm.apiserver import go_regexp
+from pykcm.apiserver.crd import go_regexp
 
 __all__ = [
     "StructuralSchema",

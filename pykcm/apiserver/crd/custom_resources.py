@@ -23,7 +23,7 @@ from typing import Any
 
 from pykcm.api.resources import ResourceInfo, ResourceRegistry
 from pykcm.api.validation import Cause
-from pykcm.apiserver import crd_schema
+from pykcm.apiserver.crd import schema as crd_schema
 from pykcm.apiserver.registry import printers
 
 CRD_GROUP = "apiextensions.k8s.io"

@@ -10,7 +10,7 @@ place; :func:`validate_crd_create` / :func:`validate_crd_update` return
 :class:`~pykcm.api.validation.Cause` values with upstream's field paths (the
 server turns them into a 422 ``CustomResourceDefinition.apiextensions.k8s.io
 "x" is invalid``); each version's ``openAPIV3Schema`` goes through
-:func:`pykcm.apiserver.crd_schema.validate_structural`. The server then sets
+:func:`pykcm.apiserver.crd.schema.validate_structural`. The server then sets
 the status with :func:`crd_status_on_accept` (``NamesAccepted`` and
 ``Established`` conditions, ``acceptedNames``, ``storedVersions``), using
 :func:`names_conflict_reason` against the other CRDs of the group.
@@ -52,7 +52,7 @@ from pykcm.api.validation import (
     validate_object_meta,
     validate_object_meta_update,
 )
-from pykcm.apiserver.crd_schema import (
+from pykcm.apiserver.crd.schema import (
     StructuralSchema,
     compile_schema,
     go_json,
@@ -791,7 +791,7 @@ def crd_status_on_accept(obj: Mapping[str, Any], *,
 
 
 def compiled_schemas(obj: Mapping[str, Any]) -> dict[str, StructuralSchema]:
-    """version name -> compiled :class:`~pykcm.apiserver.crd_schema.StructuralSchema`."""
+    """version name -> compiled :class:`~pykcm.apiserver.crd.schema.StructuralSchema`."""
     out: dict[str, StructuralSchema] = {}
     for v in _list(_map(obj.get("spec")).get("versions")):
         v = _map(v)
