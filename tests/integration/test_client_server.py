@@ -69,14 +69,15 @@ async def test_rotated_token_file_is_picked_up_on_401(config: Config,
                                                       tmp_path: Path, ns: str) -> None:
     auth = pykcm_apiserver.server.auth
     first, second = "rot-" + uuid.uuid4().hex, "rot-" + uuid.uuid4().hex
-    auth.add(first, User("rotating"))
+    # a privileged user: the test is about authentication, not about RBAC
+    auth.add(first, User("rotating", groups=("system:masters",)))
     tok = tmp_path / "token"
     tok.write_text(first + "\n")
     async with Client(dataclasses.replace(config, token=None, token_file=str(tok))) as c:
         await c.list("configmaps", ns)
 
         async def rotate() -> None:
-            auth.add(second, User("rotating"))
+            auth.add(second, User("rotating", groups=("system:masters",)))
             del auth._tokens[first]
         pykcm_apiserver.call(rotate())
         tok.write_text(second + "\n")

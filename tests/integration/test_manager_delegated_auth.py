@@ -3,10 +3,8 @@ authorization, on both API servers.
 
 A manager runs in process with ``--secure-port``; requests come with no token, a bad
 token, the token of a ServiceAccount the API server lets ``get`` the nonResourceURL
-``/metrics`` (``scraper``) and of one it does not (``nobody``). On the real
-kube-apiserver (RBAC) ``scraper`` gets a ClusterRole for /metrics and ``nobody`` is
-refused; on pykcm's server every authenticated user may do everything (RBAC is issue
-15), so ``nobody`` is allowed there and only the anonymous request is refused. On the
+``/metrics`` (``scraper``) and of one it does not (``nobody``). On both servers (RBAC)
+``scraper`` gets a ClusterRole for /metrics and ``nobody`` is refused. On the
 real one the same requests also go to the real kube-controller-manager beside it
 (the support manager): pykcm's answers (codes and bodies) must be its.
 """
@@ -69,14 +67,13 @@ async def test_endpoints_delegate_authn_and_authz(apiserver: Backend, client: Cl
     ns = await create_namespace(client, apiserver, "authz")
     scraper, nobody = await _token(client, ns, "scraper"), await _token(client, ns, "nobody")
     role = f"pykcm-test-metrics-{uuid.uuid4().hex[:8]}"
-    if apiserver.name == "kube":
-        await client.create("clusterroles.rbac.authorization.k8s.io",
-                            {"metadata": {"name": role}, "rules": [METRICS_READER]})
-        await client.create("clusterrolebindings.rbac.authorization.k8s.io", {
-            "metadata": {"name": role},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                        "name": role},
-            "subjects": [{"kind": "ServiceAccount", "name": "scraper", "namespace": ns}]})
+    await client.create("clusterroles.rbac.authorization.k8s.io",
+                        {"metadata": {"name": role}, "rules": [METRICS_READER]})
+    await client.create("clusterrolebindings.rbac.authorization.k8s.io", {
+        "metadata": {"name": role},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": role},
+        "subjects": [{"kind": "ServiceAccount", "name": "scraper", "namespace": ns}]})
     secure = free_port()
     opts = ControllerManagerOptions(kubeconfig=apiserver.kubeconfig_path,
                                     bind_address="127.0.0.1", secure_port=secure, port=0,
@@ -118,15 +115,12 @@ async def test_endpoints_delegate_authn_and_authz(apiserver: Backend, client: Cl
             assert code("/metrics", scraper) == 200
             assert "workqueue" in answers[("/metrics", scraper)][1] or \
                 "process_" in answers[("/metrics", scraper)][1]
-            if apiserver.name == "kube":
-                assert answers[("/metrics", nobody)] == (403, (
-                    '{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",'
-                    f'"message":"forbidden: User \\"{nobody_user}\\" cannot get path '
-                    '\\"/metrics\\"","reason":"Forbidden","details":{},"code":403}\n'))
-                assert code("/configz", nobody) == 403
-            else:  # every authenticated user may do everything on pykcm's server
-                assert code("/metrics", nobody) == 200 and code("/configz", nobody) == 200
-            # the admin: system:masters on the real server, authenticated on pykcm's
+            assert answers[("/metrics", nobody)] == (403, (
+                '{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",'
+                f'"message":"forbidden: User \\"{nobody_user}\\" cannot get path '
+                '\\"/metrics\\"","reason":"Forbidden","details":{},"code":403}\n'))
+            assert code("/configz", nobody) == 403
+            # the admin: system:masters
             assert (await _get(s, base + "/configz", apiserver.token))[0] == 200
 
             # answers are cached (10 s, upstream's TTLs): asking again sends no review
@@ -155,6 +149,5 @@ async def test_endpoints_delegate_authn_and_authz(apiserver: Backend, client: Cl
     finally:
         manager.request_stop()
         assert await asyncio.wait_for(run, 30) == 0
-        if apiserver.name == "kube":
-            for kind in ("clusterrolebindings", "clusterroles"):
-                await client.delete(f"{kind}.rbac.authorization.k8s.io", role)
+        for kind in ("clusterrolebindings", "clusterroles"):
+            await client.delete(f"{kind}.rbac.authorization.k8s.io", role)
