@@ -17,7 +17,9 @@ Data flow of a create (:class:`RealPodControl`)::
 A delete records ``SuccessfulDelete`` / ``FailedDelete``. As upstream, a pod
 that is already gone (NotFound) raises NotFound *without* a FailedDelete
 event: the caller decides (the ReplicaSet controller counts it as observed
-and carries on). A patch is a strategic merge patch and records nothing.
+and carries on); any other failure raises :class:`DeletePodError`, whose
+message is upstream's ``unable to delete pods: <cause>`` (the ReplicaSet's
+ReplicaFailure condition shows it), the API error chained as its cause. A patch is a strategic merge patch and records nothing.
 
 Events go through the :class:`~pykcm.controller.event_recorder.EventRecorder`,
 which never blocks: the owner passed in must carry ``kind`` and
@@ -44,6 +46,7 @@ __all__ = [
     "FAILED_DELETE_POD_REASON",
     "SUCCESSFUL_CREATE_POD_REASON",
     "SUCCESSFUL_DELETE_POD_REASON",
+    "DeletePodError",
     "FakePodControl",
     "PodControl",
     "RealPodControl",
@@ -62,6 +65,10 @@ SUCCESSFUL_DELETE_POD_REASON = "SuccessfulDelete"
 # v1.NamespaceTerminatingCause: the StatusCause type the API server attaches
 # when a create is refused because its namespace is being deleted.
 _NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"
+
+
+class DeletePodError(Exception):
+    """A pod delete failed for another reason than NotFound (``__cause__``: the API error)."""
 
 
 class PodControl(Protocol):
@@ -205,7 +212,7 @@ class RealPodControl:
                 raise
             self.recorder.eventf(owner, EVENT_TYPE_WARNING, FAILED_DELETE_POD_REASON,
                                  "Error deleting: %s", exc)
-            raise
+            raise DeletePodError(f"unable to delete pods: {exc}") from exc
         self.recorder.eventf(owner, EVENT_TYPE_NORMAL, SUCCESSFUL_DELETE_POD_REASON,
                              "Deleted pod: %s", name)
 

@@ -13,6 +13,7 @@ from pykcm.api.owner_refs import new_controller_ref
 from pykcm.client import Client
 from pykcm.client.errors import Forbidden, InternalError, NotFound
 from pykcm.controller import (
+    DeletePodError,
     EventRecorder,
     FakePodControl,
     RealPodControl,
@@ -175,8 +176,10 @@ async def test_delete_records_events_and_not_found_is_raised_silently() -> None:
     assert rec.events == []
 
     pc, _, rec = real(InternalError(status(500, "InternalError", "boom")))
-    with pytest.raises(InternalError):
+    with pytest.raises(DeletePodError, match="^unable to delete pods: boom$") as info:
         await pc.delete_pod("ns", "web-1", OWNER)
+    # upstream's fmt.Errorf("unable to delete pods: %v", err); the API error is the cause.
+    assert isinstance(info.value.__cause__, InternalError)
     assert rec.events == [(OWNER, "Warning", "FailedDelete", "Error deleting: boom")]
 
 

@@ -10,7 +10,8 @@ from typing import Any, cast
 import pytest
 
 from pykcm.client import Client
-from pykcm.client.errors import Conflict, NotFound
+from pykcm.client.errors import Conflict, Forbidden, NotFound
+from pykcm.controller import DeletePodError, EventRecorder, RealPodControl
 from pykcm.controllers.replicaset.replica_set_utils import (
     REPLICA_SET_REPLICA_FAILURE,
     calculate_status,
@@ -228,3 +229,33 @@ async def test_get_failure_raises_the_get_error() -> None:
     with pytest.raises(NotFound):
         await update_replica_set_status(cast(Client, fake), rs(3),
                                         calculate_status(rs(3), [], [], None, now=NOW))
+
+
+async def test_status_write_leaves_out_go_zero_values() -> None:
+    # ReplicaSetStatus: replicas is always sent, terminatingReplicas (a pointer) as 0, the
+    # omitempty counters and conditions only when set, as kube-controller-manager's encoder.
+    obj = rs(3)
+    fake = FakeClient([None])
+    await update_replica_set_status(cast(Client, fake), obj,
+                                    calculate_status(obj, [pod("a")], [], None, now=NOW))
+    assert fake.update_bodies[0]["status"] == {"replicas": 1, "fullyLabeledReplicas": 1,
+                                              "terminatingReplicas": 0,
+                                              "observedGeneration": 2}
+
+
+async def test_replica_failure_message_is_upstreams_on_a_failed_delete() -> None:
+    # RealPodControl's error reads "unable to delete pods: <cause>" (upstream's wrapping),
+    # and that is the ReplicaFailure condition's message.
+    class RefusingClient:
+        async def delete(self, resource: str, name: str, namespace: str | None = None) -> None:
+            raise Forbidden({"kind": "Status", "reason": "Forbidden", "code": 403,
+                             "message": f'pods "{name}" is forbidden: no'})
+
+    recorder = cast(EventRecorder, type("R", (), {"eventf": lambda *a: None})())
+    control = RealPodControl(cast(Client, RefusingClient()), recorder)
+    with pytest.raises(DeletePodError) as info:
+        await control.delete_pod("ns", "a", rs(0))
+    st = calculate_status(rs(0), [pod("a")], [], info.value, now=NOW)
+    cond = get_condition(st, "ReplicaFailure")
+    assert cond is not None and (cond["reason"], cond["message"]) == (
+        "FailedDelete", 'unable to delete pods: pods "a" is forbidden: no')

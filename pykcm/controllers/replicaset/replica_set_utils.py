@@ -16,7 +16,13 @@ Data flow (the end of every ``sync_replica_set``)::
 The ReplicaFailure condition (type ``ReplicaFailure``, status True) is set
 when creating (reason ``FailedCreate``) or deleting (``FailedDelete``) pods
 failed and no such condition is there yet; it is removed by the first sync
-whose pod management succeeds. Its message is the error's text.
+whose pod management succeeds. Its message is the error's text (a failed
+delete reads ``unable to delete pods: <cause>``, RealPodControl's wrapping).
+
+The body written leaves out what Go's encoder omits (go_replica_set_status):
+zero ``fullyLabeledReplicas`` / ``readyReplicas`` / ``availableReplicas`` /
+``observedGeneration`` and empty conditions; ``replicas`` and the pointer
+``terminatingReplicas`` are sent as 0.
 
 Objects are the JSON wire form; the cached ReplicaSet passed in is never
 mutated (the status written is a new dict).
@@ -170,6 +176,19 @@ def calculate_status(rs: Mapping[str, Any], active_pods: Sequence[Mapping[str, A
     return new
 
 
+#: ReplicaSetStatus (and ReplicationControllerStatus) fields tagged omitempty whose zero
+#: value Go's encoder leaves out: replicas is always sent, terminatingReplicas (a pointer)
+#: is sent as 0.
+_OMITTED_WHEN_ZERO: Final = ("fullyLabeledReplicas", "readyReplicas", "availableReplicas",
+                             "observedGeneration", "conditions")
+
+
+def go_replica_set_status(status: Mapping[str, Any]) -> dict[str, Any]:
+    """The status as kube-controller-manager sends it: the omitempty fields' zero values
+    (0, an empty list) left out, as the Go struct's encoding does."""
+    return {k: v for k, v in status.items() if not (k in _OMITTED_WHEN_ZERO and not v)}
+
+
 def _status_unchanged(rs: Mapping[str, Any], new_status: Mapping[str, Any]) -> bool:
     old: Mapping[str, Any] = rs.get("status") or {}
     if any(int(old.get(k) or 0) != int(new_status.get(k) or 0) for k in _COUNTERS):
@@ -215,7 +234,7 @@ async def update_replica_set_status(client: Client, rs: Mapping[str, Any],
                       status["availableReplicas"], old.get("terminatingReplicas"),
                       status.get("terminatingReplicas"), old.get("observedGeneration", 0),
                       status["observedGeneration"])
-        body = {**current, "status": status}
+        body = {**current, "status": go_replica_set_status(status)}
         try:
             return await client.update_status(resource, body, namespace)
         except asyncio.CancelledError:
