@@ -47,8 +47,11 @@ from pykcm.api.patch import (
 from pykcm.api.patch._errors import go_repr
 from pykcm.api.resources import ResourceInfo, ResourceRegistry
 from pykcm.api.validation import Cause, go_quote
-from pykcm.apiserver import admission, errors, go_json, storage_admission
+from pykcm.apiserver import errors, go_json
 from pykcm.apiserver import selectable_fields as _selectable
+from pykcm.apiserver.admission import mutating as mutating_admission
+from pykcm.apiserver.admission import storage as storage_admission
+from pykcm.apiserver.admission.validating import QuotaPlugins
 from pykcm.apiserver.crd import definitions as crd_definitions
 from pykcm.apiserver.crd.custom_resources import (
     CLEANUP_FINALIZER,
@@ -72,7 +75,6 @@ from pykcm.apiserver.registry.lookup import strategy_for
 from pykcm.apiserver.registry.strategy import Strategy, now_rfc3339, rfc3339
 from pykcm.apiserver.service_allocator import ServiceAllocator
 from pykcm.apiserver.storage import Entry, ResourceStore, Store, object_key, resource_id
-from pykcm.apiserver.validating_admission import QuotaPlugins
 
 GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -402,9 +404,9 @@ class RESTStorage:
         if info.kind == "Pod" and not info.group:
             # NamespaceLifecycle, then ServiceAccount (whose lookup may wait)
             self._check_namespace_for_create(info, namespace, requested_name)
-            await admission.service_account(obj, namespace, requested_name,
+            await mutating_admission.service_account(obj, namespace, requested_name,
                                             self._service_account_lookup(namespace))
-        admission.admit(info, obj, None, name=requested_name)
+        mutating_admission.admit(info, obj, None, name=requested_name)
         self.quota_plugins.mutate(info, namespace, obj)
         self._storage_admission(info, obj, None)
         causes = _as_status_causes(validate(obj) if validate is not None
@@ -470,7 +472,7 @@ class RESTStorage:
 
         storage_admission.admit(info, obj, old, lookup, classes)
 
-    def _service_account_lookup(self, namespace: str) -> admission.ServiceAccountLookup:
+    def _service_account_lookup(self, namespace: str) -> mutating_admission.ServiceAccountLookup:
         """The namespace's committed ServiceAccounts by name (the admission plugin's lister)."""
         info = self.registry.get("", "v1", "serviceaccounts")
 
@@ -796,7 +798,7 @@ class RESTStorage:
             self._track_update(info, subresource, old, obj, manager)
             carry_managed_fields = True
         managed_fields = obj["metadata"].get("managedFields")
-        admission.admit(info, obj, old, subresource)
+        mutating_admission.admit(info, obj, old, subresource)
         if not subresource:
             self._storage_admission(info, obj, old)
         if subresource == "status":

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from pykcm.api.resources import BUILTIN_RESOURCES
-from pykcm.apiserver.admission import admit
+from pykcm.apiserver.admission.mutating import admit
 from pykcm.apiserver.errors import StatusError
 
 POD = next(r for r in BUILTIN_RESOURCES if r.kind == "Pod" and not r.group)

@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from pykcm.api import serviceaccount as sa_api
-from pykcm.apiserver import admission
+from pykcm.apiserver.admission import mutating as admission
 from pykcm.apiserver.auth import TokenAuthenticator, TokenError, User, go_aggregate
 from pykcm.apiserver.errors import StatusError
 from pykcm.apiserver.service_accounts import (

@@ -14,8 +14,9 @@ import pytest
 
 from pykcm.api.quota import Attributes
 from pykcm.api.quota.registry import new_registry
-from pykcm.apiserver import errors, limit_ranger
-from pykcm.apiserver.resource_quota_admission import QuotaAdmission, QuotaRefused, check_request
+from pykcm.apiserver import errors
+from pykcm.apiserver.admission import limit_ranger
+from pykcm.apiserver.admission.resource_quota import QuotaAdmission, QuotaRefused, check_request
 
 
 def quota(name: str, hard: dict[str, str], used: dict[str, str] | None = None,

@@ -1,4 +1,4 @@
-"""The API server's storage admission plugins (pykcm.apiserver.storage_admission)."""
+"""The API server's storage admission plugins (pykcm.apiserver.admission.storage)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from pykcm.api.resources import builtin_registry
+from pykcm.apiserver.admission.storage import admit, default_class
 from pykcm.apiserver.errors import StatusError
-from pykcm.apiserver.storage_admission import admit, default_class
 
 REG = builtin_registry()
 PVC = REG.get("", "v1", "persistentvolumeclaims")

@@ -5,7 +5,7 @@ default, defaultRequest and maxLimitRequestRatio.
 Data flow: defaulting fills a Container item's ``default`` from ``max`` and its
 ``defaultRequest`` from ``default``, then from ``min``; validation then checks each
 item (what LimitRanger admission applies to pods and claims is
-``pykcm.apiserver.limit_ranger``). Quantities are stored canonical, as
+``pykcm.apiserver.admission.limit_ranger``). Quantities are stored canonical, as
 kube-apiserver re-encodes them. ``kubectl get limits`` shows the default table
 (Name, Created At), as upstream.
 """

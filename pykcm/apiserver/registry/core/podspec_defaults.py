@@ -3,7 +3,7 @@ PodTemplate, the workload kinds, Job, CronJob): upstream's ``SetDefaults_PodSpec
 ``SetDefaults_Container`` and friends of ``pkg/apis/core/v1/defaults.go``, and the
 pod's QoS class (``pod_qos_class``).
 
-Priority and default tolerations are admission-plugin work (admission.py); the
+Priority and default tolerations are admission-plugin work (admission/mutating.py); the
 service-account token volume is admission's too. The serviceAccount /
 serviceAccountName pair mirror each other as the v1 conversion makes them. Pure
 string functions (image references) remember recently seen strings.

@@ -14,7 +14,7 @@ validated and just before it is stored. rest_storage calls:
 Both read the store's newest versions (``ResourceStore.current``): a quota
 status just written by the previous request is what the next one is checked
 against. The plugins' rules are in ``limit_ranger.py`` and
-``resource_quota_admission.py`` (over ``pykcm.api.quota``).
+``resource_quota.py`` (over ``pykcm.api.quota``).
 
 Deliberate deviation: a create is charged after the store's name check, so one refused
 as AlreadyExists is not charged (kube-apiserver charges it, and the usage stays counted
@@ -28,8 +28,9 @@ from typing import Any
 
 from pykcm.api.quota import Attributes
 from pykcm.api.resources import ResourceInfo
-from pykcm.apiserver import errors, limit_ranger
-from pykcm.apiserver.resource_quota_admission import QuotaAdmission
+from pykcm.apiserver import errors
+from pykcm.apiserver.admission import limit_ranger
+from pykcm.apiserver.admission.resource_quota import QuotaAdmission
 from pykcm.apiserver.storage import ResourceStore
 
 __all__ = ["QuotaPlugins"]

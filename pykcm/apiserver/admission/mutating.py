@@ -41,7 +41,7 @@ taint on new Nodes needs the node lifecycle controller to lift it: the
 simulator runs on this server without any controller manager in tests and
 ``pykcm up --no-controller-manager``, where its nodes would never take pods) and
 PodSecurity (namespace labels are not enforced). LimitRanger and ResourceQuota are in
-validating_admission.py.
+validating.py.
 """
 
 from __future__ import annotations
