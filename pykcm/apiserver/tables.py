@@ -42,6 +42,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
+from pykcm.api.validation import go_quote
 from pykcm.apiserver.registry.lookup import strategy_class
 from pykcm.apiserver.registry.printers import (
     Printer,
@@ -200,27 +201,7 @@ def parse_include_object(query_value: str | None) -> str:
     if query_value in INCLUDE_OBJECT_POLICIES:
         return query_value
     raise ValueError(f"Unable to convert to Table as requested: includeObject: Invalid value: "
-                     f"{_go_quote(query_value)}: must be 'Metadata', 'Object', 'None', or empty")
-
-
-def _go_quote(s: str) -> str:
-    out = ['"']
-    for ch in s:
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
+                     f"{go_quote(query_value)}: must be 'Metadata', 'Object', 'None', or empty")
 
 
 # --- the Table ------------------------------------------------------------------
@@ -272,7 +253,7 @@ def table(
     ``now`` (Unix seconds) pins the clock for Age-like cells.
     """
     if include_object not in INCLUDE_OBJECT_POLICIES:
-        raise ValueError(f"unrecognized includeObject value: {_go_quote(include_object)}")
+        raise ValueError(f"unrecognized includeObject value: {go_quote(include_object)}")
     if printer is None:
         printer = strategy_class(group, kind).printer
     columns, row_of = printer.columns, printer.row
