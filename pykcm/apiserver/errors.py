@@ -105,7 +105,8 @@ OPTIMISTIC_LOCK_MSG = (
 
 def invalid(kind: str, group: str, name: str, causes: list[dict[str, Any]]) -> StatusError:
     qualified = f"{kind}.{group}" if group else kind
-    parts = [_cause_text(c) for c in causes]
+    # ErrorList.ToAggregate() drops repeated messages (the causes keep them all)
+    parts = list(dict.fromkeys(_cause_text(c) for c in causes))
     if len(parts) == 1:
         summary = parts[0]
     else:
