@@ -6,7 +6,8 @@ same metrics source for both: the metrics.k8s.io API of pykcm's server, from the
 The same scenario runs on both: a Deployment ``web`` of 2 pods (written by hand, Running and
 Ready for ten minutes, 100m cpu requested) and ``kubectl autoscale``'s HPA (50% cpu, 1..10).
 At 90m per pod both scale to 4; at 10m both scale down to 1 after the (shortened, 3 s)
-stabilization window. Compared once settled: the Deployment's replicas, the HPA status
+stabilization window. A second HPA asks for a Pods metric, which no custom metrics API
+serves: both report FailedGetPodsMetric. Compared once settled: the Deployment's replicas, the HPA status
 (timestamps dropped), its conditions (type, status, reason, message) and its events
 (type, reason, message). No workload controller runs, so the pods stay two.
 """
@@ -58,6 +59,17 @@ async def setup(client: Client) -> None:
             "phase": "Running", "startTime": _t(long_ago), "conditions": [
                 {"type": "Ready", "status": "True", "lastTransitionTime": _t(long_ago + 5)}]}},
             "merge", NS, subresource="status")
+    # a second target whose HPA asks for a Pods metric: no custom metrics API serves it
+    await client.create("apps/v1/deployments", {"metadata": {"name": "api"}, "spec": {
+        "replicas": 1, "selector": {"matchLabels": {"app": "api"}},
+        "template": {"metadata": {"labels": {"app": "api"}}, "spec": {
+            "containers": [container]}}}}, NS)
+    await client.create(HPAS, {"metadata": {"name": "api"}, "spec": {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "api"},
+        "maxReplicas": 3, "metrics": [{"type": "Pods", "pods": {"metric": {"name": "qps"},
+                                                                "target": {"type": "AverageValue",
+                                                                           "averageValue": "10"}}}]}},
+        NS)
     await client.create(HPAS, {"metadata": {"name": "web"}, "spec": {
         "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
         "minReplicas": 1, "maxReplicas": 10, "metrics": [{"type": "Resource", "resource": {
@@ -70,16 +82,17 @@ async def set_usage(client: Client, usage: str) -> None:
             "sim.pykcm.io/cpu-usage": usage}}}, "merge", NS)
 
 
-async def view(client: Client) -> dict[str, Any]:
-    dep = await client.get("apps/v1/deployments", "web", NS)
-    hpa = await client.get(HPAS, "web", NS)
+async def view(client: Client, name: str = "web") -> dict[str, Any]:
+    dep = await client.get("apps/v1/deployments", name, NS)
+    hpa = await client.get(HPAS, name, NS)
     status = {k: v for k, v in (hpa.get("status") or {}).items()
               if k not in ("conditions", "lastScaleTime")}
     conditions = sorted((c["type"], c["status"], c.get("reason", ""), c.get("message", ""))
                         for c in (hpa.get("status") or {}).get("conditions") or [])
     evs = (await client.list("events", NS))["items"]
     events = sorted({(e["type"], e["reason"], e["message"]) for e in evs
-                     if e["involvedObject"]["kind"] == "HorizontalPodAutoscaler"})
+                     if e["involvedObject"]["kind"] == "HorizontalPodAutoscaler"
+                     and e["involvedObject"]["name"] == name})
     return {"replicas": dep["spec"]["replicas"], "status": status, "conditions": conditions,
             "events": events}
 
@@ -92,10 +105,19 @@ def settled(replicas: int) -> Callable[[dict[str, Any]], bool]:
     return ok
 
 
+def failing(v: dict[str, Any]) -> bool:
+    reasons = {c[0]: c[2] for c in v["conditions"]}
+    return bool(reasons.get("ScalingActive") == "FailedGetPodsMetric"
+                and {e[1] for e in v["events"]} >= {"FailedGetPodsMetric",
+                                                    "FailedComputeMetricsReplicas"})
+
+
 async def run_scenario(client: Client) -> list[dict[str, Any]]:
     await setup(client)
     out = [await eventually(lambda: _if(view(client), settled(4)), timeout=60,
                             what="settled at 4")]
+    out.append(await eventually(lambda: _if(view(client, "api"), failing), timeout=60,
+                                what="the Pods metric's failure"))
     await set_usage(client, "10m")
     out.append(await eventually(lambda: _if(view(client), settled(1)), timeout=60,
                                 what="settled at 1"))
@@ -142,4 +164,4 @@ async def test_same_replicas_conditions_and_events(kube_kit: KubeKit, tmp_path: 
         real_server.stop()
         ours_server.stop()
     assert got_ours == got_real, log[-3000:]
-    assert got_ours[0]["replicas"] == 4 and got_ours[1]["replicas"] == 1
+    assert got_ours[0]["replicas"] == 4 and got_ours[2]["replicas"] == 1

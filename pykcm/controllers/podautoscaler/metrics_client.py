@@ -90,9 +90,22 @@ class MetricsClient:
                 out[meta.get("name", "")] = PodMetric(total, ts, window)
         return out, parse_time(items[0].get("timestamp")) or 0.0
 
+    async def _custom_api(self) -> None:
+        """The custom metrics client finds its API version by discovery first (upstream's
+        AvailableAPIsGetter): an API server without the group gives this error."""
+        try:
+            await self.client.request("GET", "/apis/custom.metrics.k8s.io")
+        except ApiError as exc:
+            if exc.code != 404:
+                raise MetricsError("unable to fetch metrics from custom metrics API: "
+                                   f"{_api_error(exc)}") from None
+            raise MetricsError("unable to fetch metrics from custom metrics API: no custom "
+                               "metrics API (custom.metrics.k8s.io) registered") from None
+
     async def raw_metric(self, name: str, namespace: str, selector: str,
                          metric_selector: str) -> dict[str, PodMetric]:
         """GetRawMetric: a Pods metric of every selected pod (custom metrics API)."""
+        await self._custom_api()
         params = {"labelSelector": selector}
         if metric_selector:
             params["metricLabelSelector"] = metric_selector
@@ -122,6 +135,7 @@ class MetricsClient:
         group = str(ref.get("apiVersion") or "").rpartition("/")[0]
         resource = kind.lower() + "s" + (f".{group}" if group else "")
         params = {"metricLabelSelector": metric_selector} if metric_selector else None
+        await self._custom_api()
         try:
             body = await self.client.request(
                 "GET", f"/apis/custom.metrics.k8s.io/v1beta2/namespaces/{namespace}/{resource}/"
