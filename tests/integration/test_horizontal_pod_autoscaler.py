@@ -248,3 +248,64 @@ async def _condition(client: Client, ns: str, ctype: str, reason: str,
                      name: str = "web") -> dict[str, Any] | None:
     obj = await client.get(HPAS, name, ns)
     return obj if conditions(obj).get(ctype, ("", ""))[1] == reason else None
+
+
+def _crd(group: str, plural: str, kind: str, selector: bool) -> dict[str, Any]:
+    scale: dict[str, Any] = {"specReplicasPath": ".spec.replicas",
+                             "statusReplicasPath": ".status.replicas"}
+    if selector:
+        scale["labelSelectorPath"] = ".status.selector"
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{group}"},
+            "spec": {"group": group, "scope": "Namespaced",
+                     "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
+                     "versions": [{"name": "v1", "served": True, "storage": True,
+                                   "subresources": {"status": {}, "scale": scale},
+                                   "schema": {"openAPIV3Schema": {
+                                       "type": "object",
+                                       "x-kubernetes-preserve-unknown-fields": True}}}]}}
+
+
+async def test_custom_resource_targets_through_their_scale(client: Client, ns: str) -> None:
+    """A custom resource with /scale is scaled like a Deployment; one whose /scale has no
+    selector gets upstream's SelectorRequired event and InvalidSelector condition."""
+    from tests.conftest import wait_served
+
+    group = f"{ns}.hpa.example.com"
+    crds = "apiextensions.k8s.io/v1/customresourcedefinitions"
+    await client.create(crds, _crd(group, "flocks", "Flock", True))
+    await client.create(crds, _crd(group, "herds", "Herd", False))
+    try:
+        for plural in ("flocks", "herds"):
+            await wait_served(client, f"{group}/v1/{plural}", ns)
+        for plural, kind in (("flocks", "Flock"), ("herds", "Herd")):
+            await client.create(f"{group}/v1/{plural}", {
+                "apiVersion": f"{group}/v1", "kind": kind, "metadata": {"name": "x"},
+                "spec": {"replicas": 2}}, ns)
+            await client.patch(f"{group}/v1/{plural}", "x", {"status": {
+                "replicas": 2, "selector": "app=web"}}, "merge", ns, subresource="status")
+        for i in range(2):
+            await add_pod(client, ns, f"web-{i}")
+        metrics = StaticMetrics(client)
+        metrics.cpu = {"web-0": 90, "web-1": 90}
+        for plural, kind in (("flocks", "Flock"), ("herds", "Herd")):
+            h = hpa(plural)
+            h["spec"]["scaleTargetRef"] = {"apiVersion": f"{group}/v1", "kind": kind,
+                                           "name": "x"}
+            await client.create(HPAS, h, ns)
+        async with running(client, ns, metrics):
+            async def flock_replicas() -> bool:
+                obj = await client.get(f"{group}/v1/flocks", "x", ns)
+                return bool(obj["spec"]["replicas"] == 4)
+            await eventually(flock_replicas, what="the Flock scaled to 4")
+            herd = await eventually(lambda: _condition(client, ns, "ScalingActive",
+                                                       "InvalidSelector", name="herds"))
+        msg = {c["type"]: c["message"] for c in herd["status"]["conditions"]}
+        assert msg["ScalingActive"] == "the HPA target's scale is missing a selector"
+        assert ("Warning", "SelectorRequired", "selector is required") in await events(client,
+                                                                                        ns)
+        herd_obj = await client.get(f"{group}/v1/herds", "x", ns)
+        assert herd_obj["spec"]["replicas"] == 2
+    finally:
+        for plural in ("flocks", "herds"):
+            await client.delete(crds, f"{plural}.{group}")
