@@ -10,11 +10,13 @@ object or watch) asks for a Table with ::
 
 and prints the columns and cells the server sends (``-o wide`` shows the
 ``priority`` 1 columns too). This module is kube-apiserver v1.36's table
-conversion as a pure function over plain JSON objects: the column definitions
-and cell values of ``pkg/printers/internalversion/printers.go`` (one printer per
-kind, always called with ``Wide: true`` as the server does), the generic
-``rest.NewDefaultTableConvertor`` (``Name``, ``Created At``) for every other kind,
-and the ``includeObject`` handling of the endpoint handlers (``asTable``).
+conversion as a pure function over plain JSON objects: the Accept negotiation,
+the Table around the rows of the kind's printer (its registry strategy's
+``printer``: the column definitions and cells of
+``pkg/printers/internalversion/printers.go``, always with ``Wide: true`` as the
+server prints; ``rest.NewDefaultTableConvertor``'s ``Name``, ``Created At`` for a
+kind without one), and the ``includeObject`` handling of the endpoint handlers
+(``asTable``).
 
 Data flow
 ---------
@@ -24,7 +26,7 @@ Data flow
             └─ ?includeObject= ─► parse_include_object() ─► "None"|"Metadata"|"Object"
     LIST/GET result (objects as stored, already defaulted)
             └─► table(kind, group, objects, list_meta=..., include_object=...)
-                  printer for (group, kind) ─► one row per object: cells
+                  the strategy printer of (group, kind) ─► one row per object: cells
                   (+ row conditions for finished pods), row object per
                   includeObject, Table metadata from the list (or the single
                   object's resourceVersion)
@@ -206,28 +208,12 @@ def parse_include_object(query_value: str | None) -> str:
 
 # --- the Table ------------------------------------------------------------------
 
-def _internal_metadata(group: str, kind: str, meta: Any) -> Mapping[str, Any]:
-    """An object's metadata as the table converter sees it: the internal object's.
-
-    The apps/v1 DaemonSet's template-generation annotation is a spec field inside
-    kube-apiserver, so PartialObjectMetadata rows do not show it.
-    """
+def _row_metadata(printer: Printer, meta: Any) -> Mapping[str, Any]:
+    """An object's metadata as the table converter sees it (the printer may hide what is a
+    spec field of the internal object)."""
     if not isinstance(meta, Mapping):
         return {}
-    if kind == "DaemonSet" and group == "apps":
-        ann = meta.get("annotations")
-        if isinstance(ann, Mapping) and _DS_TEMPLATE_GENERATION in ann:
-            out = dict(meta)
-            rest = {k: v for k, v in ann.items() if k != _DS_TEMPLATE_GENERATION}
-            if rest:
-                out["annotations"] = rest
-            else:
-                del out["annotations"]
-            return out
-    return meta
-
-
-_DS_TEMPLATE_GENERATION: Final = "deprecated.daemonset.template.generation"
+    return printer.metadata(meta) if printer.metadata is not None else meta
 
 
 def table(
@@ -284,7 +270,7 @@ def table(
             row["object"] = {
                 "kind": "PartialObjectMetadata",
                 "apiVersion": api_version,
-                "metadata": _internal_metadata(group, kind, obj.get("metadata")),
+                "metadata": _row_metadata(printer, obj.get("metadata")),
             }
         elif include_object == "Object":
             row["object"] = obj

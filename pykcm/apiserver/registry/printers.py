@@ -257,10 +257,13 @@ class Row(NamedTuple):
 @dataclass(frozen=True, slots=True)
 class Printer:
     """A kind's table printer: its column definitions and the function that prints one
-    object as a row (``now`` in Unix nanoseconds, for the Age-like cells)."""
+    object as a row (``now`` in Unix nanoseconds, for the Age-like cells); ``metadata``,
+    when set, gives an object's metadata as the table converter sees it (the internal
+    object's) for the PartialObjectMetadata of includeObject=Metadata rows."""
 
     columns: tuple[dict[str, Any], ...]
     row: Callable[[Obj, int], Row]
+    metadata: Callable[[Obj], Obj] | None = None
 
 
 def object_name(obj: Obj) -> str:

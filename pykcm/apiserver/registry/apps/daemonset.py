@@ -226,11 +226,26 @@ def _set_template_generation(obj: Obj, value: int) -> None:
     meta["annotations"] = annotations
 
 
+def _internal_metadata(meta: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The metadata the table converter sees: the template-generation annotation is a spec
+    field of the internal DaemonSet, so PartialObjectMetadata rows do not show it."""
+    ann = meta.get("annotations")
+    if isinstance(ann, Mapping) and TEMPLATE_GENERATION in ann:
+        out = dict(meta)
+        rest = {k: v for k, v in ann.items() if k != TEMPLATE_GENERATION}
+        if rest:
+            out["annotations"] = rest
+        else:
+            del out["annotations"]
+        return out
+    return meta
+
+
 @register
 class DaemonSetStrategy(Strategy):
     group = "apps"
     kind = "DaemonSet"
-    printer = pr.Printer(_DAEMON_SET_COLUMNS, _daemon_set_row)
+    printer = pr.Printer(_DAEMON_SET_COLUMNS, _daemon_set_row, _internal_metadata)
 
     def default(self, obj: Obj, *, create: bool) -> None:
         _default_daemonset(obj, create)
