@@ -922,3 +922,18 @@ def test_list_of_many_kinds_has_one_row_each() -> None:
               include_object="Object", now=NOW)
     assert [r["cells"] for r in t["rows"]] == [[f"cm{i}", 0, f"{i}s"] for i in range(5)]
     assert [r["object"] for r in t["rows"]] == objs
+
+
+def test_daemon_set_rows_hide_the_template_generation_annotation() -> None:
+    # a spec field of the internal DaemonSet: PartialObjectMetadata rows do not show it
+    ds = {"metadata": {"name": "d", "annotations": {
+        "deprecated.daemonset.template.generation": "2", "a": "b"}}}
+    t = table("DaemonSet", "apps", [ds], list_meta=None, include_object="Metadata", now=NOW)
+    assert t["rows"][0]["object"]["metadata"] == {"name": "d", "annotations": {"a": "b"}}
+    only = {"metadata": {"name": "d", "annotations": {
+        "deprecated.daemonset.template.generation": "1"}}}
+    t = table("DaemonSet", "apps", [only], list_meta=None, include_object="Metadata", now=NOW)
+    assert t["rows"][0]["object"]["metadata"] == {"name": "d"}
+    # the stored object keeps it (includeObject=Object)
+    t = table("DaemonSet", "apps", [only], list_meta=None, include_object="Object", now=NOW)
+    assert t["rows"][0]["object"] is only
