@@ -4,7 +4,7 @@ same metrics source for both: the metrics.k8s.io API of pykcm's server, from the
 ``sim.pykcm.io/cpu-usage``; kube-apiserver has no metrics API without a metrics-server).
 
 The same scenario runs on both: a Deployment ``web`` of 2 pods (written by hand, Running and
-Ready for ten minutes, 100m cpu requested) and ``kubectl autoscale``'s HPA (50% cpu, 1..10).
+Ready for ten minutes, 100m cpu requested) and an HPA (50% cpu and 100Mi of memory on average, 1..10; the pods use the default 8Mi).
 At 90m per pod both scale to 4; at 10m both scale down to 1 after the (shortened, 3 s)
 stabilization window. A second HPA asks for a Pods metric, which no custom metrics API
 serves: both report FailedGetPodsMetric. Compared once settled: the Deployment's replicas, the HPA status
@@ -72,8 +72,11 @@ async def setup(client: Client) -> None:
         NS)
     await client.create(HPAS, {"metadata": {"name": "web"}, "spec": {
         "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-        "minReplicas": 1, "maxReplicas": 10, "metrics": [{"type": "Resource", "resource": {
-            "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}]}}, NS)
+        "minReplicas": 1, "maxReplicas": 10, "metrics": [
+            {"type": "Resource", "resource": {"name": "cpu", "target": {
+                "type": "Utilization", "averageUtilization": 50}}},
+            {"type": "Resource", "resource": {"name": "memory", "target": {
+                "type": "AverageValue", "averageValue": "100Mi"}}}]}}, NS)
 
 
 async def set_usage(client: Client, usage: str) -> None:
