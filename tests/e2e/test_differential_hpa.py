@@ -7,7 +7,8 @@ The same scenario runs on both: a Deployment ``web`` of 2 pods (written by hand,
 Ready for ten minutes, 100m cpu requested) and an HPA (50% cpu and 100Mi of memory on average, 1..10; the pods use the default 8Mi).
 At 90m per pod both scale to 4; at 10m both scale down to 1 after the (shortened, 3 s)
 stabilization window. A second HPA asks for a Pods metric, which no custom metrics API
-serves: both report FailedGetPodsMetric. Compared once settled: the Deployment's replicas, the HPA status
+serves: both report FailedGetPodsMetric. A third's behavior allows one more pod a minute:
+both stop at 3 with ScalingLimited ScaleUpLimit. Compared once settled: the Deployment's replicas, the HPA status
 (timestamps dropped), its conditions (type, status, reason, message) and its events
 (type, reason, message). No workload controller runs, so the pods stay two.
 """
@@ -59,6 +60,27 @@ async def setup(client: Client) -> None:
             "phase": "Running", "startTime": _t(long_ago), "conditions": [
                 {"type": "Ready", "status": "True", "lastTransitionTime": _t(long_ago + 5)}]}},
             "merge", NS, subresource="status")
+    # a target whose HPA's behavior allows one more pod a minute: 2 → 3 (ScaleUpLimit)
+    await client.create("apps/v1/deployments", {"metadata": {"name": "slow"}, "spec": {
+        "replicas": 2, "selector": {"matchLabels": {"app": "slow"}},
+        "template": {"metadata": {"labels": {"app": "slow"}}, "spec": {
+            "containers": [container]}}}}, NS)
+    for i in range(2):
+        name = f"slow-{i}"
+        await client.create("pods", {"metadata": {
+            "name": name, "labels": {"app": "slow"},
+            "annotations": {"sim.pykcm.io/cpu-usage": "90m"}},
+            "spec": {"nodeName": "n1", "containers": [container]}}, NS)
+        await client.patch("pods", name, {"status": {
+            "phase": "Running", "startTime": _t(long_ago), "conditions": [
+                {"type": "Ready", "status": "True", "lastTransitionTime": _t(long_ago + 5)}]}},
+            "merge", NS, subresource="status")
+    await client.create(HPAS, {"metadata": {"name": "slow"}, "spec": {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "slow"},
+        "maxReplicas": 10, "behavior": {"scaleUp": {"policies": [
+            {"type": "Pods", "value": 1, "periodSeconds": 60}]}},
+        "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {
+            "type": "Utilization", "averageUtilization": 50}}}]}}, NS)
     # a second target whose HPA asks for a Pods metric: no custom metrics API serves it
     await client.create("apps/v1/deployments", {"metadata": {"name": "api"}, "spec": {
         "replicas": 1, "selector": {"matchLabels": {"app": "api"}},
@@ -119,6 +141,8 @@ async def run_scenario(client: Client) -> list[dict[str, Any]]:
     await setup(client)
     out = [await eventually(lambda: _if(view(client), settled(4)), timeout=60,
                             what="settled at 4")]
+    out.append(await eventually(lambda: _if(view(client, "slow"), settled(3)), timeout=60,
+                                what="slow settled at 3"))
     out.append(await eventually(lambda: _if(view(client, "api"), failing), timeout=60,
                                 what="the Pods metric's failure"))
     await set_usage(client, "10m")
@@ -167,4 +191,6 @@ async def test_same_replicas_conditions_and_events(kube_kit: KubeKit, tmp_path: 
         real_server.stop()
         ours_server.stop()
     assert got_ours == got_real, log[-3000:]
-    assert got_ours[0]["replicas"] == 4 and got_ours[2]["replicas"] == 1
+    assert [v["replicas"] for v in got_ours] == [4, 3, 1, 1]
+    assert ("ScalingLimited", "True", "ScaleUpLimit", ("the desired replica count is increasing "
+            "faster than the maximum scale rate")) in got_ours[1]["conditions"]
