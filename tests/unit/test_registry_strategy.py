@@ -3,6 +3,8 @@ base Strategy's generic rules (system metadata, status/spec split, generation)."
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from pykcm.api.resources import BUILTIN_RESOURCES, ResourceInfo
@@ -58,7 +60,7 @@ def test_default_update_keeps_status_and_system_fields_and_moves_generation() ->
     assert new == {"metadata": {"name": "w", "uid": "u1", "generation": 4,
                                 "creationTimestamp": "2026-01-01T00:00:00Z"},
                    "spec": {"a": 2}, "status": {"ready": True}}
-    same = {"metadata": {"name": "w"}, "spec": {"a": 1}}
+    same: dict[str, Any] = {"metadata": {"name": "w"}, "spec": {"a": 1}}
     st.prepare_for_update(same, old)
     assert same["metadata"]["generation"] == 3
 
