@@ -39,6 +39,7 @@ from pykcm.apiserver import (
     errors,
     eviction,
     go_json,
+    pod_proxy,
     resource_metrics,
     service_accounts,
     tables,
@@ -449,6 +450,8 @@ class APIHandlers:
         return doc
 
     async def _resource(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
+        if pod_proxy.handles(info) and request.method in ("GET", "POST"):
+            return await pod_proxy.serve(request, info, self.rest, self.registry)
         res = self._resource_info(info)
         verb = info.verb
         if verb not in _VERBS:

@@ -578,6 +578,11 @@ class Kubelet:
             if (pod.get("spec") or {}).get("nodeName") == node:
                 self.controller.enqueue(pod)
 
+    def pod(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """A pod of a simulated node from the cache (the kubelet server's lookup)."""
+        pod = self._store.get_by_key(f"{namespace}/{name}")
+        return pod if pod is not None and self.owns(pod) else None
+
     def owns(self, pod: Mapping[str, Any]) -> bool:
         return (pod.get("spec") or {}).get("nodeName") in self._nodes
 

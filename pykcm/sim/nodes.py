@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from pykcm.api.timestamps import format_micro_time, format_time
-from pykcm.client import Client, is_already_exists, is_conflict, is_not_found
+from pykcm.client import Client, is_already_exists, is_conflict, is_forbidden, is_not_found
 
 __all__ = [
     "HEARTBEAT_ANNOTATION",
@@ -89,6 +89,10 @@ class NodeConfig:
     """Extra labels on every node (on top of hostname, os, arch and type)."""
     taints: Sequence[Mapping[str, Any]] = ()
     """Taints registered with the node (the kubelet's ``--register-with-taints``)."""
+    kubelet_port: int = 10250
+    """status.daemonEndpoints.kubeletEndpoint.Port (the simulator's kubelet server's)."""
+    kubelet_host: str | None = None
+    """Where the API server reaches the kubelet server: an InternalDNS address (None: none)."""
 
     def capacity(self) -> dict[str, str]:
         return {"cpu": self.cpu, "memory": self.memory, "pods": str(self.pods),
@@ -151,8 +155,10 @@ def build_node_status(name: str, index: int, config: NodeConfig, now: float,
         "allocatable": dict(cap),
         "conditions": _conditions(now, old_conditions),
         "addresses": [{"type": "InternalIP", "address": node_internal_ip(index)},
+                      *([{"type": "InternalDNS", "address": config.kubelet_host}]
+                        if config.kubelet_host else []),
                       {"type": "Hostname", "address": name}],
-        "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": config.kubelet_port}},
         "nodeInfo": {
             "machineID": machine.hex,
             "systemUUID": str(machine),
@@ -240,7 +246,8 @@ class NodeHeartbeats:
         try:
             await self._client.create("namespaces", {"metadata": {"name": NODE_LEASE_NAMESPACE}})
         except Exception as exc:
-            if not is_already_exists(exc):
+            # a node's identity may not create namespaces (the API server makes this one)
+            if not (is_already_exists(exc) or is_forbidden(exc)):
                 raise
         await asyncio.gather(*(self._bounded(self.register(n)) for n in self.names))
         await asyncio.gather(*(self._bounded(self.renew_lease(n)) for n in self.names

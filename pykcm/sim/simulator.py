@@ -8,6 +8,10 @@ pykcm's embedded one or a real kube-apiserver without kubelets).
 Data flow::
 
     Simulator.start()
+      0. the kubelets' HTTP server (logs, exec, attach; pykcm.sim.kubelet_server) on
+         127.0.0.1, a free port: the Nodes publish it (daemonEndpoints, an InternalDNS
+         address ``localhost``) for the API server to proxy to (``kubelet_server=False``:
+         none, the Nodes say port 10250 as before)
       1. NodeHeartbeats.register_all(): the kube-node-lease namespace, the Nodes
          (created, or reused after a restart) and their Leases
       2. one SharedInformerFactory ("pykcm-sim"): pods (all namespaces) and nodes;
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Coroutine, Sequence
 from typing import Any, Self
@@ -43,6 +48,7 @@ from pykcm.controller.event_recorder import EventBroadcaster
 from pykcm.informers import GenericInformer, SharedInformerFactory, strip_managed_fields
 from pykcm.sim.heartbeat_control import HeartbeatControl
 from pykcm.sim.kubelet import DEFAULT_READY_AFTER, DEFAULT_RUN_SECONDS, Kubelet, NodeNetwork
+from pykcm.sim.kubelet_server import KubeletServer
 from pykcm.sim.nodes import NodeConfig, NodeHeartbeats, node_internal_ip, node_names, pod_cidr
 from pykcm.sim.scheduler import DEFAULT_SCHEDULER_NAME, Scheduler
 from pykcm.sim.volumes import DEFAULT_STORAGE_CLASS, Provisioner
@@ -77,7 +83,8 @@ class Simulator:
                  status_report_interval: float = 300.0,
                  record_events: bool = True,
                  storage_class: str | None = DEFAULT_STORAGE_CLASS,
-                 max_grace_period: float | None = None) -> None:
+                 max_grace_period: float | None = None,
+                 kubelet_server: bool = True) -> None:
         if nodes < 0:
             raise ValueError(f"nodes must be >= 0, got {nodes}")
         self._client = client
@@ -95,6 +102,10 @@ class Simulator:
         self._record_events = record_events
         self._storage_class = storage_class
         self._max_grace_period = max_grace_period
+        self.kubelet_server: KubeletServer | None = None
+        if kubelet_server:
+            self.kubelet_server = KubeletServer(
+                lambda ns, name: self.kubelet.pod(ns, name) if self.kubelet is not None else None)
         self.provisioner: Provisioner | None = None
         self.factory: SharedInformerFactory | None = None
         self.scheduler: Scheduler | None = None
@@ -116,6 +127,11 @@ class Simulator:
             raise RuntimeError("the simulator is already started")
         self._started = True
         try:
+            if self.kubelet_server is not None:
+                port = await self.kubelet_server.start()
+                self.node_config = dataclasses.replace(
+                    self.node_config, kubelet_port=port, kubelet_host="localhost")
+                self.heartbeats.config = self.node_config
             await self.heartbeats.register_all()
             factory = self.factory = SharedInformerFactory(
                 self._client, transform=strip_managed_fields, name="pykcm-sim")
@@ -221,6 +237,8 @@ class Simulator:
             await self.factory.shutdown()
         if self._broadcaster is not None:
             await self._broadcaster.shutdown(timeout=2.0)
+        if self.kubelet_server is not None:
+            await self.kubelet_server.stop()
 
     @property
     def failed(self) -> BaseException | None:
