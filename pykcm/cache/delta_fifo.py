@@ -401,6 +401,32 @@ class DeltaFIFO:
         deltas = self._items.get(key)
         return builtins.list(deltas) if deltas is not None else None
 
+    def oldest_queued_resource_version(self) -> int | None:
+        """The smallest resourceVersion among the changes still queued, as an integer
+        (None when no change but Syncs is queued). Raises ValueError when one is not a
+        decimal integer.
+
+        Each key's first change that is not a Sync counts (a Sync re-delivers a known
+        object; its resourceVersion is already in the Indexer). Keys keep their place in
+        the queue, so the consumer may apply a newer change of one key before an older one
+        of another: every change older than this one has been popped, no more.
+        """
+        oldest: int | None = None
+        for deltas in self._items.values():
+            for delta_type, obj in deltas:
+                if delta_type == SYNC:
+                    continue
+                if isinstance(obj, DeletedFinalStateUnknown):
+                    obj = obj.obj
+                try:
+                    rv = int(obj["metadata"]["resourceVersion"])
+                except (KeyError, TypeError) as exc:
+                    raise ValueError(f"no resourceVersion in a queued {delta_type}") from exc
+                if oldest is None or rv < oldest:
+                    oldest = rv
+                break
+        return oldest
+
     def __len__(self) -> int:
         """The number of queued keys."""
         return len(self._queue)

@@ -245,6 +245,34 @@ class SharedIndexInformer:
         reflector = self._reflector
         return reflector.last_sync_resource_version() if reflector is not None else ""
 
+    def last_store_sync_resource_version(self) -> str:
+        """The resourceVersion the Indexer is known to hold everything up to (client-go's
+        store LastStoreSyncResourceVersion, which the controllers' consistency store
+        compares with their own writes).
+
+        client-go's in-order FIFO applies changes in resourceVersion order, so its store
+        just remembers the last one. pykcm's DeltaFIFO keeps one entry per key, which can
+        apply a newer change of one object before an older one of another: the answer is
+        the Reflector's resourceVersion when nothing is queued, else just below the oldest
+        change still queued (never more than the Reflector's). "" before the first list,
+        or when a resourceVersion is not an integer (the check is then skipped).
+        """
+        fifo, reflector = self._fifo, self._reflector
+        if fifo is None or reflector is None:
+            return ""
+        rv = reflector.last_sync_resource_version()
+        if not len(fifo):
+            return rv
+        try:
+            oldest = fifo.oldest_queued_resource_version()
+        except ValueError:
+            return ""
+        if oldest is None:
+            return rv
+        if not (rv.isascii() and rv.isdigit()):
+            return ""
+        return str(min(int(rv), oldest - 1))
+
     @property
     def resync_check_period(self) -> float:
         """How often the Reflector's resync timer asks the handlers (0: never)."""

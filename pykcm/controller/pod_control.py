@@ -21,6 +21,12 @@ and carries on); any other failure raises :class:`DeletePodError`, whose
 message is upstream's ``unable to delete pods: <cause>`` (the ReplicaSet's
 ReplicaFailure condition shows it), the API error chained as its cause. A patch is a strategic merge patch and records nothing.
 
+``on_write(pod, controller_ref)`` (upstream's RealPodControl.OnWrite), when
+given, hears of every pod created or patched, as the API server answered
+(``controller_ref``: the pod's controller reference, or None): the ReplicaSet
+and Job controllers feed their consistency store with it. Deletes are not
+reported (the API's answer to a delete is not used upstream either).
+
 Events go through the :class:`~pykcm.controller.event_recorder.EventRecorder`,
 which never blocks: the owner passed in must carry ``kind`` and
 ``apiVersion`` (objects from pykcm informers do), or the event is dropped
@@ -32,10 +38,11 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from pykcm.api.owner_refs import get_controller_of
 from pykcm.api.validation import name_is_dns_subdomain
 from pykcm.client import Client
 from pykcm.client.errors import has_status_cause, is_not_found
@@ -48,6 +55,7 @@ __all__ = [
     "SUCCESSFUL_DELETE_POD_REASON",
     "DeletePodError",
     "FakePodControl",
+    "OnPodWrite",
     "PodControl",
     "RealPodControl",
     "get_pod_from_template",
@@ -153,12 +161,18 @@ def _has_status_cause(exc: BaseException, cause_type: str) -> bool:
     return has_status_cause(exc, cause_type)
 
 
+#: Called with a pod as written and its controller reference (RealPodControl.OnWrite).
+OnPodWrite = Callable[[Mapping[str, Any], Mapping[str, Any] | None], None]
+
+
 class RealPodControl:
     """The :class:`PodControl` that writes to the API server and records events on the owner."""
 
-    def __init__(self, client: Client, recorder: EventRecorder) -> None:
+    def __init__(self, client: Client, recorder: EventRecorder,
+                 on_write: OnPodWrite | None = None) -> None:
         self.client = client
         self.recorder = recorder
+        self.on_write = on_write
 
     async def create_pods(self, namespace: str, template: Mapping[str, Any],
                           owner: Mapping[str, Any], controller_ref: Mapping[str, Any]) -> None:
@@ -192,6 +206,8 @@ class RealPodControl:
                                      "Error creating: %s", exc)
             raise
         name = (new_pod.get("metadata") or {}).get("name")
+        if self.on_write is not None:
+            self.on_write(new_pod, get_controller_of(new_pod))
         if log.isEnabledFor(logging.DEBUG):
             log.debug("Controller %s created pod %s/%s",
                       (owner.get("metadata") or {}).get("name"), namespace, name)
@@ -217,7 +233,9 @@ class RealPodControl:
                              "Deleted pod: %s", name)
 
     async def patch_pod(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
-        await self.client.patch("pods", name, dict(patch), "strategic", namespace)
+        pod = await self.client.patch("pods", name, dict(patch), "strategic", namespace)
+        if self.on_write is not None:
+            self.on_write(pod, get_controller_of(pod))
 
 
 @dataclass

@@ -10,9 +10,12 @@ import time
 from collections.abc import Mapping
 from typing import Any, cast
 
+import pytest
+
 from pykcm.cache.listers import GenericLister
 from pykcm.cache.shared_informer import SharedIndexInformer
 from pykcm.client import Client
+from pykcm.controller.consistency import ConsistencyError, ConsistencyStore
 from pykcm.controller.event_recorder import EventRecorder
 from pykcm.controller.pod_control import FakePodControl
 from pykcm.controllers.job import JobController
@@ -359,3 +362,36 @@ async def test_status_writes_leave_out_go_zero_values() -> None:
     for field in ("active", "succeeded", "failed", "completedIndexes", "startTime"):
         assert field not in st, field
     assert (st["ready"], st["terminating"], st["uncountedTerminatedPods"]) == (0, 0, {})
+
+
+async def test_sync_waits_until_the_caches_hold_its_own_writes() -> None:
+    # StaleControllerConsistencyJob (KEP-5647, on in v1.36): the status written (and the
+    # pods created or patched, through RealPodControl's on_write) are remembered; the
+    # next sync fails, to be retried, while a cache is older than them.
+    h = Harness()
+    read = {"pods": "5", "jobs.batch": "5"}
+    h.ctl.consistency = ConsistencyStore({"pods": lambda: read["pods"],
+                                          "jobs.batch": lambda: read["jobs.batch"]})
+    job = make_job(parallelism=1, completions=1)
+    h.add_job(job)
+    h.add_pod(make_pod(job, "a"))
+    await h.ctl.sync_job("ns/j")  # writes active 1: the fake answers resourceVersion 100
+    assert h.client.statuses[-1]["metadata"]["resourceVersion"] == "100"
+    with pytest.raises(ConsistencyError, match="read version: 5 is not as new as written "
+                                               "version: 100 for group resource jobs.batch"):
+        await h.ctl.sync_job("ns/j")
+    # A pod written for the Job (RealPodControl's on_write); one without a controller is
+    # nobody's.
+    created = make_pod(job, "b")
+    created["metadata"]["resourceVersion"] = "101"
+    h.ctl._pod_written(created, created["metadata"]["ownerReferences"][0])
+    h.ctl._pod_written({"metadata": {"namespace": "ns", "resourceVersion": "120"}}, None)
+    read["jobs.batch"] = "100"
+    with pytest.raises(ConsistencyError, match="written version: 101 for group resource pods"):
+        await h.ctl.sync_job("ns/j")
+    read["pods"] = "101"
+    await h.ctl.sync_job("ns/j")
+    # The Job deleted: its record goes.
+    h.ctl.consistency.wrote_at("ns/j", "uid-j", "pods", "500")
+    h.ctl.delete_job(job)
+    await h.ctl.sync_job("ns/j")

@@ -17,9 +17,11 @@ from pykcm.cache.shared_informer import SharedIndexInformer
 from pykcm.client import Client
 from pykcm.client.errors import Forbidden, NotFound
 from pykcm.controller import Result
+from pykcm.controller.consistency import ConsistencyError, ConsistencyStore, NoopConsistencyStore
 from pykcm.controller.event_recorder import EventRecorder
 from pykcm.controller.pod_control import FakePodControl
 from pykcm.controllers.replicaset import CONTROLLER_UID_INDEX, ReplicaSetController
+from pykcm.controllers.replication import ReplicationManager
 from pykcm.informers.generic import GenericInformer, GroupVersionResource
 
 NOW = 1_800_000_000.0
@@ -451,3 +453,68 @@ async def test_rs_handlers() -> None:
     env.ctl.delete_rs(DeletedFinalStateUnknown("ns/web", rs))
     assert expectations(env) is None
     assert env.queue.added[-1] == "ns/web"
+
+
+class WritingClient(FakeClient):
+    """Creates pods and writes statuses, each answer with the next resourceVersion."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rv = 40
+
+    def _next(self, body: Mapping[str, Any], **meta: Any) -> dict[str, Any]:
+        self.rv += 1
+        return {**body, "metadata": {**body["metadata"], **meta,
+                                     "resourceVersion": str(self.rv)}}
+
+    async def create(self, resource: str, body: Mapping[str, Any],
+                     namespace: str | None = None) -> Any:
+        return self._next(body, name=f"web-{self.rv + 1}", namespace=namespace)
+
+    async def update_status(self, resource: str, body: Mapping[str, Any],
+                            namespace: str | None = None) -> Any:
+        self.statuses.append(dict(body["status"]))
+        return self._next(body)
+
+
+class NullRecorder:
+    def eventf(self, *args: Any) -> None:
+        pass
+
+
+async def test_sync_waits_until_the_caches_hold_its_own_writes() -> None:
+    # StaleControllerConsistencyReplicaSet (KEP-5647, on in v1.36): the pods created
+    # (through RealPodControl's on_write) and the status written are remembered; the next
+    # sync fails, to be retried, while a cache is older than them.
+    pods, rss, client = informer("", "pods"), informer("apps", "replicasets"), WritingClient()
+    ctl = ReplicaSetController(pod_informer=pods, rs_informer=rss, client=cast(Client, client),
+                               recorder=cast(EventRecorder, NullRecorder()), clock=lambda: NOW)
+    read = {"pods": "40", "replicasets.apps": "40"}
+    ctl.consistency = ConsistencyStore({"pods": lambda: read["pods"],
+                                        "replicasets.apps": lambda: read["replicasets.apps"]})
+    rss.informer.get_indexer().add(make_rs(replicas=2, rv="40"))
+    await ctl.sync_replica_set("ns/web")
+    assert len(client.statuses) == 1 and client.rv == 43  # pods at 41 and 42, status 43
+    with pytest.raises(ConsistencyError, match="read version: 40 is not as new as written "
+                                               "version: 42 for group resource pods"):
+        await ctl.sync_replica_set("ns/web")
+    read["pods"] = "42"
+    with pytest.raises(ConsistencyError, match="written version: 43 for group resource "
+                                               "replicasets.apps"):
+        await ctl.sync_replica_set("ns/web")
+    read["replicasets.apps"] = "43"
+    await ctl.sync_replica_set("ns/web")  # caught up: the sync runs
+    # A deleted ReplicaSet's record goes with it.
+    ctl.consistency.wrote_at("ns/web", "uid-web", "pods", "99")
+    ctl.delete_rs(make_rs())
+    await ctl.sync_replica_set("ns/web")
+
+
+def test_replication_manager_has_no_consistency_store() -> None:
+    # Upstream passes the ReplicationManager a no-op store.
+    rcm = ReplicationManager(pod_informer=informer("", "pods"),
+                             rc_informer=informer("", "replicationcontrollers"),
+                             client=cast(Client, FakeClient()),
+                             recorder=cast(EventRecorder, NullRecorder()))
+    assert isinstance(rcm.consistency, NoopConsistencyStore)
+    assert isinstance(Env().ctl.consistency, ConsistencyStore)

@@ -684,3 +684,39 @@ async def test_unnamed_informer_publishes_no_metrics(harness: Callable[..., Harn
     h = harness()
     await h.start()
     assert h.informer._metrics is None
+
+
+# --- the store's resourceVersion (the consistency store's read side) ---------------------
+
+
+async def test_last_store_sync_resource_version_waits_for_queued_changes(
+        harness: Callable[..., Harness]) -> None:
+    h = harness()
+    assert h.informer.last_store_sync_resource_version() == ""
+    await h.start()
+    h.fifo.replace([obj("a", 3), obj("b", 7)], "10")
+    h.reflector.rv = "10"
+    await eventually(lambda: len(h.fifo) == 0)
+    assert h.informer.last_store_sync_resource_version() == "10"
+    # Queued, not yet popped (no await in between): only what precedes the oldest queued
+    # change is in the Indexer, although a's newest change (20) is newer than c's (15).
+    h.fifo.update(obj("a", 12))
+    h.fifo.add(obj("c", 15))
+    h.fifo.update(obj("a", 20))
+    h.reflector.rv = "20"
+    assert h.informer.last_sync_resource_version() == "20"
+    assert h.informer.last_store_sync_resource_version() == "11"
+    await eventually(lambda: len(h.fifo) == 0)
+    assert h.informer.last_store_sync_resource_version() == "20"
+    # A resync re-delivers known objects: nothing new is pending.
+    h.fifo.resync()
+    assert len(h.fifo) > 0
+    assert h.informer.last_store_sync_resource_version() == "20"
+    await eventually(lambda: len(h.fifo) == 0)
+    # A deletion counts with its own resourceVersion; a watch-less bookmark (the
+    # Reflector's resourceVersion moving on) counts once nothing is queued.
+    h.fifo.delete(obj("b", 25))
+    h.reflector.rv = "30"
+    assert h.informer.last_store_sync_resource_version() == "24"
+    await eventually(lambda: len(h.fifo) == 0)
+    assert h.informer.last_store_sync_resource_version() == "30"

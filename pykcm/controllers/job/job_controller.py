@@ -48,7 +48,12 @@ Job clears ``status.startTime``). A Job whose finished status was written is
 not synced again until the informer shows it finished
 (``finished_job_expectations``). Status writes leave out the fields Go's
 encoder omits when zero (``active``, ``succeeded``, ``failed``,
-``completedIndexes``, ``conditions``). The Job metrics are not exported.
+``completedIndexes``, ``conditions``). The consistency store (KEP-5647,
+StaleControllerConsistencyJob, on in v1.36; :mod:`pykcm.controller.consistency`)
+remembers the resourceVersions of the Job's status writes and of the pods it
+created or patched, and a sync first waits (an error, retried by the rate
+limiter) until the Job and pod caches have reached them. The Job metrics are
+not exported.
 """
 
 from __future__ import annotations
@@ -80,6 +85,7 @@ from pykcm.controller.active_pods import (
     filter_pods_by_owner,
     filter_terminating_pods,
 )
+from pykcm.controller.consistency import ConsistencyStore
 from pykcm.controller.controller import Controller
 from pykcm.controller.controller_ref_manager import (
     PodControllerRefManager,
@@ -164,6 +170,8 @@ log = logging.getLogger("pykcm.controllers.job")
 CONTROLLER_NAME: Final = "job"
 JOB_API_VERSION: Final = "batch/v1"
 JOB_KIND: Final = "Job"
+#: The Jobs' group resource as the consistency store names it (GroupResource.String()).
+JOB_GROUP_RESOURCE: Final = "jobs.batch"
 
 #: Delay that coalesces the syncs caused by pod events and status updates of one Job.
 SYNC_JOB_BATCH_PERIOD: Final = 1.0
@@ -323,8 +331,11 @@ class JobController:
         self.name = CONTROLLER_NAME
         self.client = client
         self.recorder = recorder
+        self.consistency = ConsistencyStore({
+            "pods": pod_informer.informer.last_store_sync_resource_version,
+            JOB_GROUP_RESOURCE: job_informer.informer.last_store_sync_resource_version})
         self.pod_control: PodControl = (pod_control if pod_control is not None
-                                        else RealPodControl(client, recorder))
+                                        else RealPodControl(client, recorder, self._pod_written))
         self.clock: Clock = clock if clock is not None else REAL_CLOCK
         self.sync_job_batch_period = sync_job_batch_period
         self.pod_failure_backoff = pod_failure_backoff
@@ -464,6 +475,7 @@ class JobController:
         job = deleted_object(obj)
         if job is None:
             return
+        self.consistency.clear(_job_key(job), _uid(job))
         self.finished_job_expectations.discard(_uid(job))
         self.cleanup_pod_finalizers(job)
 
@@ -614,11 +626,14 @@ class JobController:
         ns, name = split_meta_namespace_key(key)
         if not ns or not name:
             raise ValueError(f"invalid job key {key!r}: either namespace or name is missing")
+        # Our own writes first reach the caches: acting on older ones would redo them.
+        self.consistency.ensure_ready(key)
         try:
             shared: Mapping[str, Any] = self.job_lister.by_namespace(ns).get(name)
         except ApiError as exc:
             if is_not_found(exc):
                 log.debug("Job has been deleted: %s", key)
+                self.consistency.clear(key)
                 self.expectations.delete_expectations(key)
                 self.finalizer_expectations.delete_expectations(key)
                 self.backoff_store.remove_backoff_record(key)
@@ -633,6 +648,7 @@ class JobController:
         job: dict[str, Any] = dict(copy.deepcopy(shared))
         if is_job_finished(job):
             self.backoff_store.remove_backoff_record(key)
+            self.consistency.clear(key, _uid(job))
             self.finished_job_expectations.discard(_uid(job))
             return
         if _uid(job) in self.finished_job_expectations:
@@ -1312,7 +1328,19 @@ class JobController:
     async def _update_job_status(self, job: Mapping[str, Any]) -> dict[str, Any]:
         meta = meta_of(job)
         body = {**job, "status": go_job_status(job.get("status") or {})}
-        return await self.client.update_status("jobs", body, str(meta.get("namespace")))
+        written = await self.client.update_status("jobs", body, str(meta.get("namespace")))
+        self.consistency.wrote_at(_job_key(written), _uid(written), JOB_GROUP_RESOURCE,
+                                  str(meta_of(written).get("resourceVersion") or ""))
+        return written
+
+    def _pod_written(self, pod: Mapping[str, Any], ref: Mapping[str, Any] | None) -> None:
+        """RealPodControl's on_write: the pod's resourceVersion, for its Job."""
+        if ref is None:
+            return
+        meta = meta_of(pod)
+        self.consistency.wrote_at(f"{meta.get('namespace')}/{ref.get('name')}",
+                                  str(ref.get("uid") or ""), "pods",
+                                  str(meta.get("resourceVersion") or ""))
 
 
 #: JobStatus fields tagged omitempty whose zero value (0, "", an empty list) Go's encoder

@@ -39,9 +39,16 @@ setting ``deletionTimestamp`` and the final delete count once.
 Events (through the PodControl, on the ReplicaSet): SuccessfulCreate,
 FailedCreate, SuccessfulDelete, FailedDelete.
 
-Left out: the v1.35+ consistency store (syncs waiting until the informers
-have caught up with the controller's own writes' resourceVersions) and the
-replicaset metrics (sorting_deletion_age_ratio).
+The consistency store (KEP-5647, StaleControllerConsistencyReplicaSet, on in
+v1.36; :mod:`pykcm.controller.consistency`): the resourceVersions of the
+pods this controller created or patched (RealPodControl's ``on_write``) and
+of its status writes are remembered per ReplicaSet, and a sync first waits
+(an error, retried by the rate limiter) until the pod and ReplicaSet caches
+have reached them; a status PUT then no longer meets a 409 from its own
+previous write. The ReplicationManager subclass runs without it, as upstream.
+
+Left out: the replicaset metrics (sorting_deletion_age_ratio, the requeue
+skips of the consistency store).
 """
 
 from __future__ import annotations
@@ -68,6 +75,11 @@ from pykcm.controller.active_pods import (
     filter_terminating_pods,
     find_min_next_pod_availability_check,
     get_pods_ranked_by_related_pods_on_same_node,
+)
+from pykcm.controller.consistency import (
+    ConsistencyStore,
+    ConsistencyStoreLike,
+    NoopConsistencyStore,
 )
 from pykcm.controller.controller import Controller, ControllerHost, Result
 from pykcm.controller.controller_ref_manager import (
@@ -112,6 +124,8 @@ CONTROLLER_UID_INDEX: Final = "controllerUID"
 
 RS_API_VERSION: Final = "apps/v1"
 RS_KIND: Final = "ReplicaSet"
+#: The ReplicaSets' group resource as the consistency store names it (GroupResource.String()).
+RS_GROUP_RESOURCE: Final = "replicasets.apps"
 
 # v1.NamespaceTerminatingCause: creates refused because the namespace is going away.
 _NAMESPACE_TERMINATING_CAUSE: Final = "NamespaceTerminating"
@@ -174,6 +188,8 @@ class ReplicaSetController(ControllerHost):
     """The kind of the controllers this one manages (ReplicationManager: ReplicationController)."""
     controller_api_version: str = RS_API_VERSION
     resource: ResourceRef = "replicasets"
+    stale_controller_consistency: bool = True
+    """StaleControllerConsistencyReplicaSet (the ReplicationManager has no such store)."""
 
     def __init__(self, *, pod_informer: GenericInformer, rs_informer: GenericInformer,
                  client: Client, recorder: EventRecorder, burst_replicas: int = BURST_REPLICAS,
@@ -184,8 +200,13 @@ class ReplicaSetController(ControllerHost):
         self.client = client
         self.recorder = recorder
         self.burst_replicas = burst_replicas
+        self.consistency: ConsistencyStoreLike = (
+            ConsistencyStore({"pods": pod_informer.informer.last_store_sync_resource_version,
+                              RS_GROUP_RESOURCE:
+                                  rs_informer.informer.last_store_sync_resource_version})
+            if self.stale_controller_consistency else NoopConsistencyStore())
         self.pod_control: PodControl = (pod_control if pod_control is not None
-                                        else RealPodControl(client, recorder))
+                                        else RealPodControl(client, recorder, self._pod_written))
         self.enable_status_terminating_replicas = enable_status_terminating_replicas
         self.clock = clock
         self.expectations = UIDTrackingControllerExpectations()
@@ -307,6 +328,7 @@ class ReplicaSetController(ControllerHost):
             return
         key = meta_namespace_key(rs)
         log.debug("Deleting ReplicaSet %s", key)
+        self.consistency.clear(key, str(meta_of(rs).get("uid") or ""))
         # A ReplicaSet recreated under the same name starts clean.
         self.expectations.delete_expectations(key)
         self.queue.add(key)
@@ -474,11 +496,23 @@ class ReplicaSetController(ControllerHost):
             log.debug("Finished syncing ReplicaSet %s (%.1f ms)", key,
                       (time.monotonic() - start) * 1000)
 
+    def _pod_written(self, pod: Mapping[str, Any], ref: Mapping[str, Any] | None) -> None:
+        """RealPodControl's on_write: the pod's resourceVersion, for its controller."""
+        if ref is None:
+            return
+        meta = meta_of(pod)
+        self.consistency.wrote_at(f"{meta.get('namespace')}/{ref.get('name')}",
+                                  str(ref.get("uid") or ""), "pods",
+                                  str(meta.get("resourceVersion") or ""))
+
     async def _sync(self, key: str) -> Result | None:
         namespace, _, name = key.rpartition("/")
+        # Our own writes first reach the caches: acting on older ones would redo them.
+        self.consistency.ensure_ready(key)
         rs: Mapping[str, Any] | None = self.rs_indexer.get_by_key(key)
         if rs is None:
             log.debug("ReplicaSet %s has been deleted", key)
+            self.consistency.clear(key)
             self.expectations.delete_expectations(key)
             return None
         rs_needs_sync = self.expectations.satisfied_expectations(key)
@@ -511,6 +545,8 @@ class ReplicaSetController(ControllerHost):
             enable_status_terminating_replicas=self.enable_status_terminating_replicas, now=now)
         updated = await update_replica_set_status(self.client, rs, new_status,
                                                   resource=self.resource)
+        self.consistency.wrote_at(key, str(meta_of(rs).get("uid") or ""), RS_GROUP_RESOURCE,
+                                  str(meta_of(updated).get("resourceVersion") or ""))
         if manage_err is not None:
             raise manage_err
 

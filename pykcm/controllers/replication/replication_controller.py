@@ -55,6 +55,9 @@ class ReplicationManager(ReplicaSetController):
     controller_kind = "ReplicationController"
     controller_api_version = "v1"
     resource: ResourceRef = REPLICATION_CONTROLLERS
+    # Upstream gives the ReplicationManager a no-op consistency store (its metrics and
+    # resource types are not parameterized for it yet).
+    stale_controller_consistency = False
 
     def __init__(self, *, pod_informer: GenericInformer, rc_informer: GenericInformer,
                  client: Client, recorder: EventRecorder, burst_replicas: int = BURST_REPLICAS,
