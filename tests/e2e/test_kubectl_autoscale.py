@@ -86,8 +86,10 @@ def test_autoscale_follows_the_usage_annotation_and_top_shows_it(k: Kubectl) -> 
          "--overwrite")
     wait_until(lambda: spec_replicas(k) == 4, "scaled up to 4")
     wait_until(lambda: len(ready_pods(k)) == 4, "4 ready pods")
-    assert ("SuccessfulRescale: New size: 4; reason: cpu resource utilization (percentage of "
-            "request) above target") in hpa_events(k)
+    # in one sync: a single rescale, straight to 4
+    assert [e for e in hpa_events(k) if e.startswith("SuccessfulRescale")] == [
+        ("SuccessfulRescale: New size: 4; reason: cpu resource utilization (percentage of "
+        "request) above target")]
 
     top = k.ok("top", "pods", "-n", NS)
     assert top.splitlines()[0].split() == ["NAME", "CPU(cores)", "MEMORY(bytes)"]
@@ -101,6 +103,9 @@ def test_autoscale_follows_the_usage_annotation_and_top_shows_it(k: Kubectl) -> 
          "--overwrite")
     wait_until(lambda: spec_replicas(k) == 1, "scaled down to 1 after the window")
     assert "SuccessfulRescale: New size: 1; reason: All metrics below target" in hpa_events(k)
+    described = k.ok("describe", "hpa", "web", "-n", NS)
+    assert "Reference:" in described and "Deployment/web" in described
+    assert "SuccessfulRescale" in described
     hpa = get_json(k, "hpa", "web", "-n", NS)
     conditions = {c["type"]: c["reason"] for c in hpa["status"]["conditions"]}
     assert conditions["ScalingActive"] == "ValidMetricFound"
