@@ -5,9 +5,14 @@ components talking over HTTP (and so the work spreads over the cores)::
 
     pykcm up
       ├─ pykcm apiserver --data-dir DIR --port N      (state in DIR, kubeconfig DIR/kubeconfig)
-      ├─ pykcm sim --kubeconfig DIR/kubeconfig --nodes K      (scheduler + kubelets)
-      └─ pykcm controller-manager --kubeconfig DIR/kubeconfig (all built-in controllers)
+      ├─ pykcm sim --kubeconfig DIR/sim.kubeconfig --nodes K      (scheduler + kubelets)
+      └─ pykcm controller-manager --kubeconfig DIR/controller-manager.kubeconfig
+           --use-service-account-credentials (all built-in controllers)
            --service-account-private-key-file DIR/pki/sa.key --root-ca-file DIR/pki/ca.crt
+
+Each component has its own least-privilege identity (identities.py): the manager is
+system:kube-controller-manager and its controllers their ServiceAccounts, the simulator
+system:pykcm-sim in system:nodes; DIR/kubeconfig stays the admin's (system:masters).
 
 What a fresh kubeadm control plane has, as far as pykcm's server and controllers make
 it: the namespaces default, kube-system, kube-public, kube-node-lease; the kubernetes
@@ -48,7 +53,7 @@ from typing import IO, Any
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from pykcm.cli import arguments
+from pykcm.cli import arguments, identities
 
 NAME = "up"
 
@@ -214,20 +219,27 @@ async def run(args: argparse.Namespace) -> int:
     cm_port = _free_port()
     ui_port = args.ui_port or _free_port()
     ui = [] if args.no_ui else ["--ui", "--ui-address", "127.0.0.1", "--ui-port", str(ui_port)]
+    # the components' own identities (identities.py): their tokens, before the server reads them
+    tokens = identities.ensure_tokens(data_dir)
     api = _Child("apiserver", [*py, "apiserver", "--data-dir", data_dir, "--port",
-                               str(args.port), *(["--unsafe-no-fsync"] if args.unsafe_no_fsync
-                                                 else [])],
+                               str(args.port), "--token-auth-file",
+                               identities.tokens_path(data_dir),
+                               *(["--unsafe-no-fsync"] if args.unsafe_no_fsync else [])],
                  os.path.join(logs, "apiserver.log"))
     children = [api]
     if args.nodes > 0:
-        children.append(_Child("sim", [*py, "sim", "--kubeconfig", kubeconfig, "--nodes",
+        children.append(_Child("sim", [*py, "sim", "--kubeconfig",
+                                       identities.kubeconfig_path(data_dir, "sim"), "--nodes",
                                        str(args.nodes), "--max-pods", str(args.max_pods),
                                        *(["--max-grace-period", str(args.max_grace_period)]
                                          if args.max_grace_period is not None else [])],
                                os.path.join(logs, "sim.log")))
     pki = os.path.join(data_dir, "pki")
     cm = _Child("controller-manager",
-                [*py, "controller-manager", "--kubeconfig", kubeconfig,
+                [*py, "controller-manager", "--kubeconfig",
+                 identities.kubeconfig_path(data_dir, "controller-manager"),
+                 # each controller as its ServiceAccount, with its bootstrap role
+                 "--use-service-account-credentials",
                  "--controllers", args.controllers, "--leader-elect=false",
                  # the API server makes both files (kubeadm's sa.key; its CA) before the
                  # manager starts
@@ -261,6 +273,9 @@ async def run(args: argparse.Namespace) -> int:
         if url is None:
             failed = api if api.proc is not None and api.proc.returncode is not None else None
             return _report(failed, stop)
+        identities.write_component_kubeconfigs(data_dir, kubeconfig, tokens)
+        if args.nodes > 0:
+            await identities.bind_simulator(kubeconfig)
         for c in children[1:]:
             await c.start()
             started.append(c)

@@ -48,7 +48,7 @@ from pykcm.api.pv_helpers import (
 from pykcm.api.timestamps import format_time
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.client import Client
-from pykcm.client.errors import is_already_exists, is_not_found
+from pykcm.client.errors import is_already_exists, is_forbidden, is_not_found
 from pykcm.controller.controller import Controller
 from pykcm.informers.generic import GenericInformer
 
@@ -123,7 +123,12 @@ class Provisioner:
                                       default_storage_class(self.storage_class))
             log.info("created the default StorageClass %s", self.storage_class)
         except Exception as exc:
-            if not is_already_exists(exc):
+            if is_forbidden(exc):
+                # an identity that may not create classes (pykcm up's simulator: the
+                # cluster's installer, pykcm up as the admin, made it)
+                log.info("may not create the default StorageClass %s: %s",
+                         self.storage_class, exc)
+            elif not is_already_exists(exc):
                 raise
 
     async def run(self, workers: int = 2) -> None:
