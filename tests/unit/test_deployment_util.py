@@ -181,6 +181,10 @@ def test_get_replica_set_fraction_and_proportion() -> None:
     d2 = deployment(20, 3, 2)
     d2["status"] = {"replicas": 13}
     assert util.get_replica_set_fraction(rs("old", 8), d2) == 6
+    # max-replicas "0" is no size to scale from either (upstream falls back the same way).
+    assert util.get_replica_set_fraction(rs("old", 8, max_replicas=0), d2) == 6
+    d2["status"] = {"replicas": 0}
+    assert util.get_replica_set_fraction(rs("old", 8, max_replicas=0), d2) == 0
 
 
 def test_proportional_sizes_scale_up_mid_rollout() -> None:
@@ -322,6 +326,39 @@ def test_revisions() -> None:
         util.revision(rss[2])
     by_rev = util.sort_by_revision([rss[1], rss[0], rss[4]])
     assert [r["metadata"]["name"] for r in by_rev] == ["a", "e", "b"]
+
+
+def test_revisions_parse_as_go_strconv() -> None:
+    # strconv.ParseInt: what Python's int() would also take is not a revision.
+    for bad in (" 5", "5 ", "1_0", "٣", "9223372036854775808"):
+        with pytest.raises(ValueError):
+            util.revision(rs("r", 0, revision=bad))
+    assert util.revision(rs("r", 0, revision="+7")) == 7
+    assert util.max_revision([rs("a", 0, revision="2"), rs("b", 0, revision="1_0")]) == 2
+
+
+def test_unparsable_revisions_sort_by_creation_as_upstream() -> None:
+    # ReplicaSetsByRevision.Less: a pair with an unparsable revision compares by creation,
+    # so such a ReplicaSet sits among the others by its age (it was sorted first before).
+    old = rs("old", 0, revision="1", created="2026-01-01T00:00:00Z")
+    odd = rs("odd", 0, revision="x", created="2026-01-02T00:00:00Z")
+    new = rs("new", 0, revision="2", created="2026-01-03T00:00:00Z")
+    by_rev = util.sort_by_revision([new, odd, old])
+    assert [r["metadata"]["name"] for r in by_rev] == ["old", "odd", "new"]
+    # Equal revisions: by creation, then name.
+    twin = rs("twin", 0, revision="1", created="2026-01-01T00:00:00Z")
+    assert [r["metadata"]["name"] for r in util.sort_by_revision([twin, old])] == [
+        "old", "twin"]
+
+
+def test_max_replicas_annotation_parses_as_upstream() -> None:
+    # getNonNegativeInt32FromAnnotation: ParseUint, at most MaxInt32.
+    for bad in ("-1", "+3", " 3", "2147483648", "abc"):
+        r = rs("r", 1)
+        r["metadata"].setdefault("annotations", {})[util.MAX_REPLICAS_ANNOTATION] = bad
+        assert util.get_max_replicas_annotation(r) == (0, False), bad
+    assert util.get_max_replicas_annotation(rs("r", 1, max_replicas=2147483647)) == (
+        2147483647, True)
 
 
 def test_set_new_replica_set_annotations_copies_and_bumps() -> None:

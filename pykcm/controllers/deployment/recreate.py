@@ -11,6 +11,13 @@ Data flow::
     old RSs ── scale to 0 ──► (wait: old_pods_running over the pod map)
                                    │ none left
     new RS ── create if missing, scale to replicas ──► progress.sync_rollout_status
+
+The old ReplicaSets are scaled down in the order the Deployment's ReplicaSet
+list has, as upstream, which does not sort them: there it is the informer
+cache's map order (random in Go), so the order of the ScalingReplicaSet
+events of several old ReplicaSets varies from run to run on a real cluster;
+here it is the cache index's (the Deployment's own ReplicaSets, then
+adopted orphans, each as they were cached).
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ except the functions documented to set fields on a copy the caller owns
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
@@ -35,6 +36,7 @@ import orjson
 from pykcm.api import protobuf as pb
 from pykcm.api.intstr import get_scaled_value_from_int_or_percent
 from pykcm.api.labels import selector_from_label_selector
+from pykcm.api.strconv import parse_int, parse_uint
 from pykcm.api.timestamps import format_time, parse_time
 
 __all__ = [
@@ -178,15 +180,27 @@ def sort_by_size_newer(rss: Iterable[Obj]) -> list[Obj]:
     return sorted(newest_first, key=lambda r: -spec_replicas(r))
 
 
+def _revision_or_none(rs: Obj) -> int | None:
+    try:
+        return revision(rs)
+    except ValueError:
+        return None
+
+
 def sort_by_revision(rss: Iterable[Obj]) -> list[Obj]:
-    """Lowest revision first; unparsable or equal revisions by creation (ReplicaSetsByRevision)."""
-    def key(rs: Obj) -> tuple[int, float, str]:
-        try:
-            rev = revision(rs)
-        except ValueError:
-            rev = -1
-        return (rev, *_created_key(rs))
-    return sorted(rss, key=key)
+    """Lowest revision first (ReplicaSetsByRevision): a pair where either revision is
+    unparsable, or both are equal, is ordered by creation instead, exactly as upstream's
+    Less (so an unparsable one sits by its age, not first)."""
+    items = [(_revision_or_none(rs), _created_key(rs), rs) for rs in rss]
+
+    def cmp(a: tuple[int | None, tuple[float, str], Obj],
+            b: tuple[int | None, tuple[float, str], Obj]) -> int:
+        ra, rb = a[0], b[0]
+        if ra is None or rb is None or ra == rb:
+            return (a[1] > b[1]) - (a[1] < b[1])
+        return (ra > rb) - (ra < rb)
+
+    return [rs for _, _, rs in sorted(items, key=functools.cmp_to_key(cmp))]
 
 
 def filter_active_replica_sets(rss: Iterable[Obj | None]) -> list[Obj]:
@@ -198,11 +212,12 @@ def filter_active_replica_sets(rss: Iterable[Obj | None]) -> list[Obj]:
 
 
 def revision(obj: Obj) -> int:
-    """The revision annotation as an int (0 when absent); ValueError when unparsable."""
+    """The revision annotation as an int (0 when absent); ValueError when unparsable by
+    strconv.ParseInt (which refuses " 5", "1_0", or beyond int64)."""
     v = _annotations(obj).get(REVISION_ANNOTATION)
     if v is None:
         return 0
-    return int(v)
+    return parse_int(v, 64)
 
 
 def max_revision(rss: Iterable[Obj | None]) -> int:
@@ -325,15 +340,20 @@ def set_deployment_annotations_to(d: dict[str, Any], rollback_to_rs: Obj) -> Non
 
 
 def _int_from_annotation(rs: Obj, key: str) -> tuple[int, bool]:
+    """A non-negative int32 annotation (getNonNegativeInt32FromAnnotation: ParseUint,
+    at most MaxInt32); (0, False) when absent or not one."""
     v = _annotations(rs).get(key)
     if v is None:
         return 0, False
     try:
-        return int(v), True
+        n = parse_uint(v, 32)
     except ValueError:
+        n = -1
+    if not 0 <= n <= _MAX_INT32:
         log.info("Cannot convert the value %r with annotation key %r for the replica set %r",
                  v, key, _meta(rs).get("name"))
         return 0, False
+    return n, True
 
 
 def get_desired_replicas_annotation(rs: Obj) -> tuple[int, bool]:
@@ -670,11 +690,12 @@ def get_replica_set_fraction(rs: Obj, d: Obj) -> int:
         return -spec_replicas(rs)
     deployment_replicas = replicas + max_surge(d)
     annotated, ok = get_max_replicas_annotation(rs)
-    if not ok:
-        # Without the annotation fall back to the current size; the min/max in
-        # get_proportion keeps the result within bounds anyway.
+    if not ok or annotated == 0:
+        # Without a usable annotation (removed, invalid, or "0") fall back to the current
+        # size; the min/max in get_proportion keeps the result within bounds anyway.
         annotated = _int(_status(d).get("replicas"))
     if annotated == 0:
+        # Nothing to scale from (the pods are failing to be created, say).
         return 0
     new_size = spec_replicas(rs) * deployment_replicas / annotated
     return _round_half_away(new_size) - spec_replicas(rs)
