@@ -1,0 +1,338 @@
+"""Benchmark of the DaemonSet and StatefulSet controllers, side by side with kube-controller-manager.
+
+    .venv/bin/python bench/workloads.py [--quick] [--runs N] [--nodes N] [--replicas N]
+                                        [--qps 20/30] [--setups kube/kube,kube/pykcm,pykcm/pykcm]
+                                        [--no-record]
+
+Issue 13's acceptance benchmark: a DaemonSet on 100 simulated nodes, created
+and then rolled to a new image, and a StatefulSet of 100 replicas in Parallel
+pod management; wall time and requests next to the real controller in the
+same run.
+
+The cluster is bench/controllers.py's Stack (each component a process of its
+own, fresh per run; setups interleaved): the API server (the real
+kube-apiserver v1.36.2 + etcd from the kit, or `pykcm apiserver`), `pykcm sim
+--nodes N` (the scheduler and kubelets) and the controller manager under test
+with pykcm's set of controllers (real or pykcm's; on the real API server a
+support kube-controller-manager runs the controllers pykcm lacks). Phases in
+order on one cluster, each timed from its first request to a watch seeing:
+
+  ds-create   DaemonSet "agent" (RollingUpdate, maxUnavailable 10%; its pods'
+              terminationGracePeriodSeconds 1, as the StatefulSet's) created,
+              until observedGeneration is current and desiredNumberScheduled ==
+              numberAvailable == updatedNumberScheduled == the node count
+  ds-rollout  a new image (merge patch), until the same holds for the new
+              template (updatedNumberScheduled counts the new pods)
+  ss-parallel StatefulSet "db" (podManagementPolicy Parallel, no volumes)
+              of R replicas created, until readyReplicas == availableReplicas ==
+              R and the current revision is the update revision
+
+Per phase: wall time, the controller manager's CPU seconds, its own requests
+(rest_client_requests_total) and the requests on the API server that are not
+the driver's (apiserver_request_total). Medians over the runs; ratios to the
+real kube-controller-manager on the real kube-apiserver. Prints a Markdown
+section and appends it to bench/RESULTS.md (--no-record to skip). --quick:
+10 nodes, 10 replicas, 1 run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as _dt
+import math
+import os
+import sys
+import time
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from _common import append_results, log, machine_load
+from _kube import kit_or_reason
+from controllers import (
+    BenchError,
+    Driver,
+    Run,
+    Stack,
+    Watch,
+    git_state,
+    machine,
+    med,
+)
+
+NS = "bench-workloads"
+PHASES = ("ds-create", "ds-rollout", "ss-parallel")
+SETUPS = ("kube/kube", "kube/pykcm", "pykcm/pykcm")
+SETUP_TITLES = {
+    "kube/kube": "kube-controller-manager v1.36.2 on kube-apiserver",
+    "kube/pykcm": "pykcm controller manager on kube-apiserver",
+    "pykcm/pykcm": "pykcm controller manager on pykcm apiserver",
+}
+REF = "kube/kube"
+RESOURCES = {"requests": {"cpu": "1m", "memory": "1Mi"}}
+GRACE = 1
+"""terminationGracePeriodSeconds of the pods: the simulated kubelet keeps a deleted pod
+Terminating that long, and the DaemonSet rollout replaces a node's pod only once the old
+one is gone (30 s, the default, would make the phase the grace period times the waves)."""
+
+
+def daemonset(image: str) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": "agent"},
+            "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                     "updateStrategy": {"type": "RollingUpdate",
+                                        "rollingUpdate": {"maxUnavailable": "10%"}},
+                     "template": {"metadata": {"labels": {"app": "agent"}},
+                                  "spec": {"terminationGracePeriodSeconds": GRACE,
+                                           "containers": [{"name": "agent", "image": image,
+                                                           "resources": RESOURCES}]}}}}
+
+
+def statefulset(replicas: int) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "db"},
+            "spec": {"replicas": replicas, "serviceName": "db",
+                     "podManagementPolicy": "Parallel",
+                     "selector": {"matchLabels": {"app": "db"}},
+                     "template": {"metadata": {"labels": {"app": "db"}},
+                                  "spec": {"terminationGracePeriodSeconds": GRACE,
+                                           "containers": [{"name": "db", "image": "postgres:16",
+                                                           "resources": RESOURCES}]}}}}
+
+
+def ds_state(obj: dict[str, Any]) -> tuple[Any, ...]:
+    """(generation, observedGeneration, desired, available, updated, image)."""
+    st = obj.get("status") or {}
+    return (obj["metadata"].get("generation", 0), st.get("observedGeneration", 0),
+            st.get("desiredNumberScheduled", 0), st.get("numberAvailable", 0),
+            st.get("updatedNumberScheduled", 0),
+            obj["spec"]["template"]["spec"]["containers"][0]["image"])
+
+
+def ds_done(s: tuple[Any, ...] | None, nodes: int, image: str) -> bool:
+    return s is not None and s[1] >= s[0] and s[5] == image and \
+        s[2] == s[3] == s[4] == nodes
+
+
+def ss_state(obj: dict[str, Any]) -> tuple[Any, ...]:
+    """(generation, observedGeneration, ready, available, currentRevision, updateRevision)."""
+    st = obj.get("status") or {}
+    return (obj["metadata"].get("generation", 0), st.get("observedGeneration", 0),
+            st.get("readyReplicas", 0), st.get("availableReplicas", 0),
+            st.get("currentRevision"), st.get("updateRevision"))
+
+
+def ss_done(s: tuple[Any, ...] | None, replicas: int) -> bool:
+    return s is not None and s[1] >= s[0] and s[2] == s[3] == replicas and \
+        bool(s[4]) and s[4] == s[5]
+
+
+class WorkloadRun(Run):
+    """One fresh cluster of one setup, the three phases on it (Run.measure records each)."""
+
+    async def run(self) -> dict[str, Any]:
+        a = self.args
+        tree = git_state()
+        stack = Stack(self.qps, self.burst, nodes=a.nodes, max_pods=a.max_pods,
+                      events=True, apiserver=self.apiserver, manager=self.manager, kit=self.kit)
+        drv: Driver | None = None
+        watches: list[Watch] = []
+        try:
+            stack.start()
+            drv = Driver(stack)
+            await self._ready(stack, drv)
+            await drv.request("POST", "namespaces", "POST", "/api/v1/namespaces",
+                              {"metadata": {"name": NS}})
+            await self._service_accounts_in(stack, drv, NS)
+            dsw = Watch(drv, "daemonsets.apps", f"/apis/apps/v1/namespaces/{NS}/daemonsets",
+                        ds_state)
+            ssw = Watch(drv, "statefulsets.apps",
+                        f"/apis/apps/v1/namespaces/{NS}/statefulsets", ss_state)
+            watches = [dsw, ssw]
+            for w in watches:
+                w.start()
+            for w in watches:
+                await w.synced.wait()
+            await asyncio.sleep(1.0)
+            nodes, replicas = a.nodes, a.replicas
+
+            def ds_progress(o: dict[str, Any]) -> str:
+                s = o.get("agent")
+                return "no DaemonSet" if s is None else \
+                    f"desired {s[2]}, available {s[3]}, updated {s[4]} of {nodes}"
+
+            async def ds_create() -> None:
+                await drv.request("POST", "daemonsets.apps", "POST",
+                                  f"/apis/apps/v1/namespaces/{NS}/daemonsets",
+                                  daemonset("fluentd:1.16"))
+                await dsw.wait(lambda o: ds_done(o.get("agent"), nodes, "fluentd:1.16"),
+                               a.timeout, ds_progress, stack.check)
+
+            async def ds_rollout() -> None:
+                patch = {"spec": {"template": {"spec": {"containers": [
+                    {"name": "agent", "image": "fluentd:1.17", "resources": RESOURCES}]}}}}
+                await drv.request("PATCH", "daemonsets.apps", "PATCH",
+                                  f"/apis/apps/v1/namespaces/{NS}/daemonsets/agent", patch,
+                                  ctype="application/merge-patch+json")
+                await dsw.wait(lambda o: ds_done(o.get("agent"), nodes, "fluentd:1.17"),
+                               a.timeout, ds_progress, stack.check)
+
+            async def ss_parallel() -> None:
+                await drv.request("POST", "statefulsets.apps", "POST",
+                                  f"/apis/apps/v1/namespaces/{NS}/statefulsets",
+                                  statefulset(replicas))
+                await ssw.wait(lambda o: ss_done(o.get("db"), replicas), a.timeout,
+                               lambda o: f"ready {o['db'][2] if 'db' in o else 0}/{replicas}",
+                               stack.check)
+
+            await self.measure("ds-create", stack, drv, ds_create)
+            await self.measure("ds-rollout", stack, drv, ds_rollout)
+            await self.measure("ss-parallel", stack, drv, ss_parallel)
+            return {"phases": self.phases, "tree": tree, "failures": list(drv.failures)}
+        except BenchError as exc:
+            log(f"bench: [{self.label}] failed: {exc}")
+            for name in stack.names():
+                log(f"bench:   {name} log tail: {stack.log_tail(name, 3)[:600]}")
+            return {"phases": self.phases, "error": str(exc), "tree": tree,
+                    "failures": list(drv.failures) if drv else []}
+        finally:
+            for w in watches:
+                await w.stop()
+            if drv is not None:
+                await drv.close()
+            if a.keep_logs:
+                stack.copy_logs(os.path.join(a.keep_logs, self.label.replace("/", "-")
+                                             .replace(" ", "_")))
+            stack.stop()
+
+    async def _service_accounts_in(self, stack: Stack, drv: Driver, ns: str,
+                                   timeout: float = 60.0) -> None:
+        """The namespace's `default` ServiceAccount (pods need it) before the clock starts."""
+        deadline = time.monotonic() + timeout
+        while True:
+            st, _ = await drv.request("GET", "serviceaccounts", "GET",
+                                      f"/api/v1/namespaces/{ns}/serviceaccounts/default",
+                                      ok=(404,))
+            if st == 200:
+                return
+            stack.check()
+            if time.monotonic() > deadline:
+                raise BenchError(f"no ServiceAccount {ns}/default after {timeout:.0f} s")
+            await asyncio.sleep(0.1)
+
+
+# -- the report ----------------------------------------------------------------------------
+
+def _figures(r: dict[str, Any], ph: str) -> dict[str, float] | None:
+    p = r["phases"].get(ph)
+    if p is None:
+        return None
+    return {"wall": p["wall"], "cpu": p["cpu"].get("controller-manager", float("nan")),
+            "cm": float(sum(p["cm_requests"].values())),
+            "server": float(sum(p["requests"].values()))}
+
+
+def report(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]],
+           wall: float) -> str:
+    when = _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    setups = list(results)
+    L = [f"## DaemonSet and StatefulSet, side by side with kube-controller-manager — {when}"
+         + (" (quick smoke run, not comparable)" if args.quick else ""), "",
+         f"Machine: {machine()}; {args.load_note}.  ",
+         f"Run: `bench/workloads.py {' '.join(sys.argv[1:])}`, {wall:.0f} s wall, tree "
+         f"{git_state()}. Setups (API server / controller manager), fresh per run, "
+         "interleaved: " + "; ".join(f"{s} = {SETUP_TITLES[s]}" for s in setups)
+         + f". Nodes: `pykcm sim --nodes {args.nodes} --max-pods {args.max_pods}`; "
+         f"--kube-api-qps/burst {args.qps} for both managers. Phases on one cluster: "
+         f"ds-create = a DaemonSet (maxUnavailable 10%) until available and updated on all "
+         f"{args.nodes} nodes; ds-rollout = a new image until the same holds for it; "
+         f"ss-parallel = a StatefulSet of {args.replicas} (Parallel) until all ready and "
+         "available at one revision. Time from the phase's first request to a watch "
+         f"seeing the condition. Medians of {args.runs} run(s).", ""]
+    if args.kube_note:
+        L += [f"⚠️ {args.kube_note}.", ""]
+    others = [s for s in setups if s != REF]
+    head = ["phase", "figure", *(SETUP_TITLES[s] for s in setups)]
+    head += [f"{s} ÷ {REF}" for s in others if REF in setups]
+    L.append("| " + " | ".join(head) + " |")
+    L.append("|---|---|" + "---:|" * (len(head) - 2))
+    names = {"wall": "wall (s)", "cpu": "controller manager CPU s",
+             "cm": "the manager's own requests", "server": "requests on the API server "
+             "(not the driver's)"}
+    for ph in PHASES:
+        for fig, title in names.items():
+            vals: dict[str, float] = {}
+            for s in setups:
+                got = [f[fig] for r in results[s] if (f := _figures(r, ph)) is not None]
+                vals[s] = med(got) if got else float("nan")
+            cells = [ph, title]
+            for s in setups:
+                v = vals[s]
+                cells.append("failed" if math.isnan(v) else (
+                    f"{v:.2f}" if fig in ("wall", "cpu") else f"{v:,.0f}"))
+            if REF in setups:
+                for s in others:
+                    ref, v = vals[REF], vals[s]
+                    ok = not (math.isnan(ref) or math.isnan(v)) and ref
+                    cells.append(f"{v / ref:.2f}×" if ok else "—")
+            L.append("| " + " | ".join(cells) + " |")
+    L.append("")
+    errors = [f"{s}: {r['error']}" for s, runs in results.items() for r in runs
+              if r.get("error")]
+    if errors:
+        L += ["Failed runs: " + "; ".join(errors) + ".", ""]
+    return "\n".join(L)
+
+
+async def main_async(args: argparse.Namespace) -> int:
+    q, _, b = args.qps.partition("/")
+    qps, burst = float(q), int(b or 0) or int(float(q) * 1.5)
+    kit, args.kube_note = kit_or_reason(False)
+    setups = [s.strip() for s in args.setups.split(",") if s.strip()]
+    for s in setups:
+        if s not in SETUP_TITLES:
+            raise SystemExit(f"bench: unknown setup {s!r} (one of {', '.join(SETUP_TITLES)})")
+    if kit is None:
+        log(f"bench: {args.kube_note}")
+        setups = [s for s in setups if s == "pykcm/pykcm"]
+    results: dict[str, list[dict[str, Any]]] = {s: [] for s in setups}
+    t0 = time.perf_counter()
+    for i in range(args.runs):
+        for s in setups:  # interleaved: load changes spread over every setup
+            r = await WorkloadRun(args, qps, burst, f"{s}#{i + 1}", None, s, kit).run()
+            results[s].append(r)
+    text = report(args, results, time.perf_counter() - t0)
+    print(text)
+    if not args.no_record:
+        append_results(text)
+        log("bench: appended to bench/RESULTS.md")
+    return 1 if any(r.get("error") for runs in results.values() for r in runs) else 0
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="10 nodes, 10 replicas, 1 run")
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--nodes", type=int, default=100)
+    p.add_argument("--max-pods", type=int, default=110)
+    p.add_argument("--replicas", type=int, default=100)
+    p.add_argument("--qps", default="20/30", help="both managers' --kube-api-qps/burst")
+    p.add_argument("--setups", default=",".join(SETUPS))
+    p.add_argument("--timeout", type=float, default=600.0, help="per phase (s)")
+    p.add_argument("--keep-logs", metavar="DIR", help="copy each run's logs to DIR")
+    p.add_argument("--no-record", action="store_true")
+    args = p.parse_args()
+    if args.quick:
+        args.nodes, args.replicas, args.runs = 10, 10, 1
+    args.deployments = args.big = args.jobs = 0  # Run's own phases: not run here
+    args.load_note = machine_load()
+    try:
+        import uvloop
+        return uvloop.run(main_async(args))
+    except ImportError:
+        return asyncio.run(main_async(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
