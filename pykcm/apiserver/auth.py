@@ -19,8 +19,8 @@ TokenReview asks the same chain (``authenticate_token``) and reports its
 error as kube-apiserver words it: Go's aggregate of ``invalid bearer token``
 (the loopback authenticator's answer) and what the chain said.
 
-Authorization beyond that (RBAC) is not implemented: every authenticated user
-may do everything.
+What an authenticated user may do is RBAC's to say (rbac/authorizer.py, called by
+server.py after this chain).
 """
 
 from __future__ import annotations
