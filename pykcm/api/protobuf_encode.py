@@ -25,6 +25,7 @@ import re
 import struct
 from typing import Any, Final
 
+from pykcm.api import go_duration
 from pykcm.api.protobuf import (
     F_INLINE,
     F_MAP,
@@ -253,40 +254,12 @@ def _parse_rfc3339(value: Any, where: str) -> tuple[int, int]:
     return seconds, nanos
 
 
-_DURATION_UNITS: Final = {
-    "ns": 1,
-    "us": 1_000,
-    "µs": 1_000,
-    "μs": 1_000,
-    "ms": 1_000_000,
-    "s": 1_000_000_000,
-    "m": 60_000_000_000,
-    "h": 3_600_000_000_000,
-}
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 
 
 def parse_go_duration(text: str) -> int:
-    """Go's ``time.ParseDuration`` (nanoseconds) for the usual forms ("1h2m3.5s")."""
-    s = text
-    sign = 1
-    if s[:1] in "+-" and s:
-        sign = -1 if s[0] == "-" else 1
-        s = s[1:]
-    if s == "0":
-        return 0
-    pos, total = 0, 0
-    while pos < len(s):
-        m = _DURATION_PART.match(s, pos)
-        if not m:
-            raise ProtobufEncodeError(f"invalid duration {text!r}")
-        number, unit = m.group(1), m.group(2)
-        whole, _, frac = number.partition(".")
-        scale = _DURATION_UNITS[unit]
-        total += int(whole or "0") * scale
-        if frac:
-            total += int(frac) * scale // 10 ** len(frac)
-        pos = m.end()
-    if not s:
-        raise ProtobufEncodeError(f"invalid duration {text!r}")
-    return sign * total
+    """Go's ``time.ParseDuration`` (nanoseconds; pykcm.api.go_duration) for a Duration
+    field, failing as the encoder does."""
+    try:
+        return go_duration.parse_go_duration(text)
+    except go_duration.GoDurationError:
+        raise ProtobufEncodeError(f"invalid duration {text!r}") from None

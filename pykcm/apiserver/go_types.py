@@ -34,10 +34,10 @@ import functools
 import gzip
 import json
 import math
-import re
 from pathlib import Path
 from typing import Any, Final
 
+from pykcm.api.go_duration import GoDurationError, parse_go_duration
 from pykcm.api.go_spew import split_map_type
 from pykcm.api.validation import go_quote
 from pykcm.apiserver.defaults import parse_quantity
@@ -316,14 +316,13 @@ def _int_or_string(w: _Walk, v: Any, struct: str, path: tuple[str, ...]) -> None
         raise _Abort(w.type_error(v, "int32", struct, path, literal=True))
 
 
-_DURATION_RE: Final = re.compile(r"[-+]?([0-9]*(\.[0-9]*)?(ns|us|µs|μs|ms|s|m|h))+|[-+]?0")
-
-
 def _duration(w: _Walk, v: Any, struct: str, path: tuple[str, ...]) -> None:
     if not isinstance(v, str):
         raise _Abort(w.type_error(v, "string", struct, path))
-    if not _DURATION_RE.fullmatch(v) or v.strip("+-") in ("", "."):
-        raise _Abort(f"time: invalid duration {go_quote(v)}")
+    try:
+        parse_go_duration(v)  # metav1.Duration's UnmarshalJSON: time.ParseDuration's error
+    except GoDurationError as e:
+        raise _Abort(str(e)) from None
 
 
 def _anything(w: _Walk, v: Any, struct: str, path: tuple[str, ...]) -> None:

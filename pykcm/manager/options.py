@@ -57,10 +57,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
+
+from pykcm.api.go_duration import parse_go_duration_seconds
 
 if TYPE_CHECKING:
     from pykcm.manager.registry import ControllerRegistry
@@ -81,29 +82,10 @@ class OptionsError(ValueError):
 
 # -- Go durations ---------------------------------------------------------------------
 
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
-          "h": 3600.0}
-_DURATION = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
-_WHOLE_DURATION = re.compile(r"(?:[0-9]*(?:\.[0-9]*)?(?:ns|us|µs|μs|ms|s|m|h))+")
-
-
 def parse_duration(text: str) -> float:
-    """Seconds of a Go duration (``time.ParseDuration``): ``"1h2m3.5s"``, ``"-1.5h"``, ``"0"``."""
-    s = text.strip()
-    sign = 1.0
-    if s[:1] in ("+", "-"):
-        sign = -1.0 if s[0] == "-" else 1.0
-        s = s[1:]
-    if s == "0":
-        return 0.0
-    if not _WHOLE_DURATION.fullmatch(s):
-        raise ValueError(f'time: invalid duration "{text}"')
-    total = 0.0
-    for number, unit in _DURATION.findall(s):
-        if number in ("", "."):
-            raise ValueError(f'time: invalid duration "{text}"')
-        total += float(number) * _UNITS[unit]
-    return sign * total
+    """Seconds of a Go duration flag (``time.ParseDuration``, pykcm.api.go_duration):
+    ``"1h2m3.5s"``, ``"-1.5h"``, ``"0"``; a ValueError carries Go's message."""
+    return parse_go_duration_seconds(text.strip())
 
 
 def format_duration(seconds: float) -> str:

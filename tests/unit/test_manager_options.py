@@ -85,10 +85,17 @@ def test_parse_duration(text: str, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("text", ["", "15", "s", "1x", "1.s.", "abc", "1h 2m", "--1s", "."])
-def test_parse_duration_rejects(text: str) -> None:
-    with pytest.raises(ValueError, match="time: invalid duration"):
+@pytest.mark.parametrize(("text", "message"), [
+    ("", 'time: invalid duration ""'), ("15", 'time: missing unit in duration "15"'),
+    ("s", 'time: invalid duration "s"'), ("1x", 'time: unknown unit "x" in duration "1x"'),
+    ("1.s.", 'time: invalid duration "1.s."'), ("abc", 'time: invalid duration "abc"'),
+    ("1h 2m", 'time: unknown unit "h " in duration "1h 2m"'),
+    ("--1s", 'time: invalid duration "--1s"'), (".", 'time: invalid duration "."')])
+def test_parse_duration_rejects(text: str, message: str) -> None:
+    # time.ParseDuration's own messages (pykcm.api.go_duration)
+    with pytest.raises(ValueError) as err:
         parse_duration(text)
+    assert str(err.value) == message
 
 
 @pytest.mark.parametrize(("seconds", "text"), [

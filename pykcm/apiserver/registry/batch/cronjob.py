@@ -8,10 +8,10 @@ pykcm/controllers/cronjob/cron.py.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pykcm.api.go_duration import GoDurationError, parse_go_duration
 from pykcm.api.validation import (
     Cause,
     go_label_selector,
@@ -84,7 +84,6 @@ _CRON_DESCRIPTORS: Final = frozenset(
     {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"})
 
 
-_GO_DURATION_RE: Final = re.compile(r"[-+]?((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+|0")
 
 
 def _cron_int(expr: str) -> int:
@@ -149,8 +148,10 @@ def _parse_cron(spec: str) -> str | None:
             return None
         if spec.startswith("@every "):
             dur = spec[len("@every "):]
-            if not _GO_DURATION_RE.fullmatch(dur):
-                return f'failed to parse duration {spec}: time: invalid duration {go_quote(dur)}'
+            try:
+                parse_go_duration(dur)
+            except GoDurationError as e:
+                return f"failed to parse duration {spec}: {e}"
             return None
         return f"unrecognized descriptor: {spec}"
     fields = spec.split()
