@@ -92,6 +92,13 @@ SERVED_KINDS: tuple[tuple[str, str, str], ...] = (
     ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"),
     ("rbac.authorization.k8s.io", "v1", "Role"),
     ("rbac.authorization.k8s.io", "v1", "RoleBinding"),
+    ("networking.k8s.io", "v1", "Ingress"),
+    ("networking.k8s.io", "v1", "IngressClass"),
+    ("networking.k8s.io", "v1", "IPAddress"),
+    ("networking.k8s.io", "v1", "NetworkPolicy"),
+    ("networking.k8s.io", "v1", "ServiceCIDR"),
+    ("node.k8s.io", "v1", "RuntimeClass"),
+    ("scheduling.k8s.io", "v1", "PriorityClass"),
 )
 # Kinds served without a List kind: subresource bodies and the create-only reviews.
 SUBRESOURCE_KINDS: tuple[tuple[str, str, str], ...] = (

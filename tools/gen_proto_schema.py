@@ -25,6 +25,9 @@ The expected layout (``--types-dir``, default ``/tmp/k8s-types``)::
     api/authorization/v1/types.go            k8s.io/api authorization/v1
     api/storage/v1/types.go                  k8s.io/api storage/v1
     api/rbac/v1/types.go                     k8s.io/api rbac/v1
+    api/networking/v1/types.go               k8s.io/api networking/v1
+    api/node/v1/types.go                     k8s.io/api node/v1
+    api/scheduling/v1/types.go               k8s.io/api scheduling/v1
     apimachinery/pkg/apis/meta/v1/types.go   k8s.io/apimachinery meta/v1
 
 Full upstream files work as well (comments, constants and functions are
@@ -137,6 +140,24 @@ PACKAGES: list[tuple[str, str, str, dict[str, str]]] = [
         {"metav1": "meta/v1", "v1": "core/v1"},
     ),
     ("rbac/v1", "api/rbac/v1/types.go", "rbac.authorization.k8s.io/v1", {"metav1": "meta/v1"}),
+    (
+        "networking/v1",
+        "api/networking/v1/types.go",
+        "networking.k8s.io/v1",
+        {"metav1": "meta/v1", "v1": "core/v1"},
+    ),
+    (
+        "node/v1",
+        "api/node/v1/types.go",
+        "node.k8s.io/v1",
+        {"metav1": "meta/v1", "corev1": "core/v1"},
+    ),
+    (
+        "scheduling/v1",
+        "api/scheduling/v1/types.go",
+        "scheduling.k8s.io/v1",
+        {"metav1": "meta/v1", "apiv1": "core/v1"},
+    ),
 ]
 
 # Fields left out of the table (decoding skips them): map[string]ExtraValue (a map of

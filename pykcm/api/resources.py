@@ -117,7 +117,9 @@ def _r(
 
 BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
     # core/v1
-    _r("", "Namespace", "namespaces", namespaced=False, short=("ns",), sub=("finalize", "status")),
+    # (no deletecollection: kube-apiserver's namespace REST has none)
+    _r("", "Namespace", "namespaces", namespaced=False, short=("ns",), sub=("finalize", "status"),
+       verbs=tuple(v for v in ALL_VERBS if v != "deletecollection")),
     _r("", "Pod", "pods", short=("po",), categories=("all",),
        sub=("binding", "eviction", "status"), generation=True),
     _r("", "Node", "nodes", namespaced=False, short=("no",), sub=("status",)),
@@ -197,6 +199,21 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
        verbs=("get", "list"), stored=False),
     _r("metrics.k8s.io", "PodMetrics", "pods", version="v1beta1", verbs=("get", "list"),
        stored=False),
+    # networking.k8s.io/v1 (registry/networking)
+    _r("networking.k8s.io", "IngressClass", "ingressclasses", namespaced=False,
+       generation=True),
+    _r("networking.k8s.io", "Ingress", "ingresses", short=("ing",), sub=("status",),
+       generation=True),
+    _r("networking.k8s.io", "IPAddress", "ipaddresses", namespaced=False, short=("ip",)),
+    _r("networking.k8s.io", "NetworkPolicy", "networkpolicies", short=("netpol",),
+       generation=True),
+    _r("networking.k8s.io", "ServiceCIDR", "servicecidrs", namespaced=False, sub=("status",)),
+    # node.k8s.io/v1
+    # (PUT creates a missing one; updates need a resourceVersion, as upstream)
+    _r("node.k8s.io", "RuntimeClass", "runtimeclasses", namespaced=False, require_rv=True),
+    # scheduling.k8s.io/v1 (the system classes are created at start; Priority admission)
+    _r("scheduling.k8s.io", "PriorityClass", "priorityclasses", namespaced=False,
+       short=("pc",), generation=True),
     # policy/v1
     # (updates need a resourceVersion: AllowUnconditionalUpdate is false upstream)
     _r("policy", "PodDisruptionBudget", "poddisruptionbudgets", short=("pdb",), sub=("status",),

@@ -50,6 +50,7 @@ from pykcm.api.validation import Cause, go_quote
 from pykcm.apiserver import errors, go_json
 from pykcm.apiserver import selectable_fields as _selectable
 from pykcm.apiserver.admission import mutating as mutating_admission
+from pykcm.apiserver.admission import priority as priority_admission
 from pykcm.apiserver.admission import storage as storage_admission
 from pykcm.apiserver.admission.validating import QuotaPlugins
 from pykcm.apiserver.crd import definitions as crd_definitions
@@ -72,6 +73,7 @@ from pykcm.apiserver.go_types import (
 )
 from pykcm.apiserver.registry.apiextensions.customresource import CustomResourceStrategy
 from pykcm.apiserver.registry.lookup import strategy_for
+from pykcm.apiserver.registry.scheduling.priorityclass import system_class_delete_error
 from pykcm.apiserver.registry.strategy import Strategy, now_rfc3339, rfc3339
 from pykcm.apiserver.service_allocator import ServiceAllocator
 from pykcm.apiserver.storage import Entry, ResourceStore, Store, object_key, resource_id
@@ -91,7 +93,7 @@ PATCH_TYPES = {
 
 # The verbs a resource's POST/PUT/PATCH/DELETE may create on update, as upstream's
 # AllowCreateOnUpdate.
-_CREATE_ON_UPDATE = frozenset({"Event", "Endpoints", "Lease", "Service"})
+_CREATE_ON_UPDATE = frozenset({"Event", "Endpoints", "Lease", "RuntimeClass", "Service"})
 
 
 @dataclass(slots=True)
@@ -407,6 +409,7 @@ class RESTStorage:
             await mutating_admission.service_account(obj, namespace, requested_name,
                                             self._service_account_lookup(namespace))
         mutating_admission.admit(info, obj, None, name=requested_name)
+        self._priority_admission(info, obj, None, "", requested_name)
         self.quota_plugins.mutate(info, namespace, obj)
         self._storage_admission(info, obj, None)
         causes = _as_status_causes(validate(obj) if validate is not None
@@ -455,6 +458,22 @@ class RESTStorage:
             done = await self.store.write(rs, key, accepted, entry)
             self._crd_changed(done.obj)
         return entry
+
+    def _priority_admission(self, info: ResourceInfo, obj: dict[str, Any],
+                            old: dict[str, Any] | None, subresource: str, name: str) -> None:
+        """Admission plugin Priority (admission/priority.py) over the committed
+        PriorityClasses: pods' priority, one global default class."""
+        pc = self.registry.get("scheduling.k8s.io", "v1", "priorityclasses")
+        if subresource or pc is None or info.group not in ("", pc.group):
+            return
+
+        def classes() -> list[dict[str, Any]]:
+            return [e.obj for e in self.rs(pc).items.values()]
+
+        if info.kind == "Pod" and not info.group:
+            priority_admission.admit_pod(obj, old, classes, name)
+        elif info.kind == "PriorityClass":
+            priority_admission.validate_priority_class(obj, old is None, classes)
 
     def _storage_admission(self, info: ResourceInfo, obj: dict[str, Any],
                            old: dict[str, Any] | None) -> None:
@@ -799,6 +818,7 @@ class RESTStorage:
             carry_managed_fields = True
         managed_fields = obj["metadata"].get("managedFields")
         mutating_admission.admit(info, obj, old, subresource)
+        self._priority_admission(info, obj, old, subresource, name)
         if not subresource:
             self._storage_admission(info, obj, old)
         if subresource == "status":
@@ -891,6 +911,11 @@ class RESTStorage:
     async def delete(self, info: ResourceInfo, namespace: str, name: str,
                      opts: DeleteOptions) -> tuple[bool, Entry]:
         """Returns (deleted_now, entry): the final state, or the object now being deleted."""
+        if info.kind == "PriorityClass" and info.group == "scheduling.k8s.io":
+            # the priorityclass REST's Delete: the system classes stay
+            why = system_class_delete_error(name)
+            if why is not None:
+                raise errors.forbidden(info.plural, info.group, name, why)
         rs = self.rs(info)
         key = object_key(namespace if info.namespaced else "", name)
         current = rs.current(key)

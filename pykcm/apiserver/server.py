@@ -63,6 +63,7 @@ from pykcm.apiserver.kubernetes_service import (
 )
 from pykcm.apiserver.metrics import APIMetrics
 from pykcm.apiserver.openapi import OpenAPI
+from pykcm.apiserver.post_start_objects import ensure_post_start_objects
 from pykcm.apiserver.rbac.authorizer import RBACAuthorizer, forbidden_error
 from pykcm.apiserver.rbac.bootstrap import reconcile_bootstrap_policy
 from pykcm.apiserver.rbac.escalation import CURRENT as ESCALATION_CONTEXT
@@ -258,6 +259,7 @@ class APIServer:
         self.rest.custom.listeners.append(self._publish_custom_resources)
         await self.rest.ensure_system_namespaces()
         await reconcile_bootstrap_policy(self.rest, self.registry)
+        await ensure_post_start_objects(self.rest, self.registry)
         rest = self.rest
         self.authorizer = RBACAuthorizer(StoredRBAC(
             lambda plural: rest.rs(info) if (info := self.registry.get(

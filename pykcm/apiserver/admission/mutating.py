@@ -28,12 +28,7 @@ Reproduced, because clients see their effect on every pod:
 - **DefaultTolerationSeconds** (pods, create and update): a pod that does not
   tolerate the ``node.kubernetes.io/not-ready`` / ``unreachable`` NoExecute
   taints gets a toleration of each for 300 s.
-- **Priority** (pods): on create ``spec.priority`` and
-  ``spec.preemptionPolicy`` come from the PriorityClass; without a class (no
-  global default exists here) priority 0 and ``PreemptLowerPriority``. The
-  two system classes always exist; scheduling.k8s.io is not served, so any
-  other class name is refused as a missing one is. On update a priority left
-  out keeps the stored one.
+- Priority (pods' priority from the stored PriorityClasses) is priority.py's.
 
 Deliberately not reproduced (see tests/differential/apiserver/allowlist.yaml):
 TaintNodesByCondition (its not-ready
@@ -61,12 +56,6 @@ DEFAULT_TOLERATION_SECONDS: Final = 300
 NOT_READY: Final = "node.kubernetes.io/not-ready"
 UNREACHABLE: Final = "node.kubernetes.io/unreachable"
 
-# scheduling.k8s.io's built-in PriorityClasses: name -> (value, preemptionPolicy)
-SYSTEM_PRIORITY_CLASSES: Final = {
-    "system-node-critical": (2000001000, "PreemptLowerPriority"),
-    "system-cluster-critical": (2000000000, "PreemptLowerPriority"),
-}
-
 
 def admit(info: ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None,
           subresource: str = "", name: str | None = None) -> None:
@@ -81,7 +70,6 @@ def admit(info: ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None,
     if not isinstance(spec, dict):
         return
     _default_toleration_seconds(spec)
-    _priority(spec, obj, old, name)
 
 
 # -- ServiceAccount ------------------------------------------------------------------------
@@ -274,42 +262,6 @@ def _default_toleration_seconds(spec: dict[str, Any]) -> None:
              if not tolerated]
     if added:
         spec["tolerations"] = [*(tolerations if isinstance(tolerations, list) else []), *added]
-
-
-def _priority(spec: dict[str, Any], obj: dict[str, Any], old: dict[str, Any] | None,
-              name: str | None) -> None:
-    if old is not None:
-        old_spec = old.get("spec") or {}
-        for k in ("priority", "preemptionPolicy"):
-            if spec.get(k) is None and old_spec.get(k) is not None:
-                spec[k] = old_spec[k]
-        return
-    class_name = spec.get("priorityClassName") or ""
-    who = _name(obj, name)
-    if class_name:
-        if class_name not in SYSTEM_PRIORITY_CLASSES:
-            raise _forbidden(who, f"no PriorityClass with name {class_name} was found")
-        value, policy = SYSTEM_PRIORITY_CLASSES[class_name]
-    else:
-        value, policy = 0, "PreemptLowerPriority"
-    given = spec.get("priority")
-    if given is not None and given != value:
-        raise _forbidden(who, f"the integer value of priority ({given}) must not be provided in "
-                              "pod spec; priority admission controller computed "
-                              f"{value} from the given PriorityClass name")
-    spec["priority"] = value
-    given_policy = spec.get("preemptionPolicy")
-    if given_policy is not None and given_policy != policy:
-        raise _forbidden(who, f"the string value of PreemptionPolicy ({given_policy}) must not "
-                              "be provided in pod spec; priority admission controller computed "
-                              f"{policy} from the given PriorityClass name")
-    spec["preemptionPolicy"] = policy
-
-
-def _name(obj: dict[str, Any], name: str | None) -> str:
-    if name is not None:
-        return name
-    return str((obj.get("metadata") or {}).get("name") or "")
 
 
 def _forbidden(name: str, why: str) -> errors.StatusError:

@@ -446,5 +446,10 @@ def validate_pod_template_spec(tmpl: Mapping[str, Any], path: str) -> list[Cause
 
 # --- core -------------------------------------------------------------------------
 
+def validate_tolerations(tolerations: list[Any], path: str) -> list[Cause]:
+    """ValidateTolerations, for the other kinds that carry tolerations (RuntimeClass)."""
+    return _validate_tolerations(tolerations, path)
+
+
 # --- discovery.k8s.io/v1 EndpointSlice ---------------------------------------------------
 #

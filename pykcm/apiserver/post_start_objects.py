@@ -1,0 +1,43 @@
+"""The objects kube-apiserver creates for itself when it starts, beside the system
+namespaces and the RBAC bootstrap policy (rbac/bootstrap.py):
+
+- the system PriorityClasses ``system-node-critical`` and ``system-cluster-critical``
+  (its ``scheduling/bootstrap-system-priority-classes`` post-start hook), created when
+  missing (an existing one is left as it is, as upstream does);
+- the default ServiceCIDR ``kubernetes`` for the service cluster IP range (its default
+  ServiceCIDR controller), with its Ready condition written through /status.
+
+Data flow: server.py calls :func:`ensure_post_start_objects` once the store is loaded;
+the objects are written through rest_storage, as any client's would be.
+"""
+
+from __future__ import annotations
+
+from pykcm.api.resources import ResourceRegistry
+from pykcm.apiserver.registry.networking.servicecidr import (
+    DEFAULT_SERVICE_CIDR_NAME,
+    default_service_cidr,
+)
+from pykcm.apiserver.registry.scheduling.priorityclass import system_priority_classes
+from pykcm.apiserver.registry.strategy import now_rfc3339
+from pykcm.apiserver.rest_storage import RESTStorage
+from pykcm.apiserver.service_allocator import DEFAULT_SERVICE_CIDR
+
+__all__ = ["ensure_post_start_objects"]
+
+
+async def ensure_post_start_objects(rest: RESTStorage, registry: ResourceRegistry,
+                                    service_cidrs: tuple[str, ...] = (DEFAULT_SERVICE_CIDR,)
+                                    ) -> None:
+    pc = registry.get("scheduling.k8s.io", "v1", "priorityclasses")
+    if pc is not None:
+        for obj in system_priority_classes():
+            if rest.rs(pc).current(obj["metadata"]["name"]) is None:
+                await rest.create(pc, "", obj)
+    sc = registry.get("networking.k8s.io", "v1", "servicecidrs")
+    if sc is not None and rest.rs(sc).current(DEFAULT_SERVICE_CIDR_NAME) is None:
+        obj = default_service_cidr(list(service_cidrs), now_rfc3339())
+        status = obj["status"]  # (the create drops it: the server writes it through /status)
+        entry = await rest.create(sc, "", obj)
+        await rest.update(sc, "", DEFAULT_SERVICE_CIDR_NAME, {**entry.obj, "status": status},
+                          "status")

@@ -1,0 +1,1 @@
+"""node.k8s.io: RuntimeClass."""
