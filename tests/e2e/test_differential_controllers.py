@@ -841,12 +841,16 @@ def job_pod_failure_policy(run: Run) -> dict[str, Any]:
     run.patch("jobs", "ignore", {"spec": {"suspend": True}})
     run.wait(lambda: any(c["type"] == "Suspended" and c["status"] == "True"
                          for c in conditions(run.get("jobs", "ignore"))), "ignore suspended")
+    suspended = job_status(run.get("jobs", "ignore"))
     return {"failjob": job_view(run, "failjob"),
             "failjob_conditions_seen": job_condition_history(rec, "failjob"),
             "ignore_after_first_failure": {
                 "failed": ignore_status["status"].get("failed"),
                 "conditions": ignore_status["conditions"]},
-            "ignore_suspended": job_status(run.get("jobs", "ignore"))["conditions"],
+            # suspending a started Job clears startTime (v1.36's
+            # MutableSchedulingDirectivesForSuspendedJobs): None here
+            "ignore_suspended": {"conditions": suspended["conditions"],
+                                 "startTime": suspended["status"].get("startTime")},
             "ignore_events": [e for e in event_set(run, "Job", name="ignore")
                               if "SuccessfulCreate" not in e]}
 
