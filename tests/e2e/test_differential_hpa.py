@@ -8,7 +8,10 @@ Ready for ten minutes, 100m cpu requested) and an HPA (50% cpu and 100Mi of memo
 At 90m per pod both scale to 4; at 10m both scale down to 1 after the (shortened, 3 s)
 stabilization window. A second HPA asks for a Pods metric, which no custom metrics API
 serves: both report FailedGetPodsMetric. A third's behavior allows one more pod a minute:
-both stop at 3 with ScalingLimited ScaleUpLimit. Compared once settled: the Deployment's replicas, the HPA status
+both stop at 3 with ScalingLimited ScaleUpLimit.
+
+A second test runs each controller on a real kube-apiserver of its own, which serves no
+metrics API: a cpu and an External metric fail with the same conditions and events. Compared once settled: the Deployment's replicas, the HPA status
 (timestamps dropped), its conditions (type, status, reason, message) and its events
 (type, reason, message). No workload controller runs, so the pods stay two.
 """
@@ -107,8 +110,9 @@ async def set_usage(client: Client, usage: str) -> None:
             "sim.pykcm.io/cpu-usage": usage}}}, "merge", NS)
 
 
-async def view(client: Client, name: str = "web") -> dict[str, Any]:
-    dep = await client.get("apps/v1/deployments", name, NS)
+async def view(client: Client, name: str = "web", target: str | None = None
+               ) -> dict[str, Any]:
+    dep = await client.get("apps/v1/deployments", target or name, NS)
     hpa = await client.get(HPAS, name, NS)
     status = {k: v for k, v in (hpa.get("status") or {}).items()
               if k not in ("conditions", "lastScaleTime")}
@@ -194,3 +198,78 @@ async def test_same_replicas_conditions_and_events(kube_kit: KubeKit, tmp_path: 
     assert [v["replicas"] for v in got_ours] == [4, 3, 1, 1]
     assert ("ScalingLimited", "True", "ScaleUpLimit", ("the desired replica count is increasing "
             "faster than the maximum scale rate")) in got_ours[1]["conditions"]
+
+
+async def setup_without_metrics(client: Client) -> None:
+    await client.create("apps/v1/deployments", {"metadata": {"name": "web"}, "spec": {
+        "replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
+            "containers": [{"name": "c", "image": "nginx"}]}}}}, NS)
+    target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
+    await client.create(HPAS, {"metadata": {"name": "web"}, "spec": {
+        "scaleTargetRef": target, "maxReplicas": 3, "metrics": [{"type": "Resource", "resource": {
+            "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}]}}, NS)
+    await client.create(HPAS, {"metadata": {"name": "ext"}, "spec": {
+        "scaleTargetRef": target, "maxReplicas": 3, "metrics": [{"type": "External", "external": {
+            "metric": {"name": "queue_depth"},
+            "target": {"type": "AverageValue", "averageValue": "30"}}}]}}, NS)
+
+
+def failing_with(reason: str) -> Callable[[dict[str, Any]], bool]:
+    def ok(v: dict[str, Any]) -> bool:
+        reasons = {c[0]: c[2] for c in v["conditions"]}
+        return bool(reasons.get("ScalingActive") == reason
+                    and {e[1] for e in v["events"]} >= {reason, "FailedComputeMetricsReplicas"})
+    return ok
+
+
+async def run_without_metrics(client: Client) -> list[dict[str, Any]]:
+    await setup_without_metrics(client)
+    out = []
+    for name, reason in (("web", "FailedGetResourceMetric"), ("ext", "FailedGetExternalMetric")):
+        pred = failing_with(reason)
+
+        async def check(name: str = name, pred: Any = pred) -> dict[str, Any] | None:
+            return await _if(view(client, name, "web"), pred)
+        out.append(await eventually(check, timeout=60, what=f"{name}: {reason}"))
+    return out
+
+
+async def test_same_failures_on_kube_apiserver_without_a_metrics_api(kube_kit: KubeKit,
+                                                                     tmp_path: Any) -> None:
+    """On the real kube-apiserver (no metrics-server): each controller on a control plane of
+    its own reports the same FailedGetResourceMetric / FailedGetExternalMetric conditions
+    and events (client-go's wording of kube-apiserver's plain 404)."""
+    real_cp = kube_kit.control_plane(tmp_path / "real").start()
+    ours_cp = kube_kit.control_plane(tmp_path / "ours").start()
+    kcm = KubeControllerManager.for_control_plane(
+        real_cp, controllers="horizontal-pod-autoscaler-controller", name="hpa-kcm",
+        service_account_key=False, extra_flags=FLAGS).start()
+    try:
+        async with Client(load_kube_config(real_cp.kubeconfig_path)) as real, \
+                Client(load_kube_config(ours_cp.kubeconfig_path)) as ours:
+            factory = SharedInformerFactory(ours, name="")
+            broadcaster = EventBroadcaster(ours)
+            broadcaster.start()
+            ctl = HorizontalController(
+                client=ours, hpa_informer=factory.for_resource(
+                    "autoscaling", "v2", "horizontalpodautoscalers"),
+                pod_informer=factory.core_v1.pods,
+                recorder=broadcaster.new_recorder("horizontal-pod-autoscaler"),
+                sync_period=1.0, downscale_stabilization=3.0)
+            factory.start()
+            task = asyncio.create_task(ctl.run())
+            try:
+                got_real, got_ours = await asyncio.gather(run_without_metrics(real),
+                                                          run_without_metrics(ours))
+            finally:
+                ctl.shutdown()
+                await task
+                await factory.shutdown()
+                await broadcaster.shutdown()
+    finally:
+        kcm.stop()
+        log = kcm.log()
+        real_cp.stop()
+        ours_cp.stop()
+    assert got_ours == got_real, log[-3000:]

@@ -492,8 +492,11 @@ class HorizontalController(ControllerHost):
             except MetricsError as exc:
                 err = (f"unable to get metric {metric_name}: {described.get('kind')} on "
                        f"{ns} {described.get('name')}/{exc}")
+                # the per-pod (AverageValue) path wraps its error once more
+                inner = (err if target.get("type") == "Value" and target.get("value") is not None
+                         else f"failed to get {metric_name} object metric: {err}")
                 raise self._unable(hpa, "FailedGetObjectMetric", err,
-                                   f"failed to get object metric value: {err}") from None
+                                   f"failed to get object metric value: {inner}") from None
             st = {"describedObject": dict(described), "metric": dict(mid)}
             if target.get("type") == "Value" and target.get("value") is not None:
                 ratio = usage / milli_value(target["value"])
@@ -513,9 +516,12 @@ class HorizontalController(ControllerHost):
         except MetricsError as exc:
             err = f"unable to get external metric {ns}/{metric_name}/" \
                   f"{_go_selector(mid.get('selector'))}: {exc}"
+            inner = (f"failed to get {metric_name} external metric: {err}"
+                     if target.get("averageValue") is not None
+                     else f"failed to get external metric {metric_name}: {err}")
             raise self._unable(hpa, "FailedGetExternalMetric", err,
                                f"failed to get {metric_name} external metric value: "
-                               f"{err}") from None
+                               f"{inner}") from None
         usage = sum(values)
         name = f"external metric {metric_name}({_go_selector(mid.get('selector'))})"
         st = {"metric": dict(mid)}

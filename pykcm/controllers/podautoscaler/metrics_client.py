@@ -42,8 +42,17 @@ def _window(v: Any) -> float:
         return _DEFAULT_WINDOW
 
 
-def _api_error(exc: ApiError) -> str:
-    return str(getattr(exc, "message", "") or exc)
+_GENERIC_NOT_FOUND = "the server could not find the requested resource"
+
+
+def _api_error(exc: ApiError, resource: str = "") -> str:
+    """The error's message; a 404 without a Status body (kube-apiserver's plain
+    ``404 page not found`` for a group it does not serve) as client-go words it, naming the
+    resource asked for."""
+    message = str(getattr(exc, "message", "") or exc)
+    if resource and exc.code == 404 and message == _GENERIC_NOT_FOUND:
+        return f"{message} (get {resource})"
+    return message
 
 
 class MetricsClient:
@@ -60,7 +69,7 @@ class MetricsClient:
                 params={"labelSelector": selector} if selector else None)
         except ApiError as exc:
             raise MetricsError("unable to fetch metrics from resource metrics API: "
-                               f"{_api_error(exc)}") from None
+                               f"{_api_error(exc, 'pods.metrics.k8s.io')}") from None
         items = body.get("items") if isinstance(body, Mapping) else None
         if not items:
             raise MetricsError("no metrics returned from resource metrics API")
@@ -159,7 +168,7 @@ class MetricsClient:
                 params=params)
         except ApiError as exc:
             raise MetricsError("unable to fetch metrics from external metrics API: "
-                               f"{_api_error(exc)}") from None
+                               f"{_api_error(exc, f'{name}.external.metrics.k8s.io')}") from None
         items = body.get("items") if isinstance(body, Mapping) else None
         if not items:
             raise MetricsError("no metrics returned from external metrics API")
