@@ -76,10 +76,20 @@ Volumes: with a claims informer, a pod using PersistentVolumeClaims stays Pendin
 its containers waiting (ContainerCreating), until every claim is Bound; a missing
 claim gets the kubelet's FailedMount event (see :mod:`pykcm.sim.volumes`).
 
-Left out: probes, activeDeadlineSeconds, resource usage, container logs and
-exec, kubelet events other than Killing, BackOff and FailedMount; no restarts
-while a pod terminates; one back-off entry per pod (the kubelet keeps one per
-container; the simulator's containers crash together).
+Probes (:mod:`pykcm.sim.probes`): a scripted liveness failure ends a run
+like an exit (code 137) with Unhealthy and Killing events; a scripted
+readiness failure holds the pod unready with an Unhealthy event. Image
+pulls (:mod:`pykcm.sim.image_pull`): a scripted pull error keeps the pod
+Pending in ErrImagePull / ImagePullBackOff. Events as the kubelet records them
+(source component ``kubelet``, the container's fieldPath): Pulling, Pulled,
+Created, Started at each container start, Killing, BackOff, Unhealthy,
+Failed, FailedMount. Logs, exec and attach: :mod:`pykcm.sim.kubelet_server`.
+
+Left out: activeDeadlineSeconds, resource usage, startup probes, init
+containers that fail or take time (they complete at once), the events'
+source host; no restarts while a pod terminates; one back-off entry per pod
+(the kubelet keeps one per container; the simulator's containers crash
+together).
 """
 
 from __future__ import annotations
@@ -108,6 +118,13 @@ from pykcm.controller.event_recorder import (
 )
 from pykcm.informers import GenericInformer
 from pykcm.sim.crash_backoff import CrashBackoff, backoff_message, pod_description
+from pykcm.sim.image_pull import image_pull_error, pull_error_message, pull_failure_status
+from pykcm.sim.probes import (
+    LIVENESS_KILL_EXIT_CODE,
+    liveness_kill_after,
+    probe_failure_message,
+    readiness_fails,
+)
 from pykcm.sim.termination import plan_stop
 from pykcm.sim.volumes import volumes_ready, waiting_status
 
@@ -152,6 +169,15 @@ class PodScript:
     ready_after: float
     never_ready: bool
     restart_policy: str
+    liveness_kill_after: float | None = None
+    """Seconds after each start at which a failing liveness probe kills the containers."""
+
+    def run_end(self) -> tuple[float | None, int, bool]:
+        """(seconds a run lasts or None: forever, its exit code, ended by the liveness probe)."""
+        live = self.liveness_kill_after
+        if live is not None and (self.run_seconds is None or live < self.run_seconds):
+            return live, LIVENESS_KILL_EXIT_CODE, True
+        return self.run_seconds, self.exit_code, False
 
 
 def _float(v: Any) -> float | None:
@@ -178,7 +204,8 @@ def parse_script(pod: Mapping[str, Any], *, default_ready_after: float = DEFAULT
     never = str(ann.get(ANNOTATION_NEVER_READY, "")).strip().lower() in ("true", "1", "yes")
     return PodScript(run_seconds=run, exit_code=code & 0xFF if code >= 0 else 1,
                      ready_after=default_ready_after if ready is None else ready,
-                     never_ready=never, restart_policy=policy)
+                     never_ready=never or readiness_fails(pod), restart_policy=policy,
+                     liveness_kill_after=liveness_kill_after(pod))
 
 
 # -- images and IDs ---------------------------------------------------------------------------
@@ -259,6 +286,11 @@ class PodRecord:
     """The final DELETE (grace 0) has been sent."""
     backoff_reported: float | None = None
     """The waiting_until whose BackOff event has been recorded."""
+    liveness_kills: list[float] = field(default_factory=list)
+    """Liveness kills not yet reported (Unhealthy, Killing events)."""
+    starts_reported: int = -1
+    """The restart count whose start events (Pulled, Created, Started) were recorded."""
+    readiness_reported: bool = False
 
 
 def advance(record: PodRecord, script: PodScript, now: float) -> None:
@@ -271,7 +303,8 @@ def advance(record: PodRecord, script: PodScript, now: float) -> None:
     if record.terminating_since is not None:
         return  # no restarts while the pod terminates
     for _ in range(1000):  # bounded catch-up (a 5 min back-off caps the cycles)
-        if record.finished is not None or script.run_seconds is None and (
+        run_seconds, code, by_liveness = script.run_end()
+        if record.finished is not None or run_seconds is None and (
                 record.waiting_until is None):
             return
         if record.waiting_until is not None:
@@ -280,11 +313,12 @@ def advance(record: PodRecord, script: PodScript, now: float) -> None:
                 return
             _restart(record, record.waiting_until)
             continue
-        assert script.run_seconds is not None
-        finish_at = record.cycle_start + script.run_seconds
+        assert run_seconds is not None
+        finish_at = record.cycle_start + run_seconds
         if now < finish_at:
             return
-        code = script.exit_code
+        if by_liveness:
+            record.liveness_kills.append(finish_at)
         if script.restart_policy == "Never" or (
                 script.restart_policy == "OnFailure" and code == 0):
             record.finished = (code, finish_at)
@@ -452,8 +486,9 @@ def build_pod_status(pod: Mapping[str, Any], record: PodRecord, script: PodScrip
         due = []
         if not containers_ready and not script.never_ready:
             due.append(ready_at)
-        if script.run_seconds is not None:
-            due.append(record.cycle_start + script.run_seconds)
+        run_seconds = script.run_end()[0]
+        if run_seconds is not None:
+            due.append(record.cycle_start + run_seconds)
         wake = min(due) if due else None
     return status, fingerprint, wake
 
@@ -537,6 +572,7 @@ class Kubelet:
         self._claims = claims.informer.get_indexer() if claims is not None else None
         self._recorder = recorder
         self._volume_wait: dict[str, tuple[Any, ...]] = {}
+        self._pulls: dict[str, _PullState] = {}
         self._store = pods.informer.get_indexer()
         self._nodes = dict(nodes)
         self._ipam = {n: PodIPAllocator(net.pod_cidr) for n, net in self._nodes.items()}
@@ -593,7 +629,15 @@ class Kubelet:
 
     # -- records ------------------------------------------------------------------------
 
+    def _drop_pull(self, key: str) -> None:
+        pull = self._pulls.pop(key, None)
+        if pull is not None:
+            ipam = self._ipam.get(pull.node)
+            if ipam is not None:
+                ipam.release(pull.ip)
+
     def _drop(self, key: str) -> None:
+        self._drop_pull(key)
         self._volume_wait.pop(key, None)
         rec = self._records.pop(key, None)
         if rec is not None and rec.finished is None:
@@ -657,6 +701,10 @@ class Kubelet:
                 waiting = await self._wait_for_volumes(key, pod, node)
                 if waiting is not None:
                     return waiting
+            pull_error = image_pull_error(pod)
+            if pull_error is not None:
+                return await self._failing_pull(key, pod, node, pull_error)
+            self._drop_pull(key)
             now = time.time()
             rec = self._records[key] = self._record_for(pod, node, now)
         elif rec.finished is not None or phase in ("Succeeded", "Failed"):
@@ -670,6 +718,7 @@ class Kubelet:
         script = parse_script(pod, default_ready_after=self.ready_after,
                               default_run_seconds=self.run_seconds)
         advance(rec, script, now)
+        self._lifecycle_events(pod, rec, script)
         if rec.waiting_until is not None and rec.backoff_reported != rec.waiting_until:
             rec.backoff_reported = rec.waiting_until
             who = pod_description(meta["name"], meta["namespace"], meta.get("uid", ""))
@@ -709,6 +758,56 @@ class Kubelet:
         rec.written = fingerprint
         rec.written_rv = (out.get("metadata") or {}).get("resourceVersion")
         return True
+
+    def _lifecycle_events(self, pod: Mapping[str, Any], rec: PodRecord,
+                          script: PodScript) -> None:
+        """The kubelet's events for what advance() did: liveness kills (Unhealthy,
+        Killing), container starts (Pulling/Pulled, Created, Started), a failing
+        readiness probe (Unhealthy)."""
+        spec = pod.get("spec") or {}
+        containers = spec.get("containers") or ()
+        for _ in rec.liveness_kills:
+            for c in containers:
+                if c.get("livenessProbe"):
+                    name = c.get("name", "")
+                    msg = probe_failure_message(pod, c["livenessProbe"], rec.ip)
+                    self._container_event(pod, name, EVENT_TYPE_WARNING, "Unhealthy",
+                                          f"Liveness probe failed: {msg}")
+                    self._container_event(pod, name, EVENT_TYPE_NORMAL, "Killing",
+                                          f"Container {name} failed liveness probe, will be "
+                                          f"restarted")
+        rec.liveness_kills.clear()
+        if (rec.finished is None and rec.waiting_until is None
+                and rec.starts_reported != rec.restarts):
+            first = rec.starts_reported < 0
+            rec.starts_reported = rec.restarts
+            todo = [(c, False) for c in containers]
+            if first:
+                todo = [(c, True) for c in spec.get("initContainers") or ()] + todo
+            for c, init in todo:
+                name, image = c.get("name", ""), c.get("image", "")
+                if c.get("imagePullPolicy") == "Always":
+                    self._container_event(pod, name, EVENT_TYPE_NORMAL, "Pulling",
+                                          f'Pulling image "{image}"', init=init)
+                    self._container_event(pod, name, EVENT_TYPE_NORMAL, "Pulled",
+                                          f'Successfully pulled image "{image}" in 0s (0s '
+                                          f'including waiting). Image size: 0 bytes.',
+                                          init=init)
+                else:
+                    self._container_event(pod, name, EVENT_TYPE_NORMAL, "Pulled",
+                                          f'Container image "{image}" already present on '
+                                          f'machine', init=init)
+                self._container_event(pod, name, EVENT_TYPE_NORMAL, "Created",
+                                      f"Created container: {name}", init=init)
+                self._container_event(pod, name, EVENT_TYPE_NORMAL, "Started",
+                                      f"Started container {name}", init=init)
+        if script.never_ready and not rec.readiness_reported and rec.finished is None:
+            for c in containers:
+                if c.get("readinessProbe") and readiness_fails(pod):
+                    rec.readiness_reported = True
+                    msg = probe_failure_message(pod, c["readinessProbe"], rec.ip)
+                    self._container_event(pod, c.get("name", ""), EVENT_TYPE_WARNING,
+                                          "Unhealthy", f"Readiness probe failed: {msg}")
 
     def _container_event(self, pod: Mapping[str, Any], container: str, type_: str,
                          reason: str, message: str, *, init: bool = False) -> None:
@@ -778,6 +877,61 @@ class Kubelet:
                 raise
         return None
 
+    async def _failing_pull(self, key: str, pod: Mapping[str, Any], node: str,
+                            scripted: str) -> Result | None:
+        """ErrImagePull at each attempt, ImagePullBackOff between them (image_pull.py)."""
+        now = time.time()
+        st = self._pulls.get(key)
+        if st is None:
+            st = self._pulls[key] = _PullState(node=node, ip=self._ipam[node].allocate(),
+                                               start=now)
+        containers = (pod.get("spec") or {}).get("containers") or ()
+        messages = {c.get("name", ""): pull_error_message(
+            scripted, c.get("image", ""), normalize_image(c.get("image", "")))
+            for c in containers}
+        if now >= st.next_attempt:
+            st.backoff.next(now, now)
+            st.next_attempt = now + st.backoff.delay
+            st.shown = "ErrImagePull"
+            waiting = {n: {"reason": "ErrImagePull", "message": m} for n, m in messages.items()}
+            for c in containers:
+                name, image = c.get("name", ""), c.get("image", "")
+                self._container_event(pod, name, EVENT_TYPE_NORMAL, "Pulling",
+                                      f'Pulling image "{image}"')
+                self._container_event(pod, name, EVENT_TYPE_WARNING, "Failed",
+                                      f'Failed to pull image "{image}": {messages[name]}')
+                self._container_event(pod, name, EVENT_TYPE_WARNING, "Failed",
+                                      "Error: ErrImagePull")
+            wake = min(st.next_attempt, now + 1.0)  # the next sync shows the back-off
+        else:
+            if st.shown == "ImagePullBackOff":
+                return Result(requeue_after=st.next_attempt - now)
+            st.shown = "ImagePullBackOff"
+            waiting = {}
+            for c in containers:
+                name, image = c.get("name", ""), c.get("image", "")
+                waiting[name] = {"reason": "ImagePullBackOff",
+                                 "message": f'Back-off pulling image "{image}": ErrImagePull: '
+                                            f'{messages[name]}'}
+                self._container_event(pod, name, EVENT_TYPE_NORMAL, "BackOff",
+                                      f'Back-off pulling image "{image}"')
+                self._container_event(pod, name, EVENT_TYPE_WARNING, "Failed",
+                                      "Error: ImagePullBackOff")
+            wake = st.next_attempt
+        meta = pod["metadata"]
+        status = pull_failure_status(pod, self._nodes[node].host_ip, st.ip, now, st.start,
+                                     waiting)
+        try:
+            await self._client.patch("pods", meta["name"], {"status": status}, "merge",
+                                     meta["namespace"], subresource="status")
+        except Exception as exc:
+            if is_not_found(exc):
+                self._drop_pull(key)
+                return None
+            raise
+        self.status_writes += 1
+        return Result(requeue_after=max(0.0, wake - time.time()))
+
     async def _wait_for_volumes(self, key: str, pod: Mapping[str, Any],
                                 node: str) -> Result | None:
         """None once every claim of the pod is Bound; else the ContainerCreating status
@@ -833,6 +987,18 @@ def _status_fingerprint(pod: Mapping[str, Any]) -> tuple[Any, ...]:
             ready.get("message"), len(cs), len(status.get("initContainerStatuses") or ()),
             any(((c.get("state") or {}).get("waiting") or {}).get("reason")
                 == "CrashLoopBackOff" for c in cs))
+
+
+@dataclass(slots=True)
+class _PullState:
+    """A pod whose image pulls fail: its sandbox's IP and the image back-off."""
+
+    node: str
+    ip: str
+    start: float
+    backoff: CrashBackoff = field(default_factory=CrashBackoff)
+    next_attempt: float = 0.0
+    shown: str = ""
 
 
 class _PodHandler:

@@ -116,7 +116,7 @@ class KubeletServer:
         app.router.add_post("/exec/{namespace}/{pod}/{container}", self._exec)
         app.router.add_get("/attach/{namespace}/{pod}/{container}", self._attach)
         app.router.add_post("/attach/{namespace}/{pod}/{container}", self._attach)
-        app.router.add_get("/healthz", lambda _r: self._text(200, "ok"))
+        app.router.add_get("/healthz", self._healthz)
         self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
@@ -132,8 +132,8 @@ class KubeletServer:
             self._runner = None
 
     @staticmethod
-    async def _text(code: int, text: str) -> web.Response:
-        return web.Response(status=code, text=text)
+    async def _healthz(_request: web.Request) -> web.Response:
+        return web.Response(text="ok")
 
     def _lookup(self, request: web.Request) -> tuple[Mapping[str, Any], str]:
         ns, name = request.match_info["namespace"], request.match_info["pod"]

@@ -418,3 +418,83 @@ async def test_a_restarted_simulator_resumes_without_rewriting(sim_env: Env) -> 
             assert again.kubelet is not None and again.kubelet.status_writes == 2  # job, new
         finally:
             await again.stop()
+
+
+async def test_start_events_a_liveness_kill_and_a_failing_readiness_probe(
+        sim_env: Env) -> None:
+    async with sim_env(nodes=1, node_prefix="probe", ready_after=0) as (client, _):
+        live = pod("live", annotations={"sim.pykcm.io/liveness-fails-after-seconds": "0.3"})
+        live["spec"]["containers"][0]["livenessProbe"] = {
+            "httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 1,
+            "failureThreshold": 1}
+        await client.create("pods", live, "default")
+        unready = pod("unready", annotations={"sim.pykcm.io/readiness-fails": "true"})
+        unready["spec"]["containers"][0]["readinessProbe"] = {"tcpSocket": {"port": 80}}
+        await client.create("pods", unready, "default")
+
+        async def killed() -> dict[str, Any] | None:
+            cs = ((await get_pod(client, "live")).get("status") or {}).get(
+                "containerStatuses") or [{}]
+            return cs[0] if cs[0].get("restartCount", 0) >= 1 else None
+
+        cs = await eventually(killed)
+        last = cs["lastState"]["terminated"]
+        assert (last["exitCode"], last["reason"]) == (137, "Error")
+
+        async def live_events() -> list[Any] | None:
+            evs = await events_of(client, "live")
+            return evs if {"Unhealthy", "Killing", "Started"} <= {e[1] for e in evs} else None
+
+        evs = await eventually(live_events)
+        assert ("Warning", "Unhealthy", ("Liveness probe failed: HTTP probe failed with "
+                "statuscode: 500"), "spec.containers{app}") in evs
+        assert ("Normal", "Killing", "Container app failed liveness probe, will be restarted",
+                "spec.containers{app}") in evs
+        assert ("Normal", "Pulled", 'Container image "nginx:1.27" already present on machine',
+                "spec.containers{app}") in evs
+        assert ("Normal", "Created", "Created container: app", "spec.containers{app}") in evs
+
+        async def unready_event() -> list[Any] | None:
+            evs = [e for e in await events_of(client, "unready") if e[1] == "Unhealthy"]
+            return evs or None
+
+        assert (await eventually(unready_event))[0][:3] == (
+            "Warning", "Unhealthy", ("Readiness probe failed: dial tcp "
+            f"{(await get_pod(client, 'unready'))['status']['podIP']}:80: connect: "
+            "connection refused"))
+        p = await get_pod(client, "unready")
+        assert p["status"]["phase"] == "Running" and not is_pod_ready(p)
+
+
+async def test_a_failing_image_pull_backs_off_until_the_annotation_goes(sim_env: Env) -> None:
+    async with sim_env(nodes=1, node_prefix="pull", ready_after=0) as (client, _):
+        await client.create("pods", pod("nosuch", annotations={
+            "sim.pykcm.io/image-pull-error": "not-found"}), "default")
+
+        async def waiting(reason: str) -> dict[str, Any] | None:
+            p = await get_pod(client, "nosuch")
+            cs = ((p.get("status") or {}).get("containerStatuses") or [{}])[0]
+            w = (cs.get("state") or {}).get("waiting") or {}
+            return p if w.get("reason") == reason else None
+
+        p = await eventually(lambda: waiting("ImagePullBackOff"))
+        assert p["status"]["phase"] == "Pending" and p["status"]["podIP"]
+        msg = p["status"]["containerStatuses"][0]["state"]["waiting"]["message"]
+        assert msg == ('Back-off pulling image "nginx:1.27": ErrImagePull: rpc error: code = '
+                       'NotFound desc = failed to pull and unpack image '
+                       '"docker.io/library/nginx:1.27": failed to resolve reference '
+                       '"docker.io/library/nginx:1.27": docker.io/library/nginx:1.27: not found')
+        want = [("Warning", "Failed", "Error: ErrImagePull", "spec.containers{app}"),
+                ("Normal", "BackOff", 'Back-off pulling image "nginx:1.27"',
+                 "spec.containers{app}"),
+                ("Warning", "Failed", "Error: ImagePullBackOff", "spec.containers{app}")]
+
+        async def pull_events() -> bool:
+            evs = await events_of(client, "nosuch")
+            return all(w in evs for w in want)
+
+        await eventually(pull_events)
+        await client.patch("pods", "nosuch", {"metadata": {"annotations": {
+            "sim.pykcm.io/image-pull-error": None}}}, "merge", "default")
+        # the next attempt (after the 10 s image back-off) succeeds
+        await eventually(lambda: phase_is(client, "nosuch", "Running"), timeout=30)
