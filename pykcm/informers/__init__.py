@@ -41,6 +41,7 @@ from pykcm.informers.typed import (
     EventsV1Informers,
     GroupVersionInformers,
     PolicyV1Informers,
+    RbacV1Informers,
     StorageV1Informers,
 )
 
@@ -58,6 +59,7 @@ __all__ = [
     "GroupVersionResource",
     "NewInformerFunc",
     "PolicyV1Informers",
+    "RbacV1Informers",
     "SharedInformerFactory",
     "StorageV1Informers",
     "default_new_informer",

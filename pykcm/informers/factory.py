@@ -95,6 +95,7 @@ from pykcm.informers.typed import (
     DiscoveryV1Informers,
     EventsV1Informers,
     PolicyV1Informers,
+    RbacV1Informers,
     StorageV1Informers,
 )
 
@@ -193,6 +194,7 @@ class SharedInformerFactory:
         self._discovery_v1 = DiscoveryV1Informers(self)
         self._storage_v1 = StorageV1Informers(self)
         self._policy_v1 = PolicyV1Informers(self)
+        self._rbac_v1 = RbacV1Informers(self)
         self._apiextensions_v1 = ApiextensionsV1Informers(self)
 
     # --- settings -----------------------------------------------------------
@@ -259,6 +261,12 @@ class SharedInformerFactory:
     def policy_v1(self) -> PolicyV1Informers:
         """policy/v1: ``poddisruptionbudgets``."""
         return self._policy_v1
+
+    @property
+    def rbac_v1(self) -> RbacV1Informers:
+        """rbac.authorization.k8s.io/v1: ``clusterroles``, ``clusterrolebindings``, ``roles``,
+        ``rolebindings``."""
+        return self._rbac_v1
 
     @property
     def apiextensions_v1(self) -> ApiextensionsV1Informers:

@@ -33,6 +33,7 @@ __all__ = [
     "GroupVersionInformers",
     "InformerSource",
     "PolicyV1Informers",
+    "RbacV1Informers",
     "StorageV1Informers",
 ]
 
@@ -247,6 +248,31 @@ class PolicyV1Informers(GroupVersionInformers):
         return self._get("poddisruptionbudgets")
 
 
+class RbacV1Informers(GroupVersionInformers):
+    """rbac.authorization.k8s.io/v1 (client-go ``informers/rbac/v1``)."""
+
+    GROUP = "rbac.authorization.k8s.io"
+    VERSION = "v1"
+    RESOURCES = ("clusterroles", "clusterrolebindings", "roles", "rolebindings")
+    __slots__ = ()
+
+    @property
+    def clusterroles(self) -> GenericInformer:
+        return self._get("clusterroles")
+
+    @property
+    def clusterrolebindings(self) -> GenericInformer:
+        return self._get("clusterrolebindings")
+
+    @property
+    def roles(self) -> GenericInformer:
+        return self._get("roles")
+
+    @property
+    def rolebindings(self) -> GenericInformer:
+        return self._get("rolebindings")
+
+
 class ApiextensionsV1Informers(GroupVersionInformers):
     """apiextensions.k8s.io/v1 (apiextensions-apiserver's generated informers)."""
 
@@ -270,5 +296,6 @@ GROUP_VERSION_ACCESSORS: dict[str, type[GroupVersionInformers]] = {
     "apiextensions_v1": ApiextensionsV1Informers,
     "storage_v1": StorageV1Informers,
     "policy_v1": PolicyV1Informers,
+    "rbac_v1": RbacV1Informers,
 }
 """The factory attribute of each group version's accessors."""

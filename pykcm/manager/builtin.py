@@ -260,8 +260,7 @@ async def _clusterrole_aggregation(ctx: ControllerContext, name: str
     from pykcm.controllers.clusterroleaggregation import ClusterRoleAggregationController
 
     return ClusterRoleAggregationController(
-        cluster_role_informer=ctx.informer_factory.for_resource(
-            "rbac.authorization.k8s.io", "v1", "clusterroles"),
+        cluster_role_informer=ctx.informer_factory.rbac_v1.clusterroles,
         client=ctx.client_builder.client("clusterrole-aggregation-controller"))
 
 
