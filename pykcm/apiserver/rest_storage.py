@@ -725,15 +725,12 @@ class RESTStorage:
 
     def _track_update(self, info: ResourceInfo, subresource: str, old: dict[str, Any] | None,
                       obj: dict[str, Any], manager: str) -> None:
-        """managedFields of an Update by `manager`, set on `obj` in place (objects that
-        carry none stay without: tracking starts with the first apply)."""
+        """managedFields of an Update by `manager`, set on `obj` in place: every create,
+        update and patch records its manager's fields, as kube-apiserver does."""
         fm = self.field_manager(info, subresource)
         if fm is None:
             return
         meta = obj["metadata"]
-        if not meta.get("managedFields") and (old is None
-                                              or not old["metadata"].get("managedFields")):
-            return      # the common case, and nothing to do
         tracked = fm.update(old, obj, manager)
         mf = tracked["metadata"].get("managedFields")
         if mf is None:
@@ -760,6 +757,7 @@ class RESTStorage:
             raise errors.bad_request(
                 "the namespace of the provided object does not match the namespace sent on "
                 "the request")
+        fm.check_applied(applied)     # SMD's typed conversion answers first, as upstream
         if self.custom.get(info) is None:
             fq = kind_struct(info.group, info.version, info.kind)
             try:

@@ -78,6 +78,16 @@ def json_equal(a: Any, b: Any) -> bool:
 
 def _compare(schema: TypeSchema, node: Any, lhs: Any, rhs: Any, path: fp.Path,
              out: Comparison) -> None:
+    if lhs is MISSING:
+        if rhs is not MISSING:
+            _appeared(schema, node, rhs, path, out.added)
+        return
+    if rhs is not MISSING and (lhs is rhs or lhs == rhs):
+        # an unchanged subtree has no paths in any set (deviation: Python's == takes
+        # True for 1, so a bool replaced by the same number goes unseen; typed kinds
+        # cannot hold either in one field). This makes an update's cost the size of
+        # its change, not of the object.
+        return
     atom = atom_of(schema, node, rhs if rhs is not MISSING else lhs)
     in_leaf = _compare_atom(schema, atom, lhs, rhs, path, out)
     if not in_leaf:
@@ -85,6 +95,53 @@ def _compare(schema: TypeSchema, node: Any, lhs: Any, rhs: Any, path: fp.Path,
             out.added.insert(path)
         elif rhs is MISSING:
             out.removed.insert(path)
+
+
+def _appeared(schema: TypeSchema, node: Any, rhs: Any, path: fp.Path, added: PathSet) -> None:
+    """A value only in the new object: its path and everything under it are added (the
+    subtree is built directly, not path by path from the root: a create's whole object)."""
+    added.insert(path)
+    sub = _added_under(schema, node, rhs)
+    if sub is None:
+        return
+    at = added
+    for pe in path:
+        child = at.children.get(pe)
+        if child is None:
+            child = at.children[pe] = PathSet()
+        at = child
+    if at.empty():
+        at.members, at.children = sub.members, sub.children
+    else:
+        merged = at.union(sub)
+        at.members, at.children = merged.members, merged.children
+
+
+def _added_under(schema: TypeSchema, node: Any, rhs: Any) -> PathSet | None:
+    """The paths below a value compared with nothing (None: a leaf, nothing below)."""
+    atom = atom_of(schema, node, rhs)
+    if atom.kind == "scalar" or atom.atomic or not rhs or not shape_fits(atom, rhs):
+        return None
+    out = PathSet()
+    members, children = out.members, out.children
+    if atom.kind == "list":
+        items: dict[fp.PathElement, list[Any]] = {}
+        for i, item in enumerate(rhs):
+            items.setdefault(item_element(atom, item, i), []).append(item)
+        for pe, same in items.items():
+            members.add(pe)
+            if len(same) == 1:      # a key that appears twice is compared as a whole
+                sub = _added_under(schema, atom.element, same[0])
+                if sub is not None:
+                    children[pe] = sub
+        return out
+    for k, v in rhs.items():
+        pe = fp.field(k)
+        members.add(pe)
+        sub = _added_under(schema, child_node(atom, pe), v)
+        if sub is not None:
+            children[pe] = sub
+    return out
 
 
 def _compare_atom(schema: TypeSchema, atom: Atom, lhs: Any, rhs: Any, path: fp.Path,

@@ -7,9 +7,10 @@ kind's typed zero value. :func:`field_manager_for` does the same from pykcm's
 ``openAPIV3Schema``); results are cached per endpoint (built-in schemas) since a
 manager holds no per-request state.
 
-pykcm's server tracks ownership from an object's first apply on (``track_untracked=False``,
-upstream's skip-non-applied manager with probability 0): a create or update of an object
-that has no managedFields records none, so objects nobody applies cost nothing.
+Every create, update and patch is tracked, as kube-apiserver does (its skip-non-applied
+manager is off by default). A custom resource's manager is kept per served version as
+long as the version's schema object is the same (a changed CRD gives a new one), so its
+resolved schema atoms are reused across writes.
 
 How the server uses it:
 
@@ -42,14 +43,13 @@ def _builtin(info: ResourceInfo, subresource: str) -> FieldManager | None:
     if subresource == "scale":
         s = for_builtin("autoscaling", "v1", "Scale")
         return None if s is None else FieldManager(s, "autoscaling", "v1", "Scale",
-                                                   subresource="scale", track_untracked=False)
+                                                   subresource="scale")
     s = for_builtin(info.group, info.version, info.kind)
     if s is None:
         return None
     return FieldManager(s, info.group, info.version, info.kind, subresource=subresource,
                         reset_fields=reset_fields(info.group, info.plural, subresource),
-                        zero_fields=zero_object_fields(info.group, info.kind)[0],
-                        track_untracked=False)
+                        zero_fields=zero_object_fields(info.group, info.kind)[0])
 
 
 def field_manager_for(info: ResourceInfo, subresource: str = "",
@@ -60,8 +60,19 @@ def field_manager_for(info: ResourceInfo, subresource: str = "",
         return _builtin(info, subresource)
     if subresource == "scale":
         return _builtin(info, "scale")
-    return FieldManager(for_crd(crd_schema), info.group, info.version, info.kind,
-                        subresource=subresource,
-                        reset_fields=custom_resource_reset_fields(info.status_subresource,
-                                                                  subresource),
-                        track_untracked=False)
+    key = (info, subresource)
+    hit = _custom.get(key)
+    if hit is not None and hit[0] is crd_schema:
+        return hit[1]
+    fm = FieldManager(for_crd(crd_schema), info.group, info.version, info.kind,
+                      subresource=subresource,
+                      reset_fields=custom_resource_reset_fields(info.status_subresource,
+                                                                subresource))
+    if len(_custom) >= 1024:
+        _custom.clear()
+    _custom[key] = (crd_schema, fm)
+    return fm
+
+
+# (resource, subresource) -> (the version's schema object, its manager)
+_custom: dict[tuple[ResourceInfo, str], tuple[Mapping[str, Any] | None, FieldManager]] = {}

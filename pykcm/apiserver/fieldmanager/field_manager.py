@@ -47,7 +47,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pykcm.apiserver import errors
-from pykcm.apiserver.fieldmanager import updater
+from pykcm.apiserver.fieldmanager import fields_v1, fields_v1_edit, updater
 from pykcm.apiserver.fieldmanager.compare import compare
 from pykcm.apiserver.fieldmanager.conflicts import conflict_error
 from pykcm.apiserver.fieldmanager.managed_fields import (
@@ -58,6 +58,7 @@ from pykcm.apiserver.fieldmanager.managed_fields import (
     VersionedSet,
     decode,
     encode,
+    entry_order,
     manager_identifier,
 )
 from pykcm.apiserver.fieldmanager.path import field
@@ -74,6 +75,9 @@ _STRIP = PathSet.of(
     *[[field("metadata"), field(n)] for n in (
         "name", "namespace", "creationTimestamp", "selfLink", "uid", "clusterName",
         "generation", "managedFields", "resourceVersion")])
+
+
+_STRIP_PATHS = list(_STRIP.paths())
 
 
 def _now() -> str:
@@ -121,6 +125,10 @@ class FieldManager:
     def update(self, live: dict[str, Any] | None, new: dict[str, Any], manager: str
                ) -> dict[str, Any]:
         """``new`` with the managedFields of an Update by ``manager`` (``live`` None: create)."""
+        fast = (self._update_entries(live, new, manager or "unknown") if live is not None
+                else self._create_entry(new, manager or "unknown"))
+        if fast is not None:
+            return fast
         live = live if live is not None else self._empty()
         managed = self._decode_live_or_new(live, new)
         new = _without_managed_fields(new)
@@ -131,6 +139,104 @@ class FieldManager:
         except TypedError:
             return new      # UpdateNoErrors: an object SMD cannot type loses its managedFields
         return self._encoded(new, managed)
+
+    def _create_entry(self, new: dict[str, Any], manager: str) -> dict[str, Any] | None:
+        """A create's one entry, the set built once and trimmed in place (the general path
+        copies the whole set at each step). None when the request sends managedFields."""
+        if _meta(new).get("managedFields"):
+            return None
+        new = _without_managed_fields(new)
+        try:
+            cmp = compare(self.schema, self._empty(), new)
+        except TypedError:
+            return new
+        owned = cmp.added if cmp.modified.empty() else cmp.added.union(cmp.modified)
+        for p in (self.reset.paths() if self.reset is not None else ()):
+            owned.discard(p, recursive=True)
+        for p in _STRIP_PATHS:
+            owned.discard(p)
+        if owned.empty():
+            return new
+        entry: dict[str, Any] = {"manager": manager, "operation": UPDATE,
+                                 "apiVersion": self.api_version, "time": self.now(),
+                                 "fieldsType": "FieldsV1", "fieldsV1": fields_v1.to_json(owned)}
+        if self.subresource:
+            entry["subresource"] = self.subresource
+        new["metadata"]["managedFields"] = [entry]
+        return new
+
+    def _update_entries(self, live: dict[str, Any], new: dict[str, Any], manager: str
+                        ) -> dict[str, Any] | None:
+        """An Update computed on the live object's encoded entries: only the paths the
+        write changed are edited (:mod:`.fields_v1_edit`), so its cost follows the size of
+        the change. None when the general path must decide: a create, entries the request
+        replaces, entries not as this module writes them, the cap on Update managers."""
+        entries = _meta(live).get("managedFields")
+        if not entries or not isinstance(entries, list):
+            return None
+        if not self.subresource:
+            sent = _meta(new).get("managedFields")
+            if sent is not None and sent is not entries and sent != entries:
+                return None
+        writer = (manager, UPDATE, self.api_version, self.subresource)
+        idents = set()
+        updaters = 0
+        mine = -1
+        for i, e in enumerate(entries):
+            if not (isinstance(e, dict) and e.get("operation") in (APPLY, UPDATE)
+                    and e.get("apiVersion") and e.get("fieldsType") == "FieldsV1"
+                    and isinstance(e.get("fieldsV1"), dict) and e["fieldsV1"]):
+                return None
+            op = e["operation"]
+            ident = (e.get("manager") or "", op, e["apiVersion"] if op == UPDATE else "",
+                     e.get("subresource") or "")
+            if ident in idents:
+                return None
+            idents.add(ident)
+            if op == UPDATE:
+                updaters += 1
+            if ident == writer:
+                mine = i
+        new = _without_managed_fields(new)
+        try:
+            cmp = compare(self.schema, _without_managed_fields(live), new).filtered(self.reset)
+        except TypedError:
+            return new      # as the general path: an object SMD cannot type loses them
+        changed = cmp.modified.union(cmp.added)
+        gained = changed.difference(_STRIP)
+        if mine < 0 and not gained.empty() and updaters >= MAX_UPDATE_MANAGERS:
+            return None     # ancient-changes: the general path merges the oldest
+        lost = [fields_v1_edit.keys_of(p) for p in changed.union(cmp.removed).paths()]
+        out: list[dict[str, Any]] = []
+        for i, e in enumerate(entries):
+            tree = e["fieldsV1"]
+            for keys in lost:
+                tree = fields_v1_edit.remove(tree, keys)
+            if i == mine and not gained.empty():
+                for p in gained.paths():
+                    tree = fields_v1_edit.insert(tree, fields_v1_edit.keys_of(p))
+                e = {**e, "time": self.now(), "fieldsV1": tree}
+            elif tree is not e["fieldsV1"]:
+                e = {**e, "fieldsV1": tree}
+            if tree:
+                out.append(e)
+        if mine < 0 and not gained.empty():
+            tree = {}
+            for p in gained.paths():
+                tree = fields_v1_edit.insert(tree, fields_v1_edit.keys_of(p))
+            entry: dict[str, Any] = {"manager": manager, "operation": UPDATE,
+                                     "apiVersion": self.api_version, "time": self.now(),
+                                     "fieldsType": "FieldsV1", "fieldsV1": tree}
+            if self.subresource:
+                entry["subresource"] = self.subresource
+            out.append(entry)
+        out.sort(key=entry_order)
+        meta = new["metadata"]
+        if out:
+            meta["managedFields"] = out
+        else:
+            meta.pop("managedFields", None)
+        return new
 
     def _decode_live_or_new(self, live: dict[str, Any], new: dict[str, Any]) -> Managed:
         live_mf = _meta(live).get("managedFields")
@@ -203,17 +309,7 @@ class FieldManager:
             managed = decode(_meta(live).get("managedFields"))
         except ManagedFieldsError as e:
             raise errors.internal(f"failed to decode managed fields: {e}") from e
-        gv, kind = applied.get("apiVersion"), applied.get("kind")
-        if gv != self.api_version or kind != self.kind:
-            raise errors.bad_request(f"invalid object type: {_gvk_string(gv, kind)}")
-        if _meta(applied).get("managedFields") is not None:
-            raise errors.bad_request("metadata.managedFields must be nil")
-        problems = config_errors(self.schema, applied)
-        if problems:
-            meta = _meta(applied)
-            raise errors.bare_internal(
-                f"failed to create typed patch object ({meta.get('namespace') or ''}/"
-                f"{meta.get('name') or ''}; {_gvk_string(gv, kind)}): " + "\n".join(problems))
+        self.check_applied(applied)
         try:
             obj, managed = self._apply_tracking(live, applied, managed, manager, force)
         except updater.Conflicts as c:
@@ -229,6 +325,23 @@ class FieldManager:
                     conflicts = rest
             raise conflict_error(conflicts) from None
         return self._after_apply(obj, applied, managed, manager)
+
+    def check_applied(self, applied: dict[str, Any]) -> None:
+        """The configuration's kind and version, no managedFields, and SMD's typed
+        conversion (list keys, scalar types, shapes, undeclared fields): 400, 400, 500."""
+        gv, kind = applied.get("apiVersion"), applied.get("kind")
+        if gv != self.api_version or kind != self.kind:
+            raise errors.bad_request(f"invalid object type: {_gvk_string(gv, kind)}")
+        if _meta(applied).get("managedFields") is not None:
+            raise errors.bad_request("metadata.managedFields must be nil")
+        problems = config_errors(self.schema, applied)
+        if problems:
+            meta = _meta(applied)
+            # SMD's ValidationErrors: one error alone, else a list under "errors:"
+            text = problems[0] if len(problems) == 1 else "errors:\n  " + "\n  ".join(problems)
+            raise errors.bare_internal(
+                f"failed to create typed patch object ({meta.get('namespace') or ''}/"
+                f"{meta.get('name') or ''}; {_gvk_string(gv, kind)}): {text}")
 
     def _after_apply(self, obj: dict[str, Any], applied: dict[str, Any], managed: Managed,
                      manager: str) -> dict[str, Any]:

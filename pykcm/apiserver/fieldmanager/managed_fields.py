@@ -20,11 +20,12 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from pykcm.api.timestamps import parse_time
 from pykcm.apiserver.fieldmanager import fields_v1
 from pykcm.apiserver.fieldmanager.path import go_json_string
 from pykcm.apiserver.fieldmanager.path_set import PathSet
-from pykcm.apiserver.fieldmanager.typed import json_copy
 
 APPLY = "Apply"
 UPDATE = "Update"
@@ -153,11 +154,11 @@ def encode(managed: Managed) -> list[dict[str, Any]] | None:
             encoded = fields_v1.to_json(vs.set)
             _ENCODED.put(vs.set, encoded)
         # a copy: the caller owns the object it gets (the cached dict stays pristine)
-        entry["fieldsV1"] = json_copy(encoded)
+        entry["fieldsV1"] = orjson.loads(orjson.dumps(encoded))
         if info.get("subresource"):
             entry["subresource"] = info["subresource"]
         out.append(entry)
-    out.sort(key=_sort_key)
+    out.sort(key=entry_order)
     return out
 
 
@@ -168,6 +169,6 @@ def _seconds(t: str | None) -> int:
     return int(v) if v is not None else 0
 
 
-def _sort_key(e: dict[str, Any]) -> tuple[str, int, str, str, str]:
+def entry_order(e: dict[str, Any]) -> tuple[str, int, str, str, str]:
     return (e.get("operation", ""), _seconds(e.get("time")), e.get("manager", ""),
             e.get("apiVersion", ""), e.get("subresource", ""))

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any, TypeAlias
 
 # A frozen JSON value: ("n", number) | ("s", str) | ("b", bool) | ("l", tuple) |
@@ -93,6 +94,7 @@ def index(i: int) -> PathElement:
     return ("i", i)
 
 
+@lru_cache(maxsize=16384)  # the same keys recur in every object of a kind
 def element_order(pe: PathElement) -> tuple[Any, ...]:
     """SMD's ``PathElement.Compare`` as a sort key."""
     kind, v = pe
@@ -218,6 +220,7 @@ def path_string(path: Sequence[PathElement]) -> str:
     return "".join(element_string(pe) for pe in path)
 
 
+@lru_cache(maxsize=16384)  # the same keys recur in every object of a kind
 def element_key(pe: PathElement) -> str:
     """The fieldsV1 key of a path element (``f:name``, ``k:{...}``, ``v:...``, ``i:N``)."""
     kind, v = pe

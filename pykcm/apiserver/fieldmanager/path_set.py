@@ -50,6 +50,23 @@ class PathSet:
             node = child
         node.members.add(path[-1])
 
+    def discard(self, path: Path, recursive: bool = False) -> None:
+        """Remove a path (``recursive``: and everything under it), in place: only on a
+        set being built; a child left empty goes."""
+        if not path:
+            return
+        head, rest = path[0], path[1:]
+        if not rest:
+            self.members.discard(head)
+            if recursive:
+                self.children.pop(head, None)
+            return
+        child = self.children.get(head)
+        if child is not None:
+            child.discard(rest, recursive)
+            if child.empty():
+                del self.children[head]
+
     def copy(self) -> PathSet:
         return PathSet(self.members, {pe: c.copy() for pe, c in self.children.items()})
 

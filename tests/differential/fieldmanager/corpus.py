@@ -24,7 +24,9 @@ untyped (preserve-unknown-fields) values; PUT; managedFields written by a reques
 ``/scale`` applies and updates (the Scale's entries a view of the Deployment's); Pods
 with ``/status`` conditions, Secrets' ``stringData``, StatefulSets, Jobs; configurations
 naming a list item twice (kube-apiserver's bare 500); a ControllerRevision's ``data``
-(a RawExtension: one atomic value).
+(a RawExtension: one atomic value); a Deployment created by ``kubectl create`` whose
+status the controller manager writes through ``/status`` while others scale and label
+it, then applied server-side (conflicts with the Update managers, forced).
 """
 
 from __future__ import annotations
@@ -371,6 +373,39 @@ def put(manager: str, body: dict[str, Any], *, sub: str = "") -> Step:
     return {"op": "put", "manager": manager, "body": body, "sub": sub}
 
 
+def controller_status(rng: random.Random) -> list[Step]:
+    """A Deployment as clusters hold it: created by ``kubectl create``, its status written
+    by the controller manager through ``/status`` (an Update entry with subresource
+    status), scaled and labelled by other clients, then applied server-side."""
+    steps = [create("kubectl-create", _full_deploy(rng, [_container("c", "nginx",
+                                                                    ports=[80])]))]
+    kcm = "kube-controller-manager"
+    for gen in range(1, rng.randint(2, 4)):
+        ready = rng.randint(0, 3)
+        conds = [{"type": "Available", "status": rng.choice(["True", "False"]),
+                  "reason": "MinimumReplicasAvailable"}]
+        if rng.random() < 0.5:
+            conds.append({"type": "Progressing", "status": "True",
+                          "reason": "NewReplicaSetAvailable"})
+        steps.append(patch(kcm, {"status": {"observedGeneration": gen, "replicas": 3,
+                                            "readyReplicas": ready, "conditions": conds}},
+                           sub="status"))
+        if rng.random() < 0.5:
+            steps.append(patch(rng.choice(["kubectl-scale", "kubectl-edit"]),
+                               {"spec": {"replicas": rng.randint(1, 5)}}))
+        if rng.random() < 0.4:
+            steps.append(patch("kubectl-label", {"metadata": {"labels": {"tier": str(gen)}}}))
+    app = apply("kubectl", _deploy([_container("c", rng.choice(["nginx", "nginx:2"]))],
+                                   replicas=2, selector={"app": "web"}))
+    steps.append(app)
+    if rng.random() < 0.6:
+        steps.append(dict(app, force=True))
+    if rng.random() < 0.5:
+        steps.append(patch(kcm, {"status": {"observedGeneration": 9, "readyReplicas": 0}},
+                           sub="status"))
+    return steps
+
+
 def list_order(rng: random.Random) -> list[Step]:
     names = ["a", "b", "c", "d", "e"]
     first = rng.sample(names, rng.randint(2, 4))
@@ -615,6 +650,7 @@ FAMILIES = {
     "pod-apply": (pod_apply, 12), "secret-string-data": (secret_string_data, 6),
     "statefulset-apply": (statefulset_apply, 8), "job-apply": (job_apply, 8),
     "bad-config": (bad_config, 9), "raw-extension": (raw_extension, 6),
+    "controller-status": (controller_status, 24),
 }
 
 
