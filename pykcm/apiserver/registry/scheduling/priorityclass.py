@@ -13,7 +13,7 @@
 - printer: Name, Value, Global-Default, Age, PreemptionPolicy.
 
 The Priority admission plugin that uses these classes (pods' priority, one global
-default) is ``pykcm/apiserver/priority_admission.py``.
+default) is ``pykcm/apiserver/admission/priority.py``.
 """
 
 from __future__ import annotations
