@@ -259,3 +259,25 @@ def test_aggregated_rules_in_selector_then_name_order() -> None:
              {"metadata": {"name": "w", "labels": {"a": "1"}}, "rules": [pods]}]
     assert aggregated_rules(agg, roles) == [
         {"verbs": ["get"], "nonResourceURLs": ["/y"]}, pods]
+
+
+class Versioned(Objects):
+    """Objects with a generation, as the store's: the authorizer caches per subject."""
+
+    def __init__(self, *objs: dict[str, Any]) -> None:
+        super().__init__(*objs)
+        self.gen = 0
+
+    def generation(self) -> tuple[int, ...]:
+        return (self.gen,)
+
+
+def test_cached_visits_follow_the_generation() -> None:
+    objs = Versioned(READ_PODS)
+    authz = RBACAuthorizer(objs)
+    assert not authz.allowed(res("list", "pods"))
+    objs.objs = (*objs.objs, _binding("b", "ns", "ClusterRole", "read-pods",
+                                      {"kind": "User", "name": "bob"}))
+    assert not authz.allowed(res("list", "pods"))  # same generation: the cached answer
+    objs.gen += 1
+    assert authz.allowed(res("list", "pods"))

@@ -101,8 +101,16 @@ _Visit = tuple[Callable[[], str] | None, Mapping[str, Any] | str]
 
 
 class RBACAuthorizer:
+    CACHE_SIZE = 4096
+
     def __init__(self, objects: RBACObjects) -> None:
         self.objects = objects
+        # (user, groups, namespace) -> the rules visited for it, while the objects'
+        # generation (when they have one: StoredRBAC) is unchanged
+        self._generation: Callable[[], tuple[int, ...]] | None = getattr(
+            objects, "generation", None)
+        self._cache: dict[tuple[str, tuple[str, ...], str], list[_Visit]] = {}
+        self._cache_gen: tuple[int, ...] | None = None
 
     def role_rules(self, ref: Mapping[str, Any], namespace: str) -> list[Any] | str:
         """GetRoleReferenceRules: the referenced role's rules, or the lister's error."""
@@ -120,7 +128,24 @@ class RBACAuthorizer:
         rules = role.get("rules")
         return [r for r in rules if isinstance(r, dict)] if isinstance(rules, list) else []
 
-    def _visit(self, user: User, namespace: str) -> Iterator[_Visit]:
+    def _visit(self, user: User, namespace: str) -> list[_Visit]:
+        """The visits of :meth:`_walk`, remembered per subject and namespace until a
+        role or binding changes (bindings are few; subjects ask again and again)."""
+        if self._generation is None:
+            return list(self._walk(user, namespace))
+        gen = self._generation()
+        if gen != self._cache_gen:
+            self._cache.clear()
+            self._cache_gen = gen
+        key = (user.name, user.groups, namespace)
+        visits = self._cache.get(key)
+        if visits is None:
+            if len(self._cache) >= self.CACHE_SIZE:
+                self._cache.clear()
+            visits = self._cache[key] = list(self._walk(user, namespace))
+        return visits
+
+    def _walk(self, user: User, namespace: str) -> Iterator[_Visit]:
         """VisitRulesFor: the ClusterRoleBindings' rules, then (in a namespace) the
         namespace's RoleBindings', each with how to describe its source."""
         sources: list[tuple[Iterable[Mapping[str, Any]], str]] = [

@@ -6,7 +6,9 @@ kube-apiserver counterpart: the authorizer's informer listers (``RoleGetter``,
 Data flow: :class:`StoredRBAC` looks the four resources up in the store on every call
 (so a committed write applies to the next request) and keeps each object parsed while
 its revision is current: the store holds bytes, and parsing some 120 bootstrap
-objects on every request would cost more than the request.
+objects on every request would cost more than the request. :meth:`StoredRBAC.generation`
+(the four resources' newest revisions) tells the authorizer when its per-subject cache
+is stale.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from typing import Any
 from pykcm.apiserver.storage.store import ResourceStore, object_key
 
 __all__ = ["StoredRBAC"]
+
+_PLURALS = ("clusterroles", "clusterrolebindings", "roles", "rolebindings")
 
 
 class StoredRBAC:
@@ -62,3 +66,11 @@ class StoredRBAC:
 
     def cluster_roles(self) -> Iterator[Mapping[str, Any]]:
         return self._list("clusterroles", "")
+
+    def generation(self) -> tuple[int, ...]:
+        """Changes whenever a role or binding is written (the newest revisions applied)."""
+        out = []
+        for plural in _PLURALS:
+            rs = self._rs(plural)
+            out.append(rs.last_rv if rs is not None else 0)
+        return tuple(out)

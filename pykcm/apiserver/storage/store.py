@@ -193,6 +193,9 @@ class ResourceStore:
         self.watchers: set[Watcher] = set()
         self._sorted: list[str] | None = None
         self._superseded: list[int] = []
+        # The revision of the newest write applied here (caches of derived data, such as
+        # the RBAC authorizer's, compare it to know whether they are current).
+        self.last_rv = 0
 
     # -- reads ------------------------------------------------------------------
 
@@ -382,6 +385,7 @@ class Store:
                 rs.items.pop(key, None)
             else:
                 rs.items[key] = entry
+            rs.last_rv = max(rs.last_rv, row.rv)
         for rs in self._resources.values():
             # Count-only trim at start-up: replayed events have no real age.
             while len(rs.history) > HISTORY_EVENTS:
@@ -500,6 +504,7 @@ class Store:
                     rs._sorted = None
                 rs.items[key] = ev.entry
             rs.record(ev)
+            rs.last_rv = ev.rv
             self.rv = ev.rv
             pk = (rs.rid, key)
             p = pending.get(pk)
