@@ -54,6 +54,7 @@ from pykcm.apiserver.auth import (
 )
 from pykcm.apiserver.certs import ensure_serving_certs
 from pykcm.apiserver.discovery import GIT_VERSION, Discovery
+from pykcm.apiserver.flow_control import TOO_MANY_REQUESTS_MESSAGE, ConcurrencyLevel, Rejected
 from pykcm.apiserver.handlers import AUTHENTICATED, MAX_BODY, APIHandlers, status_response
 from pykcm.apiserver.identity_lease import IdentityLease
 from pykcm.apiserver.kubeconfig import build_kubeconfig, write_kubeconfig
@@ -194,12 +195,13 @@ class APIServer:
         self._published: dict[str, list[tuple[str, str, str]]] = {}
         # kube-apiserver's --max-requests-inflight / --max-mutating-requests-inflight
         # (0 = unlimited); watches are long-running and not counted.
-        self.max_inflight = max_requests_inflight
-        self.max_mutating_inflight = max_mutating_requests_inflight
-        self.inflight = 0
-        self.inflight_mutating = 0
+        # Beyond the limit requests wait in a bounded queue (flow_control.py, APF's
+        # behaviour towards clients) before a 429.
+        self.readonly_level = ConcurrencyLevel(max_requests_inflight)
+        self.mutating_level = ConcurrencyLevel(max_mutating_requests_inflight)
         self.metrics = APIMetrics(lambda: self.store,
-                                  lambda: (self.inflight, self.inflight_mutating))
+                                  lambda: (self.readonly_level.executing,
+                                           self.mutating_level.executing))
 
     # -- properties --------------------------------------------------------------
 
@@ -464,22 +466,14 @@ class APIServer:
             q = request.query
             if q.get("watch") in ("1", "true", "True") or "/watch/" in request.path:
                 return await self.handlers.handle(request)
-            limit, mutating = self.max_inflight, False
-            current = self.inflight
+            level = self.readonly_level
         else:
-            limit, mutating = self.max_mutating_inflight, True
-            current = self.inflight_mutating
-        if limit and current >= limit:
-            return status_response(errors.too_many_requests(
-                "Too many requests, please try again later."))
-        if mutating:
-            self.inflight_mutating += 1
-        else:
-            self.inflight += 1
+            level = self.mutating_level
+        handlers = self.handlers
         try:
-            return await self.handlers.handle(request)
-        finally:
-            if mutating:
-                self.inflight_mutating -= 1
-            else:
-                self.inflight -= 1
+            return await level.run(lambda: handlers.handle(request))
+        except Rejected as exc:
+            # kube-apiserver's http.Error: text/plain, not a Status
+            return web.Response(status=429, text=TOO_MANY_REQUESTS_MESSAGE + "\n",
+                                headers={"Retry-After": str(exc.retry_after),
+                                         "X-Content-Type-Options": "nosniff"})

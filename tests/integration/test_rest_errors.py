@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+
 import requests
 
 from tests.conftest import Api, deployment, pod
@@ -116,16 +119,43 @@ def test_authentication(api: Api) -> None:
 
 
 def test_too_many_requests_has_retry_after(pykcm_apiserver_factory: object) -> None:
+    """A full queue: kube-apiserver's plain-text 429 with Retry-After."""
     st = pykcm_apiserver_factory(max_mutating_requests_inflight=1)  # type: ignore[operator]
     a = Api(st)
-    st.server.inflight_mutating = 1  # as if one write were in flight
+    level = st.server.mutating_level
+    level.executing, level.queue_length = 1, 0  # as if one write were in flight, no queue
     r = a.session.post(a.base + "/api/v1/namespaces/default/configmaps",
                        json={"metadata": {"name": "x"}}, timeout=10)
     assert r.status_code == 429 and r.headers["Retry-After"] == "1"
-    _status(r.json(), 429, "TooManyRequests")
-    assert r.json()["details"]["retryAfterSeconds"] == 1
-    st.server.inflight_mutating = 0
+    assert r.text == "Too many requests, please try again later.\n"
+    level.executing, level.queue_length = 0, 300
     assert a.post("/api/v1/namespaces/default/configmaps", {"metadata": {"name": "x"}})[0] == 201
+
+
+def test_beyond_the_inflight_limit_a_request_waits_for_a_seat(
+        pykcm_apiserver_factory: object) -> None:
+    """APF towards clients: the request queues, and runs once the seat is free."""
+    st = pykcm_apiserver_factory(max_mutating_requests_inflight=1)  # type: ignore[operator]
+    a = Api(st)
+    level = st.server.mutating_level
+    level.executing = 1  # as if one write were in flight
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        fut = pool.submit(a.post, "/api/v1/namespaces/default/configmaps",
+                          {"metadata": {"name": "queued"}})
+
+        async def queued() -> int:
+            while not level.waiting:
+                await asyncio.sleep(0.01)
+            return level.waiting
+
+        assert st.call(queued()) == 1
+
+        async def finish_the_write_in_flight() -> None:
+            level._release()
+
+        st.call(finish_the_write_in_flight())
+        assert fut.result(timeout=30)[0] == 201
+    assert level.executing == 0
 
 
 def test_owner_references_and_immutable_fields(api: Api) -> None:
