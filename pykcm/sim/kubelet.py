@@ -562,7 +562,8 @@ class Kubelet:
                  run_seconds: float = DEFAULT_RUN_SECONDS,
                  claims: GenericInformer | None = None,
                  recorder: EventRecorder | None = None,
-                 max_grace_period: float | None = None) -> None:
+                 max_grace_period: float | None = None,
+                 node_recorders: Mapping[str, EventRecorder] | None = None) -> None:
         self._client = client
         # Caps the grace period of pods without sim.pykcm.io/termination-seconds
         # (None: killed when their own grace period ends, as a real kubelet)
@@ -571,6 +572,9 @@ class Kubelet:
         # in ContainerCreating until its claims are Bound (pykcm.sim.volumes)
         self._claims = claims.informer.get_indexer() if claims is not None else None
         self._recorder = recorder
+        # one recorder per node (source.host, reportingInstance: the node, as each
+        # kubelet's own); the shared one for nodes without
+        self._node_recorders = dict(node_recorders or {})
         self._volume_wait: dict[str, tuple[Any, ...]] = {}
         self._pulls: dict[str, _PullState] = {}
         self._store = pods.informer.get_indexer()
@@ -812,14 +816,16 @@ class Kubelet:
     def _container_event(self, pod: Mapping[str, Any], container: str, type_: str,
                          reason: str, message: str, *, init: bool = False) -> None:
         """An event about one container (the pod with the container's fieldPath)."""
-        if self._recorder is None:
+        recorder = self._node_recorders.get((pod.get("spec") or {}).get("nodeName", ""),
+                                            self._recorder)
+        if recorder is None:
             return
         meta = pod.get("metadata") or {}
         ref = {"kind": "Pod", "apiVersion": "v1", "name": meta.get("name"),
                "namespace": meta.get("namespace"), "uid": meta.get("uid"),
                "resourceVersion": meta.get("resourceVersion"),
                "fieldPath": f"spec.{'initContainers' if init else 'containers'}{{{container}}}"}
-        self._recorder.event(ref, type_, reason, message)
+        recorder.event(ref, type_, reason, message)
 
     async def _terminate(self, key: str, pod: Mapping[str, Any], node: str,
                          rec: PodRecord | None) -> Result | None:
@@ -955,10 +961,11 @@ class Kubelet:
                 raise
             self.status_writes += 1
             self._volume_wait[key] = fingerprint
-            if missing and self._recorder is not None:
+            recorder = self._node_recorders.get(node, self._recorder)
+            if missing and recorder is not None:
                 ns = meta["namespace"]
                 names = ", ".join(missing)
-                self._recorder.event(
+                recorder.event(
                     pod, EVENT_TYPE_WARNING, "FailedMount",
                     f"Unable to attach or mount volumes: unmounted volumes=[{names}], "
                     f"unattached volumes=[], failed to process volumes=[{names}]: error "

@@ -147,7 +147,10 @@ class Simulator:
                 run_seconds=self._run_seconds, claims=claims,
                 recorder=self._broadcaster.new_recorder("kubelet")
                 if self._broadcaster is not None else None,
-                max_grace_period=self._max_grace_period)
+                max_grace_period=self._max_grace_period,
+                node_recorders={n: self._broadcaster.new_recorder("kubelet", n)
+                                for n in self.node_names}
+                if self._broadcaster is not None else None)
             if self._enable_scheduler:
                 recorder = None
                 if self._broadcaster is not None:
