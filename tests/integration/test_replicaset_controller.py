@@ -9,11 +9,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from pykcm.client import Client, load_kube_config
+from pykcm.client.errors import Conflict
 from pykcm.controller import EventBroadcaster
 from pykcm.controllers.replicaset import ReplicaSetController
 from pykcm.informers import SharedInformerFactory
@@ -297,3 +298,55 @@ async def test_events_record_creates_and_deletes(client: Client, ns: str,
     assert sum(e.get("count", 1) for e in found["SuccessfulCreate"]) == 2
     assert found["SuccessfulDelete"][0]["message"].startswith("Deleted pod: ev-")
     assert found["SuccessfulDelete"][0]["type"] == "Normal"
+
+
+class ConflictCountingClient:
+    """The client, counting the ReplicaSet status writes the API server refused with 409."""
+
+    def __init__(self, inner: Client) -> None:
+        self._inner = inner
+        self.status_conflicts = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def update_status(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await self._inner.update_status(*args, **kwargs)
+        except Conflict:
+            self.status_conflicts += 1
+            raise
+
+
+async def test_status_writes_wait_for_the_cache_instead_of_conflicting(
+        client: Client, ns: str) -> None:
+    # KEP-5647's consistency store: a sync right after the controller's own status write
+    # waits until the ReplicaSet cache has it, so, with no other writer of the ReplicaSet,
+    # no status write of the controller is refused for an old resourceVersion (without the
+    # store, pods turning ready one after another make such 409s and their retries).
+    counting = ConflictCountingClient(client)
+    factory = SharedInformerFactory(client, namespace=ns, name="")
+    broadcaster = EventBroadcaster(client)
+    broadcaster.start()
+    ctl = ReplicaSetController(pod_informer=factory.core_v1.pods,
+                               rs_informer=factory.apps_v1.replicasets,
+                               client=cast(Client, counting),
+                               recorder=broadcaster.new_recorder("replicaset-controller"))
+    factory.start()
+    task = asyncio.create_task(ctl.run(5))
+    try:
+        rs = await client.create("replicasets", replica_set("busy", 20), ns)
+        pods = await wait_pods(client, ns, rs, 20)
+        for p in pods:
+            await set_ready(client, ns, p["metadata"]["name"], True)
+
+        async def all_ready() -> bool:
+            st = await rs_status(client, ns, "busy")
+            return (st.get("readyReplicas"), st.get("availableReplicas")) == (20, 20)
+        await eventually(all_ready, what="20 ready")
+    finally:
+        ctl.shutdown()
+        await task
+        await factory.shutdown()
+        await broadcaster.shutdown()
+    assert counting.status_conflicts == 0
