@@ -128,6 +128,13 @@ _ZERO_FIELDS: Final[dict[tuple[str, str], dict[str, Any]]] = {
     ("events.k8s.io", "Event"): {"eventTime": None, "regarding": {}, "deprecatedSource": {},
                                  "deprecatedFirstTimestamp": None,
                                  "deprecatedLastTimestamp": None},
+    ("networking.k8s.io", "Ingress"): {"spec": {}, "status": {"loadBalancer": {}}},
+    ("networking.k8s.io", "IngressClass"): {"spec": {}},
+    ("networking.k8s.io", "NetworkPolicy"): {"spec": {"podSelector": {}}},
+    ("networking.k8s.io", "ServiceCIDR"): {"spec": {}, "status": {}},
+    ("networking.k8s.io", "IPAddress"): {"spec": {}},
+    ("node.k8s.io", "RuntimeClass"): {"handler": ""},
+    ("scheduling.k8s.io", "PriorityClass"): {"value": 0},
 }
 # Annotations the apps/v1 conversion writes even on an empty object.
 _ZERO_ANNOTATIONS: Final = {("apps", "DaemonSet"): {

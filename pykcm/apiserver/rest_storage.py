@@ -236,7 +236,8 @@ class RESTStorage:
                     if f not in allowed:
                         raise errors.bad_request(f"field label not supported: {f}")
             elif info.group in ("", "apps", "batch", "coordination.k8s.io", "discovery.k8s.io",
-                                "policy", "storage.k8s.io"):
+                                "networking.k8s.io", "node.k8s.io", "policy",
+                                "scheduling.k8s.io", "storage.k8s.io"):
                 msg = _selectable.check_field_selector(info.kind, fsel)
                 if msg:
                     raise errors.bad_request(msg)
