@@ -37,8 +37,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.upstream]
 
 UNSERVED_KINDS = (
     "CertificateSigningRequest", "ClusterRole", "CSINode", "CSIDriver",
-    "VolumeAttachment", "VolumeAttributesClass", "ServiceCIDR", "IPAddress",
-    "ValidatingAdmissionPolicy", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate",
+    "VolumeAttachment", "VolumeAttributesClass", "ValidatingAdmissionPolicy", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate",
     "DeviceClass")
 """Kinds kube-controller-manager's informers list that pykcm's server does not serve yet (the
 table in docs/upstream.md): drop one here and there when the server starts serving it."""
