@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,7 +23,10 @@ from typing import Any
 import pytest
 
 from pykcm.client import Client, load_kube_config
-from pykcm.controllers.clusterroleaggregation import ClusterRoleAggregationController
+from pykcm.controllers.clusterroleaggregation import (
+    ClusterRoleAggregationController,
+    aggregated_rules,
+)
 from pykcm.informers import SharedInformerFactory
 from pykcm.testing.server_thread import ServerThread
 from pykcm.testing.upstream import ControlPlane
@@ -329,3 +333,43 @@ def test_bootstrap_policy_is_kube_apiservers(pykcm_apiserver: ServerThread,
                     "labels": meta.get("labels"), "annotations": meta.get("annotations")}
         return out
     assert policy(pykcm_apiserver) == policy(kube_control_plane)
+
+
+@UPSTREAM
+def test_aggregated_bootstrap_roles_as_kube_controller_managers(
+        pykcm_apiserver: ServerThread, kube_control_plane: ControlPlane) -> None:
+    """admin, edit, view: the rules pykcm's aggregation converges to from pykcm's
+    bootstrap ClusterRoles are the rules kube-controller-manager's wrote on the real
+    server (its support manager runs it), in the same order."""
+    def cluster_roles(st: ServerThread | ControlPlane) -> dict[str, Any]:
+        api = Api(Backend("x", st.kubeconfig_path, st.url, st.token, st.ca_pem or b""))
+        code, body = api.get(f"{RBAC}/clusterroles", params={
+            "labelSelector": "kubernetes.io/bootstrapping=rbac-defaults"})
+        assert code == 200
+        return {o["metadata"]["name"]: o for o in body["items"]}
+    ours = cluster_roles(pykcm_apiserver)
+    aggregated = [n for n, o in ours.items() if o.get("aggregationRule")]
+    assert {"admin", "edit", "view"} <= set(aggregated)
+    # the controller's convergence: aggregated roles select aggregated roles (admin
+    # selects edit, edit view), so apply until nothing changes
+    changed = True
+    while changed:
+        changed = False
+        for name in aggregated:
+            rules = aggregated_rules(ours[name], ours.values())
+            if rules != ours[name].get("rules"):
+                ours[name] = {**ours[name], "rules": rules}
+                changed = True
+    want = {name: ours[name]["rules"] for name in aggregated}
+
+    def real_rules() -> dict[str, Any]:
+        real = cluster_roles(kube_control_plane)
+        return {name: real[name].get("rules") for name in aggregated}
+    # the session's support manager may still be converging
+    deadline = time.monotonic() + 60
+    got = real_rules()
+    while got != want and time.monotonic() < deadline:
+        time.sleep(0.2)
+        got = real_rules()
+    for name in aggregated:
+        assert got[name] == want[name], name
