@@ -95,6 +95,7 @@ class Atom:
     list_type: str = ""                        # "atomic" | "set" | "map"
     keys: tuple[str, ...] = ()                 # list_type "map": the key fields
     key_defaults: dict[str, Any] = field(default_factory=dict)  # of key fields, by name
+    scalar: str = ""                           # "string" | "numeric" | "boolean"; "": untyped
 
     def field_node(self, name: str) -> Any:
         """The node of a map key: its named field, else the element type (None: unknown)."""
@@ -103,6 +104,9 @@ class Atom:
 
 
 SCALAR = Atom("scalar")
+STRING = Atom("scalar", scalar="string")
+NUMERIC = Atom("scalar", scalar="numeric")
+BOOLEAN = Atom("scalar", scalar="boolean")
 DEDUCED = Atom("deduced")
 UNTYPED_ATOMIC = Atom("scalar")      # any JSON value, owned and replaced whole
 
@@ -163,7 +167,10 @@ class TypeSchema:
             # data) is one atomic value, as schemaconv makes it
             return UNTYPED_ATOMIC
         if typ in _SCALAR_TYPES:
-            return SCALAR
+            # as kube-openapi's schemaconv: a string with a format (date-time...) is untyped
+            if typ == "string":
+                return STRING if node.get("format", "") in ("", "byte") else SCALAR
+            return BOOLEAN if typ == "boolean" else NUMERIC
         return DEDUCED
 
     def _list(self, node: Mapping[str, Any]) -> Atom:

@@ -26,7 +26,8 @@ with ``/status`` conditions, Secrets' ``stringData``, StatefulSets, Jobs; config
 naming a list item twice (kube-apiserver's bare 500); a ControllerRevision's ``data``
 (a RawExtension: one atomic value); a Deployment created by ``kubectl create`` whose
 status the controller manager writes through ``/status`` while others scale and label
-it, then applied server-side (conflicts with the Update managers, forced).
+it, then applied server-side (conflicts with the Update managers, forced); configurations
+with a value of the wrong type or shape, or an undeclared field.
 """
 
 from __future__ import annotations
@@ -619,6 +620,30 @@ def bad_config(rng: random.Random) -> list[Step]:
     return steps
 
 
+def scalar_types(rng: random.Random) -> list[Step]:
+    """Configurations SMD's typed conversion refuses for a value's type or shape, or a
+    field the struct does not declare (kube-apiserver's bare 500 and its message)."""
+    bad: dict[str, Any] = rng.choice([
+        {"data": {"a": rng.choice([1, True, 2.5, ["x"], {"k": "v"}])}},
+        {"data": rng.choice(["x", 5, ["a"]])},
+        {"metadata": {"labels": rng.choice([["a"], "x"])}},
+    ] if rng.random() < 0.4 else [
+        {"spec": {"replicas": rng.choice(["abc", True, {"n": 1}, ["1"]])}},
+        {"spec": {"paused": rng.choice(["yes", 1])}},
+        {"spec": rng.choice([5, "x"])},
+        {"spec": {"minReadySeconds": 1, "bogusField": 1}},
+        {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": 7}]}}}},
+    ])
+    kind = "ConfigMap" if ("data" in bad or "metadata" in bad) else "Deployment"
+    good = (_cm({"a": "1"}) if kind == "ConfigMap"
+            else _full_deploy(rng, [_container("c", "nginx")]))
+    config = obj(kind, **bad)
+    steps = [apply("owner", config)]
+    if rng.random() < 0.5:
+        steps = [apply("owner", good), apply("owner", config)]
+    return steps
+
+
 def raw_extension(rng: random.Random) -> list[Step]:
     data = {"spec": {"template": {"x": rng.randint(1, 3)}, "l": [1, 2]}}
     steps = [apply("owner", obj("ControllerRevision", data=data, revision=1))]
@@ -650,7 +675,7 @@ FAMILIES = {
     "pod-apply": (pod_apply, 12), "secret-string-data": (secret_string_data, 6),
     "statefulset-apply": (statefulset_apply, 8), "job-apply": (job_apply, 8),
     "bad-config": (bad_config, 9), "raw-extension": (raw_extension, 6),
-    "controller-status": (controller_status, 24),
+    "controller-status": (controller_status, 24), "scalar-types": (scalar_types, 16),
 }
 
 
