@@ -15,7 +15,7 @@ import logging
 import random
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -48,8 +48,15 @@ from pykcm.apiserver.auth import AuthResponse, TokenAuthenticator
 from pykcm.apiserver.crd.custom_resources import json_path, set_json_path
 from pykcm.apiserver.discovery import Discovery
 from pykcm.apiserver.errors import StatusError
-from pykcm.apiserver.fieldmanager.apply_options import validate_patch_options
+from pykcm.apiserver.fieldmanager.apply_options import check_applied_name, validate_patch_options
 from pykcm.apiserver.fieldmanager.manager_name import manager_or_user_agent
+from pykcm.apiserver.fieldmanager.path import Path as FieldPath
+from pykcm.apiserver.fieldmanager.path import field as path_field
+from pykcm.apiserver.fieldmanager.scale_handler import (
+    REPLICAS_PATHS,
+    to_parent,
+    to_subresource,
+)
 from pykcm.apiserver.go_types import GoDecodeError, check_struct, kind_struct, zero_nulls
 from pykcm.apiserver.openapi import (
     OpenAPI,
@@ -543,7 +550,8 @@ class APIHandlers:
             fv = self._field_validation(request, res, verb, sub)
             fv.check(body, from_body=True)
             if sub == "scale":
-                entry = await self._update_scale(res, ns, info.name, body, dry)
+                entry = await self._update_scale(res, ns, info.name, body, dry,
+                                                 manager=_manager(request, q))
                 return fv.respond(json_response(orjson.dumps(self._to_scale(res, entry.obj))))
             old = self._stored(res, ns, info.name) if not sub else None
             code, entry = await rest.update(res, ns, info.name, body, sub, dry,
@@ -566,8 +574,19 @@ class APIHandlers:
                 code, entry = await rest.apply(res, ns, info.name, applied, sub, dry,
                                                q.get("fieldManager"), _force(q))
                 return fv.respond(json_response(entry.raw, code))
+            if sub == "scale" and is_apply:
+                applied = _expect_object(decode_body(raw, "application/yaml", "Scale",
+                                                     protobuf=False))
+                fv.check(applied, from_body=True)
+                validate_patch_options(True, q.get("fieldManager"), _force(q))
+                check_applied_name(applied, info.name)
+                entry = await self._update_scale(res, ns, info.name, applied, dry,
+                                                 manager=q.get("fieldManager"), apply=True,
+                                                 force=_force(q))
+                return fv.respond(json_response(orjson.dumps(self._to_scale(res, entry.obj))))
             if sub == "scale":
-                entry = await self._patch_scale(res, ns, info.name, ctype, raw, dry, fv)
+                entry = await self._patch_scale(res, ns, info.name, ctype, raw, dry, fv,
+                                                _manager(request, q))
                 return fv.respond(json_response(orjson.dumps(self._to_scale(res, entry.obj))))
             old = self._stored(res, ns, info.name) if not sub else None
             entry = await rest.patch(res, ns, info.name, ctype, raw, sub, dry,
@@ -818,6 +837,26 @@ class APIHandlers:
                             with_column_definitions=with_column_definitions)
 
     def _to_scale(self, res: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
+        return self._scale_view(res, obj)
+
+    def _tracked_scale(self, res: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
+        """The live Scale the Scale's field manager sees: with the parent's owners of the
+        replicas as its managedFields (ScaleHandler.ToSubresource; the Scale a client reads
+        carries none, as kube-apiserver's)."""
+        scale = self._scale_view(res, obj)
+        mf = to_subresource(obj["metadata"].get("managedFields"), self._replicas_paths(res))
+        if mf:
+            scale["metadata"]["managedFields"] = mf
+        return scale
+
+    def _replicas_paths(self, res: ResourceInfo) -> Mapping[str, FieldPath]:
+        crv = self.rest.custom.get(res)
+        if crv is None:
+            return REPLICAS_PATHS
+        spec_path = crv.scale_paths()[0]
+        return {res.api_version: tuple(path_field(p) for p in spec_path.split(".")[1:])}
+
+    def _scale_view(self, res: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
         crv = self.rest.custom.get(res)
         if crv is None:
             return to_scale(res, obj)
@@ -908,13 +947,25 @@ class APIHandlers:
         return entry
 
     async def _update_scale(self, res: ResourceInfo, ns: str, name: str, scale: dict[str, Any],
-                            dry: bool) -> Any:
+                            dry: bool, manager: str | None = None, apply: bool = False,
+                            force: bool = False) -> Any:
+        """A write through /scale: `scale` is the new Scale (`apply`: the applied
+        configuration). The Scale's field manager runs on the Scale view and the parent
+        stores its entries mapped back (scale_handler), as kube-apiserver's ScaleHandler."""
         rv = (scale.get("metadata") or {}).get("resourceVersion")
         replicas = (scale.get("spec") or {}).get("replicas", 0)
         for attempt in range(5):
             entry = self._latest(res, ns, name)
             if rv and rv != str(entry.rv):
                 raise errors.conflict(res.plural, res.group, name, errors.OPTIMISTIC_LOCK_MSG)
+            tracked: dict[str, Any] | None = None
+            fm = self.rest.field_manager(res, "scale") if manager is not None else None
+            if fm is not None and manager is not None:
+                live = self._tracked_scale(res, entry.obj)
+                tracked = (fm.apply(live, scale, manager, force) if apply
+                           else fm.update(live, scale, manager))
+                if apply:
+                    replicas = (tracked.get("spec") or {}).get("replicas", 0)
             if not isinstance(replicas, int) or replicas < 0:
                 raise errors.invalid("Scale", "autoscaling", name, [{
                     "reason": "FieldValueInvalid",
@@ -926,6 +977,14 @@ class APIHandlers:
                 set_json_path(obj, crv.scale_paths()[0], replicas)
             else:
                 obj.setdefault("spec", {})["replicas"] = replicas
+            if tracked is not None:
+                mf = to_parent(obj["metadata"].get("managedFields"),
+                               tracked["metadata"].get("managedFields"), res.api_version,
+                               self._replicas_paths(res))
+                if mf:
+                    obj["metadata"]["managedFields"] = mf
+                else:
+                    obj["metadata"].pop("managedFields", None)
             try:
                 _, new = await self.rest.update(res, ns, name, obj, "", dry)
             except StatusError as exc:
@@ -938,13 +997,13 @@ class APIHandlers:
         raise AssertionError("unreachable")
 
     async def _patch_scale(self, res: ResourceInfo, ns: str, name: str, ctype: str, raw: bytes,
-                           dry: bool, fv: _FieldValidation) -> Any:
+                           dry: bool, fv: _FieldValidation, manager: str | None = None) -> Any:
         entry = self._latest(res, ns, name)
         scale = self._to_scale(res, entry.obj)
         patched = apply_patch(ctype, raw, scale, schema_ref_for("autoscaling", "v1", "Scale"))
         check_patched_types(res, ctype, raw, patched, "autoscaling/v1.Scale")
         fv.check_patched(patched)
-        return await self._update_scale(res, ns, name, patched, dry)
+        return await self._update_scale(res, ns, name, patched, dry, manager=manager)
 
     # -- watch ---------------------------------------------------------------------
 

@@ -3,9 +3,8 @@
 The field manager itself is proven step by step against kube-apiserver in
 tests/differential/fieldmanager; this checks the wiring: PATCH apply-patch+yaml creates and
 updates, its managedFields, conflicts and force, ``/status`` applies, custom resources,
-updates of an applied object, and the refused requests. Objects are created by apply only:
-pykcm tracks ownership from an object's first apply on (README), kube-apiserver from its
-creation.
+updates of an applied object, and the refused requests. Tracking from creation (both
+servers record every create) is tests/integration/test_managed_fields_tracking.py.
 """
 
 from __future__ import annotations
