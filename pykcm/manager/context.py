@@ -91,8 +91,11 @@ class ClientBuilder:
         self.write_fence: Callable[[], str | None] | None = None
 
     def user_agent(self, name: str) -> str:
-        """``<base user agent>/<name>``, as client-go's ``rest.AddUserAgent``."""
-        return f"{default_user_agent(USER_AGENT_COMPONENT)}/{name}"
+        """``<base user agent>/<name>``, as client-go's ``rest.AddUserAgent``. The product
+        token is ``kube-controller-manager``: the API server names the field manager of
+        every write after it (managedFields), as it does kube-controller-manager's."""
+        base = default_user_agent(USER_AGENT_COMPONENT).split("/", 1)[1]
+        return f"kube-controller-manager/{base}/{name}"
 
     def root_config(self, name: str, *, timeout: float | None = None) -> Config:
         """A copy of the manager's Config for ``name`` (user agent, qps, burst)."""
