@@ -85,9 +85,12 @@ Pending in ErrImagePull / ImagePullBackOff. Events as the kubelet records them
 Created, Started at each container start, Killing, BackOff, Unhealthy,
 Failed, FailedMount. Logs, exec and attach: :mod:`pykcm.sim.kubelet_server`.
 
+Init containers (:mod:`pykcm.sim.init_containers`): they complete at once,
+or after ``sim.pykcm.io/init-seconds`` during which the pod is Pending and
+initializing; sidecars run with the pod.
+
 Left out: activeDeadlineSeconds, resource usage, startup probes, init
-containers that fail or take time (they complete at once), the events'
-source host; no restarts while a pod terminates; one back-off entry per pod
+containers that fail; no restarts while a pod terminates; one back-off entry per pod
 (the kubelet keeps one per container; the simulator's containers crash
 together).
 """
@@ -119,6 +122,7 @@ from pykcm.controller.event_recorder import (
 from pykcm.informers import GenericInformer
 from pykcm.sim.crash_backoff import CrashBackoff, backoff_message, pod_description
 from pykcm.sim.image_pull import image_pull_error, pull_error_message, pull_failure_status
+from pykcm.sim.init_containers import ANNOTATION_INIT_SECONDS, init_phase_status
 from pykcm.sim.probes import (
     LIVENESS_KILL_EXIT_CODE,
     liveness_kill_after,
@@ -171,6 +175,8 @@ class PodScript:
     restart_policy: str
     liveness_kill_after: float | None = None
     """Seconds after each start at which a failing liveness probe kills the containers."""
+    init_seconds: float = 0.0
+    """Seconds the ordinary init containers run before the containers start."""
 
     def run_end(self) -> tuple[float | None, int, bool]:
         """(seconds a run lasts or None: forever, its exit code, ended by the liveness probe)."""
@@ -205,7 +211,8 @@ def parse_script(pod: Mapping[str, Any], *, default_ready_after: float = DEFAULT
     return PodScript(run_seconds=run, exit_code=code & 0xFF if code >= 0 else 1,
                      ready_after=default_ready_after if ready is None else ready,
                      never_ready=never or readiness_fails(pod), restart_policy=policy,
-                     liveness_kill_after=liveness_kill_after(pod))
+                     liveness_kill_after=liveness_kill_after(pod),
+                     init_seconds=_float(ann.get(ANNOTATION_INIT_SECONDS)) or 0.0)
 
 
 # -- images and IDs ---------------------------------------------------------------------------
@@ -284,6 +291,8 @@ class PodRecord:
     """When the kubelet first saw the pod's deletionTimestamp."""
     deleted: bool = False
     """The final DELETE (grace 0) has been sent."""
+    init_until: float | None = None
+    """When the init containers finish (sim.pykcm.io/init-seconds), None: at once."""
     backoff_reported: float | None = None
     """The waiting_until whose BackOff event has been recorded."""
     liveness_kills: list[float] = field(default_factory=list)
@@ -377,9 +386,19 @@ def build_pod_status(pod: Mapping[str, Any], record: PodRecord, script: PodScrip
     equal fingerprint means nothing new to write.
     """
     spec = pod.get("spec") or {}
+    finished = record.finished
+    if record.init_until is not None and now < record.init_until and finished is None:
+        def init_id(name: str) -> str:
+            run = record.init_containers.get(name)
+            if run is None:
+                run = record.init_containers[name] = ContainerRun(_container_id())
+            return run.container_id
+
+        init = init_phase_status(pod, host_ip, record.ip, record.start_time, now, init_id,
+                                 normalize_image, image_id)
+        return init, ("Pending", "initializing"), record.init_until
     old_status = pod.get("status") or {}
     old_conds = {c.get("type", ""): c for c in old_status.get("conditions") or ()}
-    finished = record.finished
     running = finished is None
     crashed = running and record.waiting_until is not None
     ready_at = record.cycle_start + script.ready_after
@@ -427,7 +446,7 @@ def build_pod_status(pod: Mapping[str, Any], record: PodRecord, script: PodScrip
                      else {"running": {"startedAt": start}})
             ready, started = containers_ready, running
         else:
-            state = term(0, start, record.start_time, run.container_id)
+            state = term(0, start, record.init_until or record.start_time, run.container_id)
             ready, started = True, False
         init_statuses.append({
             "name": name, "image": normalize_image(c.get("image", "")),
@@ -677,8 +696,12 @@ class Kubelet:
                 if c.get("containerID"):
                     rec.init_containers[c.get("name", "")] = ContainerRun(c["containerID"])
             return rec
+        init = 0.0
+        if any(c.get("restartPolicy") != "Always"
+               for c in (pod.get("spec") or {}).get("initContainers") or ()):
+            init = parse_script(pod).init_seconds
         return PodRecord(uid=uid, node=node, ip=ipam.allocate(), start_time=now,
-                         cycle_start=now)
+                         cycle_start=now + init, init_until=now + init if init else None)
 
     # -- the sync -----------------------------------------------------------------------
 
@@ -781,13 +804,17 @@ class Kubelet:
                                           f"Container {name} failed liveness probe, will be "
                                           f"restarted")
         rec.liveness_kills.clear()
+        initializing = rec.init_until is not None and time.time() < rec.init_until
         if (rec.finished is None and rec.waiting_until is None
-                and rec.starts_reported != rec.restarts):
-            first = rec.starts_reported < 0
-            rec.starts_reported = rec.restarts
+                and rec.starts_reported != rec.restarts
+                and not (initializing and rec.starts_reported == -2)):
+            # -1: nothing reported; -2: the init containers' starts (while they run)
             todo = [(c, False) for c in containers]
-            if first:
+            if initializing:
+                todo = []
+            if rec.starts_reported == -1:
                 todo = [(c, True) for c in spec.get("initContainers") or ()] + todo
+            rec.starts_reported = -2 if initializing else rec.restarts
             for c, init in todo:
                 name, image = c.get("name", ""), c.get("image", "")
                 if c.get("imagePullPolicy") == "Always":

@@ -498,3 +498,24 @@ async def test_a_failing_image_pull_backs_off_until_the_annotation_goes(sim_env:
             "sim.pykcm.io/image-pull-error": None}}}, "merge", "default")
         # the next attempt (after the 10 s image back-off) succeeds
         await eventually(lambda: phase_is(client, "nosuch", "Running"), timeout=30)
+
+
+async def test_init_containers_run_for_init_seconds(sim_env: Env) -> None:
+    async with sim_env(nodes=1, node_prefix="init", ready_after=0) as (client, _):
+        await client.create("pods", pod("boot", annotations={"sim.pykcm.io/init-seconds": "1"},
+                                        initContainers=[{"name": "migrate",
+                                                         "image": "busybox"}]), "default")
+
+        async def initializing() -> dict[str, Any] | None:
+            p = await get_pod(client, "boot")
+            inits = (p.get("status") or {}).get("initContainerStatuses") or [{}]
+            return p if "running" in (inits[0].get("state") or {}) else None
+
+        p = await eventually(initializing)
+        assert p["status"]["phase"] == "Pending"
+        assert get_pod_condition(p, "Initialized")["reason"] == (  # type: ignore[index]
+            "ContainersNotInitialized")
+        running = await eventually(lambda: phase_is(client, "boot", "Running"))
+        assert get_pod_condition(running, "Initialized")["status"] == "True"  # type: ignore[index]
+        term = running["status"]["initContainerStatuses"][0]["state"]["terminated"]
+        assert term["reason"] == "Completed"
