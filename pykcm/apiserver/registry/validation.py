@@ -103,10 +103,6 @@ def go_labels(labels: Any) -> GoValue:
     return go_string_map(labels if isinstance(labels, Mapping) else None)
 
 
-def meta_of(obj: Obj) -> Mapping[str, Any]:
-    return as_map(obj.get("metadata"))
-
-
 
 def immutable(new: Any, old: Any, path: str, rendered: Any = None) -> list[Cause]:
     if semantic_equal(new, old):

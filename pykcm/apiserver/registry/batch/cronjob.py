@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.go_duration import GoDurationError, parse_go_duration
 from pykcm.api.validation import (
     Cause,
@@ -36,7 +37,6 @@ from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import (
     as_map,
     as_str,
-    meta_of,
     nonnegative_field,
     validate_meta,
 )

@@ -15,6 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.labels import SelectorParseError, selector_from_label_selector
 from pykcm.api.validation import (
     FIELD_IMMUTABLE_ERROR_MSG,
@@ -54,7 +55,6 @@ from pykcm.apiserver.registry.validation import (
     as_str,
     go_labels,
     immutable,
-    meta_of,
     nonnegative_field,
     semantic_equal,
     validate_meta,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.validation import (
     Cause,
     invalid,
@@ -20,7 +21,7 @@ from pykcm.apiserver.registry import printers as pr
 from pykcm.apiserver.registry.defaulting import child_dict, go_order_object
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
-from pykcm.apiserver.registry.validation import as_map, as_str, meta_of
+from pykcm.apiserver.registry.validation import as_map, as_str
 
 Obj = dict[str, Any]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.validation import (
     Cause,
     invalid,
@@ -22,7 +23,7 @@ from pykcm.apiserver.registry import printers as pr
 from pykcm.apiserver.registry.defaulting import child_dict, go_order_object
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
-from pykcm.apiserver.registry.validation import as_list, as_map, as_str, meta_of, validate_meta
+from pykcm.apiserver.registry.validation import as_list, as_map, as_str, validate_meta
 
 Obj = dict[str, Any]
 

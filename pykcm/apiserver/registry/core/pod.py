@@ -19,6 +19,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.validation import (
     FIELD_IMMUTABLE_ERROR_MSG,
     Cause,
@@ -42,7 +43,6 @@ from pykcm.apiserver.registry.validation import (
     as_list,
     as_map,
     as_str,
-    meta_of,
     semantic_equal,
 )
 

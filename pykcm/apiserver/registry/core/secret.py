@@ -9,6 +9,7 @@ import base64
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.validation import (
     Cause,
     forbidden,
@@ -28,7 +29,6 @@ from pykcm.apiserver.registry.validation import (
     as_map,
     as_str,
     base64_len,
-    meta_of,
     semantic_equal,
     validate_meta,
 )
