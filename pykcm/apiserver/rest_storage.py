@@ -49,6 +49,7 @@ from pykcm.api.resources import ResourceInfo, ResourceRegistry
 from pykcm.api.validation import Cause, go_quote
 from pykcm.apiserver import errors, go_json
 from pykcm.apiserver import selectable_fields as _selectable
+from pykcm.apiserver.admission import default_ingress_class
 from pykcm.apiserver.admission import mutating as mutating_admission
 from pykcm.apiserver.admission import priority as priority_admission
 from pykcm.apiserver.admission import storage as storage_admission
@@ -411,6 +412,8 @@ class RESTStorage:
                                             self._service_account_lookup(namespace))
         mutating_admission.admit(info, obj, None, name=requested_name)
         self._priority_admission(info, obj, None, "", requested_name)
+        if info.kind == "Ingress" and info.group == "networking.k8s.io":
+            self._default_ingress_class(obj)
         self.quota_plugins.mutate(info, namespace, obj)
         self._storage_admission(info, obj, None)
         causes = _as_status_causes(validate(obj) if validate is not None
@@ -460,6 +463,13 @@ class RESTStorage:
             self._crd_changed(done.obj)
         return entry
 
+    def _default_ingress_class(self, obj: dict[str, Any]) -> None:
+        """Admission plugin DefaultIngressClass (admission/default_ingress_class.py) over the
+        committed IngressClasses."""
+        ic = self.registry.get("networking.k8s.io", "v1", "ingressclasses")
+        if ic is not None:
+            default_ingress_class.admit(obj, lambda: [e.obj for e in self.rs(ic).items.values()])
+
     def _priority_admission(self, info: ResourceInfo, obj: dict[str, Any],
                             old: dict[str, Any] | None, subresource: str, name: str) -> None:
         """Admission plugin Priority (admission/priority.py) over the committed
@@ -479,6 +489,9 @@ class RESTStorage:
     def _storage_admission(self, info: ResourceInfo, obj: dict[str, Any],
                            old: dict[str, Any] | None) -> None:
         """DefaultStorageClass, StorageObjectInUseProtection, PersistentVolumeClaimResize."""
+        if info.kind == "VolumeAttributesClass" and info.group == "storage.k8s.io":
+            storage_admission.protect_volume_attributes_class(obj, old)
+            return
         if info.group or info.kind not in ("PersistentVolume", "PersistentVolumeClaim"):
             return
         sc = self.registry.get("storage.k8s.io", "v1", "storageclasses")

@@ -125,8 +125,9 @@ RESOURCES = [
         "storage.k8s.io/v1", {"provisioner": "dt.example.com/p"}),
     Res("poddisruptionbudgets", "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
         "PodDisruptionBudget", "policy/v1", {"spec": {"minAvailable": 1, "selector": SELECTOR}}),
+    # (a class named: a default IngressClass another case makes meanwhile would be taken)
     Res("ingresses", "/apis/networking.k8s.io/v1/namespaces/{ns}/ingresses", "Ingress",
-        "networking.k8s.io/v1", {"spec": {"defaultBackend": {
+        "networking.k8s.io/v1", {"spec": {"ingressClassName": "dt", "defaultBackend": {
             "service": {"name": "web", "port": {"number": 80}}}}}),
     Res("ingressclasses", "/apis/networking.k8s.io/v1/ingressclasses", "IngressClass",
         "networking.k8s.io/v1", {"spec": {"controller": "dt.example.com/ingress"}}),
