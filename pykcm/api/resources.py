@@ -188,6 +188,15 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
     _r("discovery.k8s.io", "EndpointSlice", "endpointslices", generation=True),
     # storage.k8s.io/v1
     _r("storage.k8s.io", "StorageClass", "storageclasses", namespaced=False, short=("sc",)),
+    # (registry/storage; updates need a resourceVersion but VolumeAttributesClass's)
+    _r("storage.k8s.io", "CSIDriver", "csidrivers", namespaced=False, generation=True,
+       require_rv=True),
+    _r("storage.k8s.io", "CSINode", "csinodes", namespaced=False, require_rv=True),
+    _r("storage.k8s.io", "CSIStorageCapacity", "csistoragecapacities", require_rv=True),
+    _r("storage.k8s.io", "VolumeAttachment", "volumeattachments", namespaced=False,
+       sub=("status",), require_rv=True),
+    _r("storage.k8s.io", "VolumeAttributesClass", "volumeattributesclasses",
+       namespaced=False, short=("vac",)),
     # autoscaling/v2, and v1 as a view of the same storage (converted by the API server)
     _r("autoscaling", "HorizontalPodAutoscaler", "horizontalpodautoscalers", short=("hpa",),
        categories=("all",), sub=("status",), version="v2"),

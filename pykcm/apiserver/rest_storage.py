@@ -489,6 +489,9 @@ class RESTStorage:
     def _storage_admission(self, info: ResourceInfo, obj: dict[str, Any],
                            old: dict[str, Any] | None) -> None:
         """DefaultStorageClass, StorageObjectInUseProtection, PersistentVolumeClaimResize."""
+        if info.kind == "VolumeAttributesClass" and info.group == "storage.k8s.io":
+            storage_admission.protect_volume_attributes_class(obj, old)
+            return
         if info.group or info.kind not in ("PersistentVolume", "PersistentVolumeClaim"):
             return
         sc = self.registry.get("storage.k8s.io", "v1", "storageclasses")

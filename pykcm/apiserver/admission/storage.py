@@ -12,7 +12,8 @@ with a lookup of the committed StorageClasses:
 - **StorageObjectInUseProtection** (PersistentVolume and PersistentVolumeClaim
   create): the finalizers ``kubernetes.io/pv-protection`` /
   ``kubernetes.io/pvc-protection``, which the protection controllers remove
-  once the object is unused.
+  once the object is unused; and on a new VolumeAttributesClass
+  ``kubernetes.io/vac-protection`` (:func:`protect_volume_attributes_class`).
 - **PersistentVolumeClaimResize** (PersistentVolumeClaim update): a larger
   ``resources.requests.storage`` of a bound claim needs a class that allows
   volume expansion; else 403 as upstream's.
@@ -27,10 +28,12 @@ from pykcm.api.resources import ResourceInfo
 from pykcm.apiserver import errors
 from pykcm.apiserver.defaults import parse_quantity
 
-__all__ = ["PVC_PROTECTION", "PV_PROTECTION", "admit", "default_class"]
+__all__ = ["PVC_PROTECTION", "PV_PROTECTION", "VAC_PROTECTION", "admit", "default_class",
+           "protect_volume_attributes_class"]
 
 PVC_PROTECTION: Final = "kubernetes.io/pvc-protection"
 PV_PROTECTION: Final = "kubernetes.io/pv-protection"
+VAC_PROTECTION: Final = "kubernetes.io/vac-protection"
 DEFAULT_CLASS_ANNOTATIONS: Final = ("storageclass.kubernetes.io/is-default-class",
                                     "storageclass.beta.kubernetes.io/is-default-class")
 BETA_CLASS_ANNOTATION: Final = "volume.beta.kubernetes.io/storage-class"
@@ -52,6 +55,20 @@ def default_class(classes: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
                                  [-ord(ch) for ch in str(c["metadata"].get("name") or "")]),
                   reverse=True)
     return defaults[0]
+
+
+def protect_volume_attributes_class(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    """StorageObjectInUseProtection on a new VolumeAttributesClass: the
+    ``kubernetes.io/vac-protection`` finalizer (the vac-protection controller removes it
+    once no claim uses the class; pykcm runs no such controller, so deleting the class
+    leaves it Terminating until the finalizer is removed)."""
+    if old is not None:
+        return
+    meta = obj.setdefault("metadata", {})
+    finalizers = list(meta.get("finalizers") or [])
+    if VAC_PROTECTION not in finalizers:
+        finalizers.append(VAC_PROTECTION)
+        meta["finalizers"] = finalizers
 
 
 def admit(info: ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None,

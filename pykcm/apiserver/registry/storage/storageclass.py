@@ -46,22 +46,23 @@ def default_storage_class(obj: Obj, create: bool) -> None:
     vf.go_order(obj, _SC)
 
 
-def _provisioner(p: Any) -> list[Cause]:
+def validate_provisioner(p: Any, path: str = "provisioner") -> list[Cause]:
+    """validateProvisioner (also a VolumeAttributesClass's driverName)."""
     if not p:
-        return [required("provisioner", "")]
+        return [required(path, "")]
     p = str(p)
     errs: list[Cause] = []
     if len(p) > 63:
-        errs.append(too_long("provisioner", 63))
+        errs.append(too_long(path, 63))
     # ValidateProvisionerName: a qualified name, checked lower-cased
     lower = p.lower()
-    errs.extend(invalid("provisioner", lower, msg) for msg in is_qualified_name(lower))
+    errs.extend(invalid(path, lower, msg) for msg in is_qualified_name(lower))
     return errs
 
 
 def validate_storage_class_create(obj: Mapping[str, Any]) -> list[Cause]:
     errs = validate_object_meta(obj.get("metadata"), namespaced=False)
-    errs.extend(_provisioner(obj.get("provisioner")))
+    errs.extend(validate_provisioner(obj.get("provisioner")))
     params = vf.as_map(obj.get("parameters"))
     total = sum(len(k) + len(str(v)) for k, v in params.items())
     if len(params) > 512:
