@@ -183,7 +183,8 @@ def _with_warnings(request: web.Request, resp: web.StreamResponse) -> web.Stream
 
 # Registries that answer a DELETE with the deleted object, not a Status (ReturnDeletedObject).
 _RETURNS_DELETED = frozenset({"Pod", "Service", "ServiceAccount", "PodTemplate", "Namespace",
-                              "PersistentVolume", "PersistentVolumeClaim", "StorageClass"})
+                              "PersistentVolume", "PersistentVolumeClaim", "StorageClass",
+                              "CSIDriver", "CSINode", "VolumeAttachment"})
 
 
 def _bool(v: str | None) -> bool | None:
