@@ -126,7 +126,9 @@ def test_apply_and_get_print_upstreams_columns(both: dict[str, _Kubectl]) -> Non
     sfx = f"e2e-{uuid.uuid4().hex[:8]}"
     ns = sfx
     octets = random.randrange(1, 250), random.randrange(1, 250)
-    values = {"sfx": sfx, "ns": ns, "cidr": f"10.{200 + octets[0] % 50}.{octets[1]}.0/24",
+    # an IPv6 ServiceCIDR: kube-apiserver would allocate other tests' IPv4 Services from an
+    # IPv4 one while it exists
+    values = {"sfx": sfx, "ns": ns, "cidr": f"fd00:{octets[0]:x}:{octets[1]:x}::/112",
               "ip": f"10.{200 + octets[0] % 50}.{octets[1]}.10"}
     manifest = MANIFEST.format(**values)
     outputs: dict[str, dict[str, list[list[str]]]] = {}

@@ -44,7 +44,7 @@ def test_apply_every_kind_and_a_prioritized_deployment(pykcm_cluster: Cluster) -
     sfx = f"up-{uuid.uuid4().hex[:8]}"
     try:
         out = k.ok("apply", "-f", "-", stdin=MANIFEST.format(
-            sfx=sfx, ns=sfx, cidr="10.249.0.0/24", ip="10.249.0.10"))
+            sfx=sfx, ns=sfx, cidr="fd00:249::/112", ip="10.249.0.10"))
         assert out.count(" created") == 8, out
         for kind in KINDS:
             scope = ["-l", f"e2e={sfx}"] if kind in CLUSTER_SCOPED else ["-n", sfx]

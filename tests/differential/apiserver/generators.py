@@ -133,8 +133,10 @@ RESOURCES = [
         "networking.k8s.io/v1", {"spec": {"controller": "dt.example.com/ingress"}}),
     Res("networkpolicies", "/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies",
         "NetworkPolicy", "networking.k8s.io/v1", {"spec": {"podSelector": SELECTOR}}),
+    # (IPv6 only: kube-apiserver allocates the IPv4 Services of other cases from any IPv4
+    # ServiceCIDR, and their cluster IPs are masked only in 10.96.0.0/12)
     Res("servicecidrs", "/apis/networking.k8s.io/v1/servicecidrs", "ServiceCIDR",
-        "networking.k8s.io/v1", {"spec": {"cidrs": ["10.250.0.0/24"]}}),
+        "networking.k8s.io/v1", {"spec": {"cidrs": ["fd00:d7::/112"]}}),
     # (no ipaddresses: their names are IP addresses, not the families' {name}s)
     Res("runtimeclasses", "/apis/node.k8s.io/v1/runtimeclasses", "RuntimeClass",
         "node.k8s.io/v1", {"handler": "runc"}),
