@@ -30,9 +30,11 @@ from typing import Any, Final
 
 from pykcm.client import Client
 from pykcm.client.errors import is_already_exists, is_conflict, is_not_found
+from pykcm.controller.consistency import ConsistencyStoreLike, NoopConsistencyStore
 from pykcm.controller.controller_ref_manager import AggregateError
 from pykcm.controller.event_recorder import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder
 from pykcm.controllers.statefulset.stateful_set_utils import (
+    CLAIMS_GROUP_RESOURCE,
     PERSISTENT_VOLUME_CLAIMS,
     get_ordinal,
     get_persistent_volume_claim_name,
@@ -64,11 +66,21 @@ class StatefulPodControl:
     """Creates, updates and deletes a StatefulSet's pods and claims, recording events."""
 
     def __init__(self, client: Client, pod_indexer: Any, claim_indexer: Any | None,
-                 recorder: EventRecorder) -> None:
+                 recorder: EventRecorder,
+                 consistency: ConsistencyStoreLike | None = None) -> None:
         self.client = client
         self.pod_indexer = pod_indexer
         self.claim_indexer = claim_indexer
         self.recorder = recorder
+        self.consistency: ConsistencyStoreLike = (consistency if consistency is not None
+                                                  else NoopConsistencyStore())
+
+    def _wrote(self, set_: Mapping[str, Any], resource: str, obj: Mapping[str, Any]) -> None:
+        """A pod or claim written for ``set_``: its next sync waits for the cache to see it."""
+        meta = _meta(set_)
+        self.consistency.wrote_at(f"{meta.get('namespace')}/{meta.get('name')}",
+                                  str(meta.get("uid") or ""), resource,
+                                  str(_meta(obj).get("resourceVersion") or ""))
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -118,7 +130,8 @@ class StatefulPodControl:
             raise
         err: BaseException | None = None
         try:
-            await self.client.create("pods", pod, str(_meta(pod).get("namespace") or ""))
+            self._wrote(set_, "pods", await self.client.create(
+                "pods", pod, str(_meta(pod).get("namespace") or "")))
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -162,7 +175,8 @@ class StatefulPodControl:
                     return
                 attempted = True
                 try:
-                    await self.client.update("pods", pod, str(_meta(pod).get("namespace") or ""))
+                    self._wrote(set_, "pods", await self.client.update(
+                        "pods", pod, str(_meta(pod).get("namespace") or "")))
                     break
                 except asyncio.CancelledError:
                     raise
@@ -240,7 +254,8 @@ class StatefulPodControl:
                 updated = _deep_copy(claim)
                 update_claim_owner_refs(updated, set_, pod)
                 try:
-                    await self.client.update(PERSISTENT_VOLUME_CLAIMS, updated, ns)
+                    self._wrote(set_, CLAIMS_GROUP_RESOURCE, await self.client.update(
+                        PERSISTENT_VOLUME_CLAIMS, updated, ns))
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
@@ -280,8 +295,8 @@ class StatefulPodControl:
             existing = self.get_claim(str(claim["metadata"]["namespace"] or ""), name)
             if existing is None:
                 try:
-                    await self.client.create(PERSISTENT_VOLUME_CLAIMS, claim,
-                                             str(claim["metadata"]["namespace"] or ""))
+                    self._wrote(set_, CLAIMS_GROUP_RESOURCE, await self.client.create(
+                        PERSISTENT_VOLUME_CLAIMS, claim, str(claim["metadata"]["namespace"] or "")))
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - collected

@@ -21,7 +21,14 @@ not serve claims (pykcm's embedded one, for now) the controller runs without it:
 without volumeClaimTemplates work as upstream, those with templates fail to create
 their claims (FailedCreate events) where upstream would not start at all.
 
-Left out: the v1.36 consistency store and the statefulset metrics.
+The v1.36 consistency store (KEP-5647, StaleControllerConsistencyStatefulSet, on in
+v1.36; :mod:`pykcm.controller.consistency`): the resourceVersions of the pods and
+claims this controller writes and of its status writes are recorded per set, and a
+sync first waits (the key retried with the rate limiter) until the pod, claim and
+set caches have seen them. Without it a sync right after a status write computed
+the next status from the older cached set, and its PUT failed with 409 Conflict.
+
+Left out: the statefulset metrics.
 """
 
 from __future__ import annotations
@@ -43,6 +50,11 @@ from pykcm.controller.active_pods import (
     filter_pods_by_owner,
     find_min_next_pod_availability_check,
 )
+from pykcm.controller.consistency import (
+    ConsistencyStore,
+    ConsistencyStoreLike,
+    NoopConsistencyStore,
+)
 from pykcm.controller.controller import Controller, ControllerHost
 from pykcm.controller.controller_ref_manager import (
     CanAdopt,
@@ -55,7 +67,11 @@ from pykcm.controller.owner_resolver import OwnerResolver
 from pykcm.controller.pod_control import PodControl, RealPodControl
 from pykcm.controllers.statefulset.stateful_pod_control import StatefulPodControl
 from pykcm.controllers.statefulset.stateful_set_control import DefaultStatefulSetControl
-from pykcm.controllers.statefulset.stateful_set_utils import is_member_of
+from pykcm.controllers.statefulset.stateful_set_utils import (
+    CLAIMS_GROUP_RESOURCE,
+    SET_GROUP_RESOURCE,
+    is_member_of,
+)
 from pykcm.informers.generic import GenericInformer
 
 __all__ = ["CONCURRENT_STATEFUL_SET_SYNCS", "CONTROLLER_NAME", "StatefulSetController"]
@@ -83,13 +99,23 @@ class StatefulSetController(ControllerHost):
                  pvc_informer: GenericInformer | None, revision_informer: GenericInformer,
                  client: Client, recorder: EventRecorder, pod_control: PodControl | None = None,
                  max_unavailable_stateful_set: bool = False,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 stale_controller_consistency: bool = True) -> None:
         self.name = CONTROLLER_NAME
         self.client = client
         self.recorder = recorder
         self.clock = clock
+        getters = {"pods": pod_informer.informer.last_store_sync_resource_version,
+                   SET_GROUP_RESOURCE: set_informer.informer.last_store_sync_resource_version}
+        if pvc_informer is not None:
+            getters[CLAIMS_GROUP_RESOURCE] = \
+                pvc_informer.informer.last_store_sync_resource_version
+        self.consistency: ConsistencyStoreLike = (
+            ConsistencyStore(getters) if stale_controller_consistency
+            else NoopConsistencyStore())
         self.pod_control: PodControl = (pod_control if pod_control is not None
-                                        else RealPodControl(client, recorder))
+                                        else RealPodControl(client, recorder,
+                                                            self._pod_written))
         self.controller = Controller(CONTROLLER_NAME, self.sync)
         self.queue = self.controller.queue
 
@@ -123,11 +149,12 @@ class StatefulSetController(ControllerHost):
         self.controller.add_synced(reg.has_synced)
 
         self.stateful_pod_control = StatefulPodControl(client, self.pod_indexer, claim_indexer,
-                                                       recorder)
+                                                       recorder, self.consistency)
         self.history = History(client, self.revision_indexer)
         self.control = DefaultStatefulSetControl(
             self.stateful_pod_control, client, self.set_indexer, self.history,
-            max_unavailable_stateful_set=max_unavailable_stateful_set)
+            max_unavailable_stateful_set=max_unavailable_stateful_set,
+            consistency=self.consistency)
 
     # -- handlers ----------------------------------------------------------------------------------
 
@@ -223,9 +250,21 @@ class StatefulSetController(ControllerHost):
             log.debug("Finished syncing statefulset %s (%.1f ms)", key,
                       (time.monotonic() - start) * 1000)
 
+    def _pod_written(self, pod: Mapping[str, Any], ref: Mapping[str, Any] | None) -> None:
+        """RealPodControl's on_write (adoption patches): the pod's resourceVersion."""
+        if ref is None:
+            return
+        meta = meta_of(pod)
+        self.consistency.wrote_at(f"{meta.get('namespace')}/{ref.get('name')}",
+                                  str(ref.get("uid") or ""), "pods",
+                                  str(meta.get("resourceVersion") or ""))
+
     async def _sync(self, key: str) -> None:
+        # Our own writes first reach the caches: acting on older ones would redo them.
+        self.consistency.ensure_ready(key)
         set_: Mapping[str, Any] | None = self.set_indexer.get_by_key(key)
         if set_ is None:
+            self.consistency.clear(key)
             log.info("StatefulSet %s has been deleted", key)
             return
         try:

@@ -48,6 +48,7 @@ from typing import Any, Final
 from pykcm.api.labels import selector_from_label_selector
 from pykcm.client import Client
 from pykcm.client.errors import is_conflict
+from pykcm.controller.consistency import ConsistencyStoreLike, NoopConsistencyStore
 from pykcm.controller.controller_ref_manager import AggregateError
 from pykcm.controller.history import (
     History,
@@ -57,6 +58,7 @@ from pykcm.controller.history import (
 )
 from pykcm.controllers.statefulset.stateful_pod_control import StatefulPodControl
 from pykcm.controllers.statefulset.stateful_set_utils import (
+    SET_GROUP_RESOURCE,
     allows_burst,
     apply_revision,
     complete_rolling_update,
@@ -149,7 +151,10 @@ class DefaultStatefulSetControl:
     """One StatefulSet's pods brought to its spec (upstream defaultStatefulSetControl)."""
 
     def __init__(self, pod_control: StatefulPodControl, client: Client, set_indexer: Any,
-                 history: History, *, max_unavailable_stateful_set: bool = False) -> None:
+                 history: History, *, max_unavailable_stateful_set: bool = False,
+                 consistency: ConsistencyStoreLike | None = None) -> None:
+        self.consistency: ConsistencyStoreLike = (consistency if consistency is not None
+                                                  else NoopConsistencyStore())
         self.pod_control = pod_control
         self.client = client
         self.set_indexer = set_indexer
@@ -493,7 +498,13 @@ class DefaultStatefulSetControl:
         for step in range(steps):
             to_update["status"] = status_to_wire(status)
             try:
-                await self.client.update_status("statefulsets", to_update, ns)
+                written = await self.client.update_status("statefulsets", to_update, ns)
+                # The next sync waits until the set's cache holds this status: one
+                # computed from the older set would be refused with 409 Conflict.
+                self.consistency.wrote_at(f"{ns}/{name}",
+                                          str(_meta(written).get("uid") or ""),
+                                          SET_GROUP_RESOURCE,
+                                          str(_meta(written).get("resourceVersion") or ""))
                 return
             except asyncio.CancelledError:
                 raise

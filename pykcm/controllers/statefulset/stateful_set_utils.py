@@ -46,8 +46,10 @@ from pykcm.controller.history import new_controller_revision, template_patch
 from pykcm.controller.pod_control import get_pod_from_template
 
 __all__ = [
+    "CLAIMS_GROUP_RESOURCE",
     "PERSISTENT_VOLUME_CLAIMS",
     "POD_INDEX_LABEL",
+    "SET_GROUP_RESOURCE",
     "STATEFUL_SET_POD_NAME_LABEL",
     "STATEFUL_SET_REVISION_LABEL",
     "allows_burst",
@@ -89,6 +91,9 @@ POD_INDEX_LABEL: Final = "apps.kubernetes.io/pod-index"
 STATEFUL_SET_REVISION_LABEL: Final = "controller-revision-hash"
 SET_API_VERSION: Final = "apps/v1"
 SET_KIND: Final = "StatefulSet"
+#: The group resources as the consistency store names them (GroupResource.String()).
+SET_GROUP_RESOURCE: Final = "statefulsets.apps"
+CLAIMS_GROUP_RESOURCE: Final = "persistentvolumeclaims"
 
 _POD_NAME_RE: Final = re.compile(r"^(.*)-([0-9]+)$", re.DOTALL)
 _INT32_MAX: Final = (1 << 31) - 1
