@@ -408,7 +408,9 @@ async def _taint_eviction(ctx: ControllerContext, name: str) -> RunnableControll
     return TaintEvictionController(
         client=ctx.client_builder.client("node-controller"),
         pod_informer=f.core_v1.pods, node_informer=f.core_v1.nodes,
-        recorder=ctx.event_recorder("taint-eviction-controller"))
+        # upstream records through the node-controller client too (its ServiceAccount's
+        # role; there is no taint-eviction-controller account), as taint-eviction-controller
+        recorder=ctx.event_recorder("node-controller", "taint-eviction-controller"))
 
 
 async def _persistentvolume_binder(ctx: ControllerContext, name: str
