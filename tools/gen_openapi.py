@@ -86,6 +86,7 @@ SERVED_KINDS: tuple[tuple[str, str, str], ...] = (
     ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
     ("events.k8s.io", "v1", "Event"),
     ("discovery.k8s.io", "v1", "EndpointSlice"),
+    ("certificates.k8s.io", "v1", "CertificateSigningRequest"),
     ("storage.k8s.io", "v1", "StorageClass"),
     ("storage.k8s.io", "v1", "CSIDriver"),
     ("storage.k8s.io", "v1", "CSINode"),

@@ -186,6 +186,9 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
        sub=("status",), generation=True),
     # discovery.k8s.io/v1
     _r("discovery.k8s.io", "EndpointSlice", "endpointslices", generation=True),
+    # certificates.k8s.io/v1 (registry/certificates; /approval takes the conditions)
+    _r("certificates.k8s.io", "CertificateSigningRequest", "certificatesigningrequests",
+       namespaced=False, short=("csr",), sub=("approval", "status")),
     # storage.k8s.io/v1
     _r("storage.k8s.io", "StorageClass", "storageclasses", namespaced=False, short=("sc",)),
     # (registry/storage; updates need a resourceVersion but VolumeAttributesClass's)

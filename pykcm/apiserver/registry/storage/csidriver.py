@@ -35,8 +35,8 @@ from pykcm.api.validation import (
     validate_object_meta_update,
 )
 from pykcm.apiserver.registry import printers as pr
+from pykcm.apiserver.registry.field_docs import field_doc
 from pykcm.apiserver.registry.lookup import register
-from pykcm.apiserver.registry.storage.field_docs import field_doc
 from pykcm.apiserver.registry.strategy import Obj, Strategy
 
 __all__ = ["CSIDriverStrategy"]
@@ -123,12 +123,12 @@ def _validate_spec(spec: Mapping[str, Any]) -> list[Cause]:
 
 _COLUMNS: Final = (
     pr.NAME_COLUMN,
-    pr.column("AttachRequired", "boolean", field_doc("CSIDriverSpec", "attachRequired")),
-    pr.column("PodInfoOnMount", "boolean", field_doc("CSIDriverSpec", "podInfoOnMount")),
-    pr.column("StorageCapacity", "boolean", field_doc("CSIDriverSpec", "storageCapacity")),
-    pr.column("TokenRequests", "string", field_doc("CSIDriverSpec", "tokenRequests")),
-    pr.column("RequiresRepublish", "boolean", field_doc("CSIDriverSpec", "requiresRepublish")),
-    pr.column("Modes", "string", field_doc("CSIDriverSpec", "volumeLifecycleModes")),
+    pr.column("AttachRequired", "boolean", field_doc("storage.v1.CSIDriverSpec", "attachRequired")),
+    pr.column("PodInfoOnMount", "boolean", field_doc("storage.v1.CSIDriverSpec", "podInfoOnMount")),
+    pr.column("StorageCapacity", "boolean", field_doc("storage.v1.CSIDriverSpec", "storageCapacity")),
+    pr.column("TokenRequests", "string", field_doc("storage.v1.CSIDriverSpec", "tokenRequests")),
+    pr.column("RequiresRepublish", "boolean", field_doc("storage.v1.CSIDriverSpec", "requiresRepublish")),
+    pr.column("Modes", "string", field_doc("storage.v1.CSIDriverSpec", "volumeLifecycleModes")),
     pr.AGE_COLUMN,
 )
 

@@ -36,9 +36,9 @@ from pykcm.api.validation import (
     validate_object_meta_update,
 )
 from pykcm.apiserver.registry import printers as pr
+from pykcm.apiserver.registry.field_docs import field_doc
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.storage.csinode import validate_csi_driver_name
-from pykcm.apiserver.registry.storage.field_docs import field_doc
 from pykcm.apiserver.registry.strategy import Obj, Strategy
 
 __all__ = ["VolumeAttachmentStrategy"]
@@ -97,10 +97,10 @@ def _validate(obj: Obj) -> list[Cause]:
 
 _COLUMNS: Final = (
     pr.NAME_COLUMN,
-    pr.column("Attacher", "string", field_doc("VolumeAttachmentSpec", "attacher"), fmt="name"),
-    pr.column("PV", "string", field_doc("VolumeAttachmentSource", "persistentVolumeName")),
-    pr.column("Node", "string", field_doc("VolumeAttachmentSpec", "nodeName")),
-    pr.column("Attached", "boolean", field_doc("VolumeAttachmentStatus", "attached")),
+    pr.column("Attacher", "string", field_doc("storage.v1.VolumeAttachmentSpec", "attacher"), fmt="name"),
+    pr.column("PV", "string", field_doc("storage.v1.VolumeAttachmentSource", "persistentVolumeName")),
+    pr.column("Node", "string", field_doc("storage.v1.VolumeAttachmentSpec", "nodeName")),
+    pr.column("Attached", "boolean", field_doc("storage.v1.VolumeAttachmentStatus", "attached")),
     pr.AGE_COLUMN,
 )
 

@@ -23,8 +23,8 @@ from pykcm.api.validation import (
     validate_object_meta_update,
 )
 from pykcm.apiserver.registry import printers as pr
+from pykcm.apiserver.registry.field_docs import field_doc
 from pykcm.apiserver.registry.lookup import register
-from pykcm.apiserver.registry.storage.field_docs import field_doc
 from pykcm.apiserver.registry.storage.storageclass import validate_provisioner
 from pykcm.apiserver.registry.strategy import Obj, Strategy
 
@@ -55,7 +55,7 @@ def _validate(obj: Obj) -> list[Cause]:
 
 _COLUMNS: Final = (
     pr.NAME_COLUMN,
-    pr.column("DriverName", "string", field_doc("VolumeAttributesClass", "driverName")),
+    pr.column("DriverName", "string", field_doc("storage.v1.VolumeAttributesClass", "driverName")),
     pr.AGE_COLUMN,
 )
 

@@ -1,4 +1,4 @@
-"""The SwaggerDoc text of a storage.k8s.io/v1 field, for printer column descriptions.
+"""The SwaggerDoc text of a built-in type's field, for printer column descriptions.
 
 kube-apiserver's Table columns describe themselves with ``SwaggerDoc()[field]`` of the Go
 type; the OpenAPI definitions pykcm generates (``_data/openapi_defs.json.gz``, from the
@@ -16,7 +16,7 @@ from typing import Any, Final
 
 __all__ = ["field_doc"]
 
-_DEFS: Final = Path(__file__).resolve().parents[2] / "_data" / "openapi_defs.json.gz"
+_DEFS: Final = Path(__file__).resolve().parents[1] / "_data" / "openapi_defs.json.gz"
 
 
 @functools.cache
@@ -27,6 +27,6 @@ def _schemas() -> dict[str, Any]:
 
 
 def field_doc(type_name: str, field: str) -> str:
-    """The description of ``field`` of io.k8s.api.storage.v1.``type_name``."""
-    props = _schemas()[f"io.k8s.api.storage.v1.{type_name}"]["properties"]
+    """The description of ``field`` of io.k8s.api.``type_name`` (``storage.v1.CSIDriverSpec``)."""
+    props = _schemas()[f"io.k8s.api.{type_name}"]["properties"]
     return str(props[field].get("description", ""))

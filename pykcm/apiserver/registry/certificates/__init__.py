@@ -1,0 +1,1 @@
+"""Strategies of the certificates.k8s.io/v1 resources."""
