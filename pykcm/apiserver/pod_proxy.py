@@ -1,10 +1,10 @@
-"""pods/log, pods/exec and pods/attach: proxied to the kubelet of the pod's node.
+"""pods/log, exec, attach and portforward: proxied to the kubelet of the pod's node.
 
 Role: kube-apiserver's connect subresources of pods (LogREST, ExecREST,
-AttachREST): check the pod and the container, find the pod's node's kubelet
+AttachREST, PortForwardREST): check the pod and the container, find the pod's node's kubelet
 (``status.addresses`` and ``status.daemonEndpoints.kubeletEndpoint.Port``) and
 proxy the request to the kubelet's API (``/containerLogs``, ``/exec``,
-``/attach``), streaming the answer.
+``/attach``, ``/portForward``), streaming the answer.
 
 Data flow::
 
@@ -17,6 +17,9 @@ Data flow::
         ─► websocket to http://HOST:PORT/exec|attach/NS/NAME/CONTAINER?... with the
            client's channel subprotocol (v5.channel.k8s.io first, as kubectl v1.36
            asks), then messages piped both ways until either side closes
+    GET .../pods/NAME/portforward  (websocket upgrade, SPDY/3.1+portforward.k8s.io)
+        ─► websocket to http://HOST:PORT/portForward/NS/NAME, binary messages (kubectl's
+           SPDY frames) piped both ways
 
 Deliberate deviations from kube-apiserver:
 
@@ -29,7 +32,10 @@ Deliberate deviations from kube-apiserver:
   publish their kubelet as InternalDNS ``localhost`` while their Hostname is
   the node's name, which does not resolve;
 - only websockets (no SPDY upgrade: kubectl v1.36 falls back to SPDY only
-  when the websocket upgrade is refused), and no pods/portforward (404).
+  when the websocket upgrade is refused); for port-forward kube-apiserver
+  unwraps kubectl's websocket tunnel and speaks SPDY to the kubelet, pykcm
+  passes the tunnel's messages through to the simulated kubelet, which reads
+  the SPDY frames itself.
 """
 
 from __future__ import annotations
@@ -50,8 +56,9 @@ from pykcm.apiserver.rest_storage import RESTStorage
 
 __all__ = ["PROXIED_SUBRESOURCES", "handles", "serve"]
 
-PROXIED_SUBRESOURCES: Final = frozenset({"log", "exec", "attach"})
+PROXIED_SUBRESOURCES: Final = frozenset({"log", "exec", "attach", "portforward"})
 CHANNEL_PROTOCOLS: Final = ("v5.channel.k8s.io", "v4.channel.k8s.io")
+PORT_FORWARD_PROTOCOLS: Final = ("SPDY/3.1+portforward.k8s.io",)
 ADDRESS_PREFERENCE: Final = ("InternalDNS", "Hostname", "InternalIP", "ExternalDNS",
                              "ExternalIP")
 _LOG_PARAMS: Final = ("follow", "previous", "timestamps", "tailLines", "sinceSeconds",
@@ -108,21 +115,27 @@ async def serve(request: web.Request, info: RequestInfo, rest: RESTStorage,
     nodes = registry.get("", "v1", "nodes")
     assert pods is not None and nodes is not None
     pod = rest.get(pods, info.namespace, info.name).obj
-    container = _container(pod, request.query.get("container", ""))
-    node_name = (pod.get("spec") or {}).get("nodeName")
     sub = info.subresource
+    container = "" if sub == "portforward" else _container(pod, request.query.get(
+        "container", ""))
+    node_name = (pod.get("spec") or {}).get("nodeName")
     if not node_name:
         if sub == "log":
             return web.Response(status=200, content_type="text/plain", body=b"")
         raise errors.bad_request(f"pod {info.name} does not have a host assigned")
     node = rest.get(nodes, "", node_name).obj
     base = _kubelet_base(node)
+    if sub == "portforward":
+        path = "/".join(quote(p, safe="") for p in (info.namespace, info.name))
+        return await _proxy_stream(request, f"{base}/portForward/{path}",
+                                   PORT_FORWARD_PROTOCOLS)
     path = "/".join(quote(p, safe="") for p in (info.namespace, info.name, container))
     if sub == "log":
         q = [(k, v) for k in _LOG_PARAMS for v in request.query.getall(k, [])]
         return await _proxy_log(request, f"{base}/containerLogs/{path}?{urlencode(q)}")
     q = [(k, v) for k in _STREAM_PARAMS for v in request.query.getall(k, [])]
-    return await _proxy_stream(request, f"{base}/{sub}/{path}?{urlencode(q)}")
+    return await _proxy_stream(request, f"{base}/{sub}/{path}?{urlencode(q)}",
+                               CHANNEL_PROTOCOLS)
 
 
 async def _proxy_log(request: web.Request, url: str) -> web.StreamResponse:
@@ -148,15 +161,16 @@ async def _proxy_log(request: web.Request, url: str) -> web.StreamResponse:
             return resp
 
 
-async def _proxy_stream(request: web.Request, url: str) -> web.StreamResponse:
-    client = web.WebSocketResponse(protocols=CHANNEL_PROTOCOLS, autoping=True)
+async def _proxy_stream(request: web.Request, url: str, protocols: tuple[str, ...]
+                        ) -> web.StreamResponse:
+    client = web.WebSocketResponse(protocols=protocols, autoping=True)
     if not client.can_prepare(request).ok:
         raise errors.bad_request("Upgrade request required")
     offered = [p.strip() for h in request.headers.getall("Sec-WebSocket-Protocol", [])
-               for p in h.split(",") if p.strip() in CHANNEL_PROTOCOLS]
+               for p in h.split(",") if p.strip() in protocols]
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None)) as session:
         try:
-            upstream = await session.ws_connect(url, protocols=offered or CHANNEL_PROTOCOLS,
+            upstream = await session.ws_connect(url, protocols=offered or protocols,
                                                 autoping=True, max_msg_size=0)
         except aiohttp.WSServerHandshakeError as e:
             raise errors.bad_request(f"unable to upgrade connection: {e.message}") from None

@@ -1,7 +1,7 @@
-"""The simulated kubelets' HTTP endpoint: container logs, exec and attach.
+"""The simulated kubelets' HTTP endpoint: container logs, exec, attach, port-forward.
 
 Role: what a kubelet's server (port 10250) answers the API server when it
-proxies ``pods/log``, ``pods/exec`` and ``pods/attach``. One small aiohttp
+proxies ``pods/log``, ``pods/exec``, ``pods/attach`` and ``pods/portforward``. One small aiohttp
 server per simulator process serves every simulated node (the kubelet API
 paths name the pod, so the node is not needed); it listens on 127.0.0.1 on a
 free port, and each Node publishes it as a real kubelet does: the port in
@@ -18,6 +18,9 @@ Routes (the kubelet's)::
         binary messages whose first byte is the channel (0 stdin, 1 stdout,
         2 stderr, 3 error: the final metav1.Status, 4 resize; v5: 255 closes
         the channel named by the second byte)
+    GET /portForward/{namespace}/{pod}
+        websocket upgrade, subprotocol SPDY/3.1+portforward.k8s.io: SPDY/3.1
+        frames in binary messages (pykcm.sim.port_forward answers them)
     GET /healthz
 
 Data flow: the pod comes from the kubelet's pods informer, the container's
@@ -28,8 +31,9 @@ runs from the pod's status (``state``, ``lastState``), the log lines from
 Deliberate deviations: plain HTTP without authentication (a real kubelet
 serves HTTPS and authorizes the API server's client certificate), so a real
 kube-apiserver cannot use it as is (it speaks HTTPS to kubelets); no SPDY
-(the API server upgrades to websockets, which kubectl v1.36 uses first);
-port-forward is not served.
+(the API server upgrades to websockets, which kubectl v1.36 uses first; for
+port-forward the API server passes kubectl's websocket tunnel of SPDY frames
+through, where kube-apiserver would speak SPDY to the kubelet).
 """
 
 from __future__ import annotations
@@ -47,12 +51,15 @@ from aiohttp import WSMsgType, web
 from pykcm.api.pod_util import parse_time
 from pykcm.sim.container_exec import run_command
 from pykcm.sim.container_logs import LogLine, format_line, next_line_at, run_lines
+from pykcm.sim.port_forward import PortForwardSession
 
-__all__ = ["CHANNEL_PROTOCOLS", "KubeletServer"]
+__all__ = ["CHANNEL_PROTOCOLS", "PORT_FORWARD_PROTOCOLS", "KubeletServer"]
 
 log = logging.getLogger("pykcm.sim.kubelet_server")
 
 CHANNEL_PROTOCOLS: Final = ("v5.channel.k8s.io", "v4.channel.k8s.io")
+# SPDY/3.1 frames in binary messages, as kubectl tunnels them (PortForwardWebsockets)
+PORT_FORWARD_PROTOCOLS: Final = ("SPDY/3.1+portforward.k8s.io",)
 STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
 _FOLLOW_POLL: Final = 0.5
 
@@ -116,6 +123,8 @@ class KubeletServer:
         app.router.add_post("/exec/{namespace}/{pod}/{container}", self._exec)
         app.router.add_get("/attach/{namespace}/{pod}/{container}", self._attach)
         app.router.add_post("/attach/{namespace}/{pod}/{container}", self._attach)
+        app.router.add_get("/portForward/{namespace}/{pod}", self._port_forward)
+        app.router.add_post("/portForward/{namespace}/{pod}", self._port_forward)
         app.router.add_get("/healthz", self._healthz)
         self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1.0)
         await self._runner.setup()
@@ -381,5 +390,34 @@ class KubeletServer:
                 reader.cancel()
                 with contextlib.suppress(BaseException):
                     await reader
+            await ws.close()
+        return ws
+
+    # -- port-forward ----------------------------------------------------------------
+
+    async def _port_forward(self, request: web.Request) -> web.StreamResponse:
+        ns, name = request.match_info["namespace"], request.match_info["pod"]
+        pod = self._pod(ns, name)
+        if pod is None:
+            return web.Response(status=404, text=f'pod "{name}" not found')
+        ws = web.WebSocketResponse(protocols=PORT_FORWARD_PROTOCOLS, autoping=True,
+                                   max_msg_size=0)
+        if not ws.can_prepare(request).ok:
+            return web.Response(status=400, text="websocket upgrade required "
+                                "(SPDY/3.1+portforward.k8s.io); SPDY is not served")
+        await ws.prepare(request)
+        session = PortForwardSession(pod, ws.send_bytes)
+        try:
+            async for msg in ws:
+                if msg.type != WSMsgType.BINARY:
+                    if msg.type in (WSMsgType.CLOSE, WSMsgType.ERROR):
+                        break
+                    continue
+                await session.feed(msg.data)
+                if session.closed:
+                    break
+        except (ConnectionError, RuntimeError) as e:
+            log.debug("port-forward stream ended: %s", e)
+        finally:
             await ws.close()
         return ws
