@@ -37,17 +37,11 @@ KUBE_ONLY: dict[tuple[str, str], str] = {
                  "validatingadmissionpolicybindings", "validatingwebhookconfigurations")},
     ("apiregistration.k8s.io/v1", "apiservices"): "apiregistration: another engineer's part "
                                                   "of issue 15, in progress",
-    ("certificates.k8s.io/v1", "certificatesigningrequests"): "certificates: another "
-                                                              "engineer's part of issue 15, "
-                                                              "in progress",
     **{("flowcontrol.apiserver.k8s.io/v1", r): "flowcontrol: another engineer's part of "
        "issue 15, in progress" for r in ("flowschemas", "prioritylevelconfigurations")},
     **{("resource.k8s.io/v1", r): "resource.k8s.io: another engineer's part of issue 15, in "
        "progress" for r in ("deviceclasses", "resourceclaims", "resourceclaimtemplates",
                             "resourceslices")},
-    **{("storage.k8s.io/v1", r): "storage CSI kinds: another engineer's part of issue 15, in "
-       "progress" for r in ("csidrivers", "csinodes", "csistoragecapacities",
-                            "volumeattachments", "volumeattributesclasses")},
 }
 
 # Rows pykcm's server lists that kube-apiserver does not: (apiVersion, name) -> why.
