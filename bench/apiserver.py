@@ -912,6 +912,11 @@ def report(args: argparse.Namespace, n: int, res: dict[str, list[dict[str, Any]]
                  f"apply's field ownership, {kmf:,.0f} B of the pod as stored here) on every "
                  "create and update; pykcm's server keeps no managedFields, so that work and "
                  "those bytes are not part of its figures.")
+    elif mf:
+        L.append("")
+        L.append("Both servers record `managedFields` (server-side apply's field ownership) on "
+                 "every create and update; bytes of it in the pod as stored: " + ", ".join(
+                     f"{TITLES.get(k, k)} {v:,.0f} B" for k, v in mf.items()) + ".")
     have_kube = bool(res.get("kube"))
     have_nofsync = bool(res.get("kube-nofsync"))
     if have_kube or have_nofsync:
