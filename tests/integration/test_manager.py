@@ -215,7 +215,9 @@ async def test_manager_builds_runs_serves_and_reports_a_dead_controller(
         assert ctx.options is opts
         assert opts.min_resync_period <= ctx.resync_period() <= 2 * opts.min_resync_period
         ua = ctx.client_builder.client(LABELER).config.user_agent or ""
-        assert ua.startswith("pykcm/") and ua.endswith(f" controller-manager/{LABELER}")
+        # the product token names the field manager of the controllers' writes
+        assert ua.startswith("kube-controller-manager/") and ua.endswith(
+            f" controller-manager/{LABELER}")
         assert ctx.client_builder.client(LABELER).rate_limiter.qps == 20.0
         assert ctx.client_builder.client(LABELER).rate_limiter.burst == 30
         assert ctx.client_builder.client(LABELER) is ctx.client_builder.client(LABELER)
@@ -224,6 +226,11 @@ async def test_manager_builds_runs_serves_and_reports_a_dead_controller(
         await client.create("configmaps", configmap("one"), ns)
         await eventually(lambda: labeled_by(client, ns, "one"), what="the labeler")
         assert await labeled_by(client, ns, "one") == str(os.getpid())
+        # the server tracks every write; the manager's cache keeps none of it (memory)
+        stored = await client.get("configmaps", "one", ns)
+        assert stored["metadata"]["managedFields"]
+        cached = ctx.informer_factory.core_v1.configmaps.lister.by_namespace(ns).get("one")
+        assert cached is not None and "managedFields" not in cached["metadata"]
 
         async def labeled_event() -> bool:
             evs = await client.list("events", ns)
