@@ -9,6 +9,7 @@ components talking over HTTP (and so the work spreads over the cores)::
       └─ pykcm controller-manager --kubeconfig DIR/controller-manager.kubeconfig
            --use-service-account-credentials (all built-in controllers)
            --service-account-private-key-file DIR/pki/sa.key --root-ca-file DIR/pki/ca.crt
+           --cluster-signing-cert-file DIR/pki/ca.crt --cluster-signing-key-file DIR/pki/ca.key
 
 Each component has its own least-privilege identity (identities.py): the manager is
 system:kube-controller-manager and its controllers their ServiceAccounts, the simulator
@@ -245,6 +246,9 @@ async def run(args: argparse.Namespace) -> int:
                  # manager starts
                  "--service-account-private-key-file", os.path.join(pki, "sa.key"),
                  "--root-ca-file", os.path.join(pki, "ca.crt"),
+                 # the cluster CA signs approved CSRs of the kubernetes.io signers
+                 "--cluster-signing-cert-file", os.path.join(pki, "ca.crt"),
+                 "--cluster-signing-key-file", os.path.join(pki, "ca.key"),
                  # HTTPS only: its /metrics answers whom the API server allows (the
                  # status line scrapes it with the admin token)
                  "--bind-address", "127.0.0.1", "--secure-port", str(cm_port),

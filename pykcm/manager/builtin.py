@@ -264,6 +264,22 @@ async def _clusterrole_aggregation(ctx: ControllerContext, name: str
         client=ctx.client_builder.client("clusterrole-aggregation-controller"))
 
 
+async def _csr_signing(ctx: ControllerContext, name: str) -> RunnableController | None:
+    # (upstream skips the controller when no signing cert/key is given)
+    o = ctx.options
+    if not o.cluster_signing_cert_file or not o.cluster_signing_key_file:
+        log.info("Skipping CSR signer controller because no csr cert/key was specified")
+        return None
+    from pykcm.controllers.certificates import CSRSigningController
+
+    return CSRSigningController(
+        csr_informer=ctx.informer_factory.for_resource(
+            "certificates.k8s.io", "v1", "certificatesigningrequests"),
+        client=ctx.client_builder.client("certificate-controller"),
+        cert_file=o.cluster_signing_cert_file, key_file=o.cluster_signing_key_file,
+        duration=o.cluster_signing_duration)
+
+
 async def _ttl(ctx: ControllerContext, name: str) -> RunnableController | None:
     from pykcm.controllers.ttl import TTLController
 
@@ -495,6 +511,8 @@ def register_builtin_controllers(registry: ControllerRegistry) -> None:
                              concurrency="concurrent_cron_job_syncs"),
         ControllerDescriptor("clusterrole-aggregation-controller", _clusterrole_aggregation,
                              aliases=("clusterrole-aggregation",), concurrency=5),
+        ControllerDescriptor("certificatesigningrequest-signing-controller", _csr_signing,
+                             aliases=("csrsigning",), concurrency=5),
         ControllerDescriptor("ttl-controller", _ttl, aliases=("ttl",), concurrency=5),
         ControllerDescriptor("resourcequota-controller", _resourcequota,
                              aliases=("resourcequota",),

@@ -208,6 +208,10 @@ class ControllerManagerOptions:
     # service accounts
     service_account_private_key_file: str = ""
     root_ca_file: str = ""
+    # certificates (the CSR signing controller)
+    cluster_signing_cert_file: str = ""
+    cluster_signing_key_file: str = ""
+    cluster_signing_duration: float = 365 * 24 * 3600.0
     concurrent_serviceaccount_token_syncs: int = 5
     legacy_service_account_token_clean_up_period: float = 365 * 24 * 3600.0
     use_service_account_credentials: bool = False
@@ -674,6 +678,16 @@ def add_flags(p: argparse.ArgumentParser, known: Sequence[str] = (),
                    help="if set, this root certificate authority will be included in service "
                    "account's token secret and the kube-root-ca.crt ConfigMaps (default: the "
                    "CA of the kubeconfig)")
+    c.add_argument("--cluster-signing-cert-file", default=o.cluster_signing_cert_file,
+                   metavar="FILE", help="filename containing a PEM-encoded X509 CA certificate "
+                   "used to issue cluster-scoped certificates (the kubernetes.io signers); "
+                   "without it the certificatesigningrequest-signing-controller does not start")
+    c.add_argument("--cluster-signing-key-file", default=o.cluster_signing_key_file,
+                   metavar="FILE", help="filename containing a PEM-encoded RSA or ECDSA private "
+                   "key used to sign cluster-scoped certificates")
+    dur(c, "--cluster-signing-duration", o.cluster_signing_duration,
+        "the max length of duration signed certificates will be given; individual CSRs may "
+        "request shorter certs by setting spec.expirationSeconds")
     integer(c, "--concurrent-serviceaccount-token-syncs", o.concurrent_serviceaccount_token_syncs,
             "the number of service account token objects that are allowed to sync "
             "concurrently")
