@@ -3,7 +3,11 @@
 Clients (kubectl, client-go's RESTMapper, the Python client) read these to
 learn which resources exist, their kinds, scopes, verbs, short names and
 subresources. The documents are built from the `ResourceRegistry`, so a
-resource added there is discoverable at once.
+resource added there is discoverable at once; the pods' connect subresources
+(log, exec, attach, portforward), which pykcm.apiserver.pod_proxy serves
+outside the registry's routing, are added to the pods' entries as
+kube-apiserver lists them (pods/proxy, services/proxy and nodes/proxy are not
+served, so not listed).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import orjson
 from aiohttp import web
 
 from pykcm.api.resources import ResourceInfo, ResourceRegistry
-from pykcm.apiserver import errors
+from pykcm.apiserver import errors, pod_proxy
 from pykcm.apiserver.request_info import RequestInfo
 
 KUBE_MAJOR = "1"
@@ -31,6 +35,10 @@ _SUBRESOURCE_VERBS = {
     "eviction": ("create",),
     "finalize": ("update",),
     "token": ("create",),
+    "attach": ("create", "get"),
+    "exec": ("create", "get"),
+    "portforward": ("create", "get"),
+    "log": ("get",),
 }
 # Subresources answering with another group's kind: (group, version, kind).
 _SUBRESOURCE_KINDS = {
@@ -38,7 +46,17 @@ _SUBRESOURCE_KINDS = {
     "binding": ("", "v1", "Binding"),
     "eviction": ("policy", "v1", "Eviction"),
     "token": ("authentication.k8s.io", "v1", "TokenRequest"),
+    "attach": ("", "v1", "PodAttachOptions"),
+    "exec": ("", "v1", "PodExecOptions"),
+    "portforward": ("", "v1", "PodPortForwardOptions"),
 }
+# Connect subresources served by pod_proxy, not routed through the registry.
+_CONNECT_SUBRESOURCES = {("", "v1", "pods"): tuple(sorted(pod_proxy.PROXIED_SUBRESOURCES))}
+
+
+def _subresources(r: ResourceInfo) -> tuple[str, ...]:
+    return tuple(sorted(r.subresources + _CONNECT_SUBRESOURCES.get((r.group, r.version,
+                                                                   r.plural), ())))
 
 
 def _json(body: Any, status: int = 200) -> web.Response:
@@ -69,7 +87,7 @@ def api_resource_list(registry: ResourceRegistry, group: str, version: str) -> d
         if r.stored:  # the reviews have no storage version
             entry["storageVersionHash"] = _storage_version_hash(r)
         resources.append(entry)
-        for sub in r.subresources:
+        for sub in _subresources(r):
             s: dict[str, Any] = {
                 "name": f"{r.plural}/{sub}",
                 "singularName": "",
@@ -139,11 +157,13 @@ def aggregated_discovery(registry: ResourceRegistry, legacy: bool,
                 if r.categories:
                     entry["categories"] = list(r.categories)
                 subs = []
-                for sub in r.subresources:
+                for sub in _subresources(r):
                     kind = {"group": r.group, "version": r.version, "kind": r.kind}
                     other = _SUBRESOURCE_KINDS.get(sub)
                     if other is not None:
                         kind = dict(zip(("group", "version", "kind"), other, strict=True))
+                    if sub in _CONNECT_SUBRESOURCES.get((r.group, r.version, r.plural), ()):
+                        kind["version"] = ""  # kube-apiserver leaves connect kinds' empty
                     subs.append({"subresource": sub, "responseKind": kind,
                                  "verbs": list(_SUBRESOURCE_VERBS.get(sub, ("get",)))})
                 if subs:
