@@ -25,6 +25,7 @@ The expected layout (``--types-dir``, default ``/tmp/k8s-types``)::
     api/authorization/v1/types.go            k8s.io/api authorization/v1
     api/storage/v1/types.go                  k8s.io/api storage/v1
     api/rbac/v1/types.go                     k8s.io/api rbac/v1
+    api/certificates/v1/types.go             k8s.io/api certificates/v1
     api/networking/v1/types.go               k8s.io/api networking/v1
     api/node/v1/types.go                     k8s.io/api node/v1
     api/scheduling/v1/types.go               k8s.io/api scheduling/v1
@@ -141,6 +142,12 @@ PACKAGES: list[tuple[str, str, str, dict[str, str]]] = [
     ),
     ("rbac/v1", "api/rbac/v1/types.go", "rbac.authorization.k8s.io/v1", {"metav1": "meta/v1"}),
     (
+        "certificates/v1",
+        "api/certificates/v1/types.go",
+        "certificates.k8s.io/v1",
+        {"metav1": "meta/v1", "v1": "core/v1"},
+    ),
+    (
         "networking/v1",
         "api/networking/v1/types.go",
         "networking.k8s.io/v1",
@@ -161,9 +168,11 @@ PACKAGES: list[tuple[str, str, str, dict[str, str]]] = [
 ]
 
 # Fields left out of the table (decoding skips them): map[string]ExtraValue (a map of
-# string lists, which the table cannot describe) only appears in review answers.
+# string lists, which the table cannot describe) only appears in review answers and in a
+# CSR's spec.extra (which the server sets from the requester itself).
 SKIPPED_FIELDS = {"authentication/v1.UserInfo.Extra",
-                  "authorization/v1.SubjectAccessReviewSpec.Extra"}
+                  "authorization/v1.SubjectAccessReviewSpec.Extra",
+                  "certificates/v1.CertificateSigningRequestSpec.Extra"}
 
 # Extra apiVersions whose kinds share a struct with one generated above.
 VERSION_ALIASES: dict[str, list[str]] = {"policy/v1beta1/Eviction": ["policy/v1/Eviction"]}
