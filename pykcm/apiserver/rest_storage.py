@@ -745,7 +745,13 @@ class RESTStorage:
         if fm is None:
             return
         meta = obj["metadata"]
-        tracked = fm.update(old, obj, manager)
+        view = obj
+        if self.custom.get(info) is None:
+            # kube-apiserver's field manager sees the object decoded into its Go struct: a
+            # zero value of an omitempty field sent in the request is no field there
+            view = orjson.loads(orjson.dumps(obj))
+            _encode_as_go(info, view)
+        tracked = fm.update(old, view, manager)
         mf = tracked["metadata"].get("managedFields")
         if mf is None:
             meta.pop("managedFields", None)
