@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from pykcm.client import Client, load_kube_config
-from pykcm.controllers.certificates import CSRSigningController
+from pykcm.controllers.certificates import CSRCleanerController, CSRSigningController
 from pykcm.informers import SharedInformerFactory
 from tests.conftest import Backend
 from tests.integration.test_replicaset_controller import eventually
@@ -130,3 +130,34 @@ async def test_approved_requests_are_signed_and_refused_ones_fail(
         await factory.shutdown()
         for name in (good, bad, pending):
             await client.delete(CSRS, name)
+
+
+async def test_the_cleaner_deletes_old_denied_requests_and_keeps_young_ones(
+        client: Client) -> None:
+    sfx = uuid.uuid4().hex[:8]
+    old, young = f"old-denied-{sfx}", f"pending-{sfx}"
+    for name in (old, young):
+        await _create(client, name, "kubernetes.io/kube-apiserver-client", ["client auth"],
+                      _request("jane", "dev"))
+    two_hours_ago = (datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=2)
+                     ).strftime("%Y-%m-%dT%H:%M:%SZ")
+    await client.patch(CSRS, old, {"status": {"conditions": [{
+        "type": "Denied", "status": "True", "reason": "Test", "message": "no",
+        "lastUpdateTime": two_hours_ago}]}}, "merge", subresource="approval")
+    factory = SharedInformerFactory(client)
+    ctl = CSRCleanerController(
+        csr_informer=factory.for_resource("certificates.k8s.io", "v1", CSRS), client=client)
+    factory.start()
+    task = asyncio.create_task(ctl.run(1))
+    try:
+        async def deleted() -> bool:
+            names = {c["metadata"]["name"] for c in (await client.list(CSRS))["items"]}
+            return old not in names
+
+        await eventually(deleted, what="the old denied CSR deleted")
+        assert (await client.get(CSRS, young))["metadata"]["name"] == young
+    finally:
+        ctl.shutdown()
+        await task
+        await factory.shutdown()
+        await client.delete(CSRS, young)

@@ -1,5 +1,6 @@
 """The certificate controllers of kube-controller-manager (pkg/controller/certificates)."""
 
+from pykcm.controllers.certificates.cleaner import CSRCleanerController
 from pykcm.controllers.certificates.signer import CSRSigningController, sign_request
 
-__all__ = ["CSRSigningController", "sign_request"]
+__all__ = ["CSRCleanerController", "CSRSigningController", "sign_request"]
