@@ -280,6 +280,15 @@ async def _csr_signing(ctx: ControllerContext, name: str) -> RunnableController 
         duration=o.cluster_signing_duration)
 
 
+async def _csr_approving(ctx: ControllerContext, name: str) -> RunnableController | None:
+    from pykcm.controllers.certificates import CSRApprovingController
+
+    return CSRApprovingController(
+        csr_informer=ctx.informer_factory.for_resource(
+            "certificates.k8s.io", "v1", "certificatesigningrequests"),
+        client=ctx.client_builder.client("certificate-controller"))
+
+
 async def _csr_cleaner(ctx: ControllerContext, name: str) -> RunnableController | None:
     from pykcm.controllers.certificates import CSRCleanerController
 
@@ -522,6 +531,8 @@ def register_builtin_controllers(registry: ControllerRegistry) -> None:
                              aliases=("clusterrole-aggregation",), concurrency=5),
         ControllerDescriptor("certificatesigningrequest-signing-controller", _csr_signing,
                              aliases=("csrsigning",), concurrency=5),
+        ControllerDescriptor("certificatesigningrequest-approving-controller", _csr_approving,
+                             aliases=("csrapproving",), concurrency=5),
         ControllerDescriptor("certificatesigningrequest-cleaner-controller", _csr_cleaner,
                              aliases=("csrcleaner",), concurrency=1),
         ControllerDescriptor("ttl-controller", _ttl, aliases=("ttl",), concurrency=5),

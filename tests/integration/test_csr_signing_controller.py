@@ -21,7 +21,11 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from pykcm.client import Client, load_kube_config
-from pykcm.controllers.certificates import CSRCleanerController, CSRSigningController
+from pykcm.controllers.certificates import (
+    CSRApprovingController,
+    CSRCleanerController,
+    CSRSigningController,
+)
 from pykcm.informers import SharedInformerFactory
 from tests.conftest import Backend
 from tests.integration.test_replicaset_controller import eventually
@@ -161,3 +165,37 @@ async def test_the_cleaner_deletes_old_denied_requests_and_keeps_young_ones(
         await task
         await factory.shutdown()
         await client.delete(CSRS, young)
+
+
+async def test_the_approver_approves_kubelet_client_requests_the_requester_may_make(
+        client: Client) -> None:
+    sfx = uuid.uuid4().hex[:8]
+    node, other = f"node-{sfx}", f"user-{sfx}"
+    await _create(client, node, "kubernetes.io/kube-apiserver-client-kubelet",
+                  ["digital signature", "client auth"], _request(f"system:node:n-{sfx}",
+                                                                 "system:nodes"))
+    await _create(client, other, "kubernetes.io/kube-apiserver-client", ["client auth"],
+                  _request("jane", "dev"))
+    factory = SharedInformerFactory(client)
+    ctl = CSRApprovingController(
+        csr_informer=factory.for_resource("certificates.k8s.io", "v1", CSRS), client=client)
+    factory.start()
+    task = asyncio.create_task(ctl.run(2))
+    try:
+        async def approved() -> Any:
+            obj = await client.get(CSRS, node)
+            return [c for c in obj.get("status", {}).get("conditions", [])
+                    if c["type"] == "Approved"]
+
+        # the test's client is in system:masters: the "nodeclient" review allows it (the
+        # requester is not the node itself, so "selfnodeclient" is not tried)
+        (cond,) = await eventually(approved, what="Approved condition")
+        assert (cond["reason"], cond["message"]) == (
+            "AutoApproved", "Auto approving kubelet client certificate after SubjectAccessReview.")
+        assert "conditions" not in (await client.get(CSRS, other)).get("status", {})
+    finally:
+        ctl.shutdown()
+        await task
+        await factory.shutdown()
+        for name in (node, other):
+            await client.delete(CSRS, name)

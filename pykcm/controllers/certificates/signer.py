@@ -40,7 +40,8 @@ from pykcm.client import Client
 from pykcm.controller.controller import Controller, ControllerHost
 from pykcm.informers.generic import GenericInformer
 
-__all__ = ["SIGNERS", "CSRSigningController", "SigningError", "sign_request"]
+__all__ = ["SIGNERS", "CSRSigningController", "SigningError", "kubelet_client_error",
+           "sign_request"]
 
 log = logging.getLogger("pykcm.controllers.certificates.signer")
 
@@ -116,11 +117,32 @@ def _check_request(signer: str, csr: x509.CertificateSigningRequest,
             raise SigningError(f"usages did not match {sorted(allowed)}")
         return
     # kube-apiserver-client-kubelet
-    if sans is not None and len(list(sans)):
-        raise SigningError("DNS subjectAltNames are not allowed")
-    allowed = {"key encipherment", "digital signature", "client auth"}
-    if not set(usages) <= allowed or "client auth" not in usages:
-        raise SigningError(f"usages did not match {sorted(allowed)}")
+    error = kubelet_client_error(csr, usages)
+    if error is not None:
+        raise SigningError(error)
+
+
+_KUBELET_CLIENT_USAGES: Final = ({"digital signature", "key encipherment", "client auth"},
+                                 {"digital signature", "client auth"})
+
+
+def kubelet_client_error(csr: x509.CertificateSigningRequest,
+                         usages: Sequence[str]) -> str | None:
+    """ValidateKubeletClientCSR: why ``csr`` is not a kubelet's client certificate request."""
+    if _names(csr, NameOID.ORGANIZATION_NAME) != ["system:nodes"]:
+        return "subject organization is not system:nodes"
+    sans = _sans(csr)
+    if sans is not None:
+        for kind, what in ((x509.DNSName, "DNS"), (x509.RFC822Name, "Email"),
+                           (x509.IPAddress, "IP"), (x509.UniformResourceIdentifier, "URI")):
+            if sans.get_values_for_type(kind):
+                return f"{what} subjectAltNames are not allowed"
+    cns = _names(csr, NameOID.COMMON_NAME)
+    if not cns or not cns[0].startswith("system:node:"):
+        return "subject common name does not begin with system:node:"
+    if set(usages) not in _KUBELET_CLIENT_USAGES:
+        return ("usages did not match [client auth digital signature key encipherment]")
+    return None
 
 
 def _duration(max_ttl: datetime.timedelta, expiration_seconds: Any) -> datetime.timedelta:
