@@ -15,6 +15,7 @@ first.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -418,10 +419,56 @@ def sts_rollback(run: Run) -> dict[str, Any]:
     return {"final": sts_snapshot(run, "web"), "events": event_counts(run, "StatefulSet")}
 
 
+_CREATED = re.compile(r"create Pod (\S+) in StatefulSet \S+ successful", re.IGNORECASE)
+_CLAIM_OWNERS_FAILED = re.compile(
+    r"update Pod (\S+) in StatefulSet \S+ failed error: could not update claim ", re.IGNORECASE)
+
+
+def pod_creations_recorded(run: Run, rec: Recorder) -> dict[str, str]:
+    """Per pod: whether its creations (ADDED on the pods' watch) are each told by a
+    SuccessfulCreate event, or by the FailedUpdate that replaces it.
+
+    The StatefulSet controller (upstream's CreateStatefulPod, and pykcm's the same)
+    creates the pod, then sets its claims' owner references from the claim cache, and
+    records "create Pod ... successful" only after that: when the claim update loses an
+    optimistic-concurrency race with the volume binder or protection controller (both
+    write the new claim at that moment), it records "update Pod ... failed error: could
+    not update claim ..." instead and returns; the next sync finds the pod and records no
+    create. Whether the race is lost is timing, under either manager (seen: kube-
+    controller-manager's web-0 creations recorded once of twice, pykcm's web-1 not at
+    all). What is not timing: no creation goes untold, and none is told twice."""
+    added: dict[str, int] = {}
+    for e in rec.ordered("pods"):
+        if e.type == "ADDED":
+            added[e.name] = added.get(e.name, 0) + 1
+    told: dict[str, int] = {}
+    failed: dict[str, int] = {}
+    for e in run.events(kinds=("StatefulSet",)):
+        n = int(e.get("count") or 1)
+        if e["reason"] == "SuccessfulCreate" and (m := _CREATED.match(e["message"])):
+            told[m[1]] = told.get(m[1], 0) + n
+        elif e["reason"] == "FailedUpdate" and (m := _CLAIM_OWNERS_FAILED.match(e["message"])):
+            failed[m[1]] = failed.get(m[1], 0) + n
+    out = {}
+    for pod, n in sorted(added.items()):
+        ok = told.get(pod, 0) <= n <= told.get(pod, 0) + failed.get(pod, 0)
+        out[pod] = "every creation told once" if ok else \
+            f"{n} created, {told.get(pod, 0)} SuccessfulCreate, {failed.get(pod, 0)} FailedUpdate"
+    return out
+
+
 def sts_on_delete_retention(run: Run) -> dict[str, Any]:
     """OnDelete with claims deleted on scale-down: the new template waits for a manual
     delete; scaling down gives the condemned pod's claim to the pod (then the garbage
-    collector removes both)."""
+    collector removes both).
+
+    Open (issue 13): once in six runs, on a loaded machine, pykcm deleted the web-0 it
+    had just recreated after the manual delete ("Delete Pod web-0" event, web-0 created
+    a third time); kube-controller-manager did not in that run. With OnDelete the
+    controller deletes a pod in range only when it is Failed or Succeeded, so the
+    simulated kubelet reported the new web-0 finished; why (its teardown of the old
+    web-0 of the same name, or pykcm recreating sooner) is not established."""
+    rec = run.watch("pods")
     run.create("statefulsets", stateful_set(
         "web", 2, claims=True, updateStrategy={"type": "OnDelete"},
         persistentVolumeClaimRetentionPolicy={"whenScaled": "Delete",
@@ -445,13 +492,12 @@ def sts_on_delete_retention(run: Run) -> dict[str, Any]:
 
     return {"created_claims": created_claims, "before_delete": before,
             "final": sts_snapshot(run, "web"), "claims": claims_view(run),
-            # which kinds of events only: since the volume controllers write the claims
-            # too, the StatefulSet controller's claim updates race with them, and which
-            # pod events are recorded, and how often, varies from run to run under either
-            # manager (kube-controller-manager's web-0 SuccessfulCreate seen x1 and x2;
-            # pykcm once without web-1's): an open item (issue 13); the claims and pods
-            # are compared above
-            "events": sorted({e.split(": ", 1)[0] for e in event_counts(run, "StatefulSet")})}
+            "pod_events": pod_event_order(rec, initial=2),
+            # the pod creations' events are timing (pod_creations_recorded): compared
+            # through the invariant they keep; every other event with its count
+            "pod_creations": pod_creations_recorded(run, rec),
+            "events": [line for line in event_counts(run, "StatefulSet")
+                       if not _CREATED.search(line)]}
 
 
 SCENARIOS: dict[str, Scenario] = {
