@@ -87,6 +87,7 @@ SERVED_KINDS: tuple[tuple[str, str, str], ...] = (
     ("events.k8s.io", "v1", "Event"),
     ("discovery.k8s.io", "v1", "EndpointSlice"),
     ("certificates.k8s.io", "v1", "CertificateSigningRequest"),
+    ("apiregistration.k8s.io", "v1", "APIService"),
     ("storage.k8s.io", "v1", "StorageClass"),
     ("storage.k8s.io", "v1", "CSIDriver"),
     ("storage.k8s.io", "v1", "CSINode"),

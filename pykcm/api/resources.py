@@ -186,6 +186,10 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
        sub=("status",), generation=True),
     # discovery.k8s.io/v1
     _r("discovery.k8s.io", "EndpointSlice", "endpointslices", generation=True),
+    # apiregistration.k8s.io/v1 (registry/apiregistration: stored; the local ones made at
+    # start, no aggregation)
+    _r("apiregistration.k8s.io", "APIService", "apiservices", namespaced=False,
+       categories=("api-extensions",), sub=("status",)),
     # certificates.k8s.io/v1 (registry/certificates; /approval takes the conditions)
     _r("certificates.k8s.io", "CertificateSigningRequest", "certificatesigningrequests",
        namespaced=False, short=("csr",), sub=("approval", "status")),

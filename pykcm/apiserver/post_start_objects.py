@@ -5,7 +5,9 @@ namespaces and the RBAC bootstrap policy (rbac/bootstrap.py):
   (its ``scheduling/bootstrap-system-priority-classes`` post-start hook), created when
   missing (an existing one is left as it is, as upstream does);
 - the default ServiceCIDR ``kubernetes`` for the service cluster IP range (its default
-  ServiceCIDR controller), with its Ready condition written through /status.
+  ServiceCIDR controller), with its Ready condition written through /status;
+- the local APIServices of the group-versions it serves (its aggregator's autoregistration:
+  registry/apiregistration/apiservice.py), Available through /status.
 
 Data flow: server.py calls :func:`ensure_post_start_objects` once the store is loaded;
 the objects are written through rest_storage, as any client's would be.
@@ -14,6 +16,10 @@ the objects are written through rest_storage, as any client's would be.
 from __future__ import annotations
 
 from pykcm.api.resources import ResourceRegistry
+from pykcm.apiserver.registry.apiregistration.apiservice import (
+    LOCAL_PRIORITIES,
+    local_apiservice,
+)
 from pykcm.apiserver.registry.networking.servicecidr import (
     DEFAULT_SERVICE_CIDR_NAME,
     default_service_cidr,
@@ -34,6 +40,7 @@ async def ensure_post_start_objects(rest: RESTStorage, registry: ResourceRegistr
         for obj in system_priority_classes():
             if rest.rs(pc).current(obj["metadata"]["name"]) is None:
                 await rest.create(pc, "", obj)
+    await _ensure_local_apiservices(rest, registry)
     sc = registry.get("networking.k8s.io", "v1", "servicecidrs")
     if sc is not None and rest.rs(sc).current(DEFAULT_SERVICE_CIDR_NAME) is None:
         obj = default_service_cidr(list(service_cidrs), now_rfc3339())
@@ -41,3 +48,20 @@ async def ensure_post_start_objects(rest: RESTStorage, registry: ResourceRegistr
         entry = await rest.create(sc, "", obj)
         await rest.update(sc, "", DEFAULT_SERVICE_CIDR_NAME, {**entry.obj, "status": status},
                           "status")
+
+
+async def _ensure_local_apiservices(rest: RESTStorage, registry: ResourceRegistry) -> None:
+    """kube-apiserver's autoregistration: an APIService for each group-version it serves
+    itself (the ones of LOCAL_PRIORITIES that pykcm serves), Available through /status."""
+    api = registry.get("apiregistration.k8s.io", "v1", "apiservices")
+    if api is None:
+        return
+    served = {(r.group, r.version) for r in registry.all()}
+    for group, version in sorted(LOCAL_PRIORITIES):
+        name = f"{version}.{group}"
+        if (group, version) not in served or rest.rs(api).current(name) is not None:
+            continue
+        obj = local_apiservice(group, version, now_rfc3339())
+        status = obj["status"]  # (the create drops it: written through /status)
+        entry = await rest.create(api, "", obj)
+        await rest.update(api, "", name, {**entry.obj, "status": status}, "status")

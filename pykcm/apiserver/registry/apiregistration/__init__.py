@@ -1,0 +1,1 @@
+"""Strategies of the apiregistration.k8s.io/v1 resources."""
