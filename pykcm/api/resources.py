@@ -190,6 +190,12 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
     # start, no aggregation)
     _r("apiregistration.k8s.io", "APIService", "apiservices", namespaced=False,
        categories=("api-extensions",), sub=("status",)),
+    # flowcontrol.apiserver.k8s.io/v1 (registry/flowcontrol: stored, the bootstrap
+    # configuration made at start; pykcm's request path does not classify by them)
+    _r("flowcontrol.apiserver.k8s.io", "FlowSchema", "flowschemas", namespaced=False,
+       sub=("status",), generation=True),
+    _r("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration",
+       "prioritylevelconfigurations", namespaced=False, sub=("status",), generation=True),
     # certificates.k8s.io/v1 (registry/certificates; /approval takes the conditions)
     _r("certificates.k8s.io", "CertificateSigningRequest", "certificatesigningrequests",
        namespaced=False, short=("csr",), sub=("approval", "status")),

@@ -6,6 +6,8 @@ namespaces and the RBAC bootstrap policy (rbac/bootstrap.py):
   missing (an existing one is left as it is, as upstream does);
 - the default ServiceCIDR ``kubernetes`` for the service cluster IP range (its default
   ServiceCIDR controller), with its Ready condition written through /status;
+- the APF bootstrap FlowSchemas and PriorityLevelConfigurations (registry/flowcontrol/
+  bootstrap.py), each FlowSchema with its Dangling condition;
 - the local APIServices of the group-versions it serves (its aggregator's autoregistration:
   registry/apiregistration/apiservice.py), Available through /status.
 
@@ -20,6 +22,7 @@ from pykcm.apiserver.registry.apiregistration.apiservice import (
     LOCAL_PRIORITIES,
     local_apiservice,
 )
+from pykcm.apiserver.registry.flowcontrol.bootstrap import bootstrap_objects, dangling_condition
 from pykcm.apiserver.registry.networking.servicecidr import (
     DEFAULT_SERVICE_CIDR_NAME,
     default_service_cidr,
@@ -41,6 +44,7 @@ async def ensure_post_start_objects(rest: RESTStorage, registry: ResourceRegistr
             if rest.rs(pc).current(obj["metadata"]["name"]) is None:
                 await rest.create(pc, "", obj)
     await _ensure_local_apiservices(rest, registry)
+    await _ensure_flowcontrol_bootstrap(rest, registry)
     sc = registry.get("networking.k8s.io", "v1", "servicecidrs")
     if sc is not None and rest.rs(sc).current(DEFAULT_SERVICE_CIDR_NAME) is None:
         obj = default_service_cidr(list(service_cidrs), now_rfc3339())
@@ -65,3 +69,24 @@ async def _ensure_local_apiservices(rest: RESTStorage, registry: ResourceRegistr
         status = obj["status"]  # (the create drops it: written through /status)
         entry = await rest.create(api, "", obj)
         await rest.update(api, "", name, {**entry.obj, "status": status}, "status")
+
+
+async def _ensure_flowcontrol_bootstrap(rest: RESTStorage, registry: ResourceRegistry) -> None:
+    """kube-apiserver's APF bootstrap configuration: the missing priority levels, then the
+    missing FlowSchemas with their Dangling condition (written through /status)."""
+    pl = registry.get("flowcontrol.apiserver.k8s.io", "v1", "prioritylevelconfigurations")
+    fs = registry.get("flowcontrol.apiserver.k8s.io", "v1", "flowschemas")
+    if pl is None or fs is None:
+        return
+    for obj in bootstrap_objects("prioritylevelconfigurations"):
+        if rest.rs(pl).current(obj["metadata"]["name"]) is None:
+            await rest.create(pl, "", obj)
+    for obj in bootstrap_objects("flowschemas"):
+        name = obj["metadata"]["name"]
+        if rest.rs(fs).current(name) is not None:
+            continue
+        entry = await rest.create(fs, "", obj)
+        level = obj["spec"]["priorityLevelConfiguration"]["name"]
+        cond = dangling_condition(level, rest.rs(pl).current(level) is not None, now_rfc3339())
+        await rest.update(fs, "", name, {**entry.obj, "status": {"conditions": [cond]}},
+                          "status")

@@ -35,8 +35,6 @@ KUBE_ONLY: dict[tuple[str, str], str] = {
        for r in ("mutatingadmissionpolicies", "mutatingadmissionpolicybindings",
                  "mutatingwebhookconfigurations", "validatingadmissionpolicies",
                  "validatingadmissionpolicybindings", "validatingwebhookconfigurations")},
-    **{("flowcontrol.apiserver.k8s.io/v1", r): "flowcontrol: another engineer's part of "
-       "issue 15, in progress" for r in ("flowschemas", "prioritylevelconfigurations")},
     **{("resource.k8s.io/v1", r): "resource.k8s.io: another engineer's part of issue 15, in "
        "progress" for r in ("deviceclasses", "resourceclaims", "resourceclaimtemplates",
                             "resourceslices")},
