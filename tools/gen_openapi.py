@@ -88,6 +88,8 @@ SERVED_KINDS: tuple[tuple[str, str, str], ...] = (
     ("discovery.k8s.io", "v1", "EndpointSlice"),
     ("certificates.k8s.io", "v1", "CertificateSigningRequest"),
     ("apiregistration.k8s.io", "v1", "APIService"),
+    ("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration"),
+    ("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration"),
     ("flowcontrol.apiserver.k8s.io", "v1", "FlowSchema"),
     ("flowcontrol.apiserver.k8s.io", "v1", "PriorityLevelConfiguration"),
     ("storage.k8s.io", "v1", "StorageClass"),

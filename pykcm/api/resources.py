@@ -186,6 +186,14 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
        sub=("status",), generation=True),
     # discovery.k8s.io/v1
     _r("discovery.k8s.io", "EndpointSlice", "endpointslices", generation=True),
+    # admissionregistration.k8s.io/v1 (registry/admissionregistration: stored, never
+    # called; a warning says so)
+    _r("admissionregistration.k8s.io", "MutatingWebhookConfiguration",
+       "mutatingwebhookconfigurations", namespaced=False, categories=("api-extensions",),
+       generation=True),
+    _r("admissionregistration.k8s.io", "ValidatingWebhookConfiguration",
+       "validatingwebhookconfigurations", namespaced=False, categories=("api-extensions",),
+       generation=True),
     # apiregistration.k8s.io/v1 (registry/apiregistration: stored; the local ones made at
     # start, no aggregation)
     _r("apiregistration.k8s.io", "APIService", "apiservices", namespaced=False,

@@ -33,8 +33,7 @@ KUBE_ONLY: dict[tuple[str, str], str] = {
     **{("admissionregistration.k8s.io/v1", r): "admissionregistration: another engineer's "
        "part of issue 15, in progress"
        for r in ("mutatingadmissionpolicies", "mutatingadmissionpolicybindings",
-                 "mutatingwebhookconfigurations", "validatingadmissionpolicies",
-                 "validatingadmissionpolicybindings", "validatingwebhookconfigurations")},
+                 "validatingadmissionpolicies", "validatingadmissionpolicybindings")},
     **{("resource.k8s.io/v1", r): "resource.k8s.io: another engineer's part of issue 15, in "
        "progress" for r in ("deviceclasses", "resourceclaims", "resourceclaimtemplates",
                             "resourceslices")},

@@ -1,0 +1,1 @@
+"""Strategies of the admissionregistration.k8s.io/v1 resources."""
