@@ -194,6 +194,12 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
     _r("admissionregistration.k8s.io", "ValidatingWebhookConfiguration",
        "validatingwebhookconfigurations", namespaced=False, categories=("api-extensions",),
        generation=True),
+    # resource.k8s.io/v1 (registry/resource: stored; nothing allocates in pykcm)
+    _r("resource.k8s.io", "DeviceClass", "deviceclasses", namespaced=False, generation=True),
+    _r("resource.k8s.io", "ResourceClaim", "resourceclaims", sub=("status",)),
+    _r("resource.k8s.io", "ResourceClaimTemplate", "resourceclaimtemplates"),
+    _r("resource.k8s.io", "ResourceSlice", "resourceslices", namespaced=False,
+       generation=True),
     # apiregistration.k8s.io/v1 (registry/apiregistration: stored; the local ones made at
     # start, no aggregation)
     _r("apiregistration.k8s.io", "APIService", "apiservices", namespaced=False,

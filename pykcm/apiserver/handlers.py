@@ -184,7 +184,8 @@ def _with_warnings(request: web.Request, resp: web.StreamResponse) -> web.Stream
 # Registries that answer a DELETE with the deleted object, not a Status (ReturnDeletedObject).
 _RETURNS_DELETED = frozenset({"Pod", "Service", "ServiceAccount", "PodTemplate", "Namespace",
                               "PersistentVolume", "PersistentVolumeClaim", "StorageClass",
-                              "CSIDriver", "CSINode", "VolumeAttachment"})
+                              "CSIDriver", "CSINode", "VolumeAttachment", "DeviceClass",
+                              "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice"})
 
 
 def _bool(v: str | None) -> bool | None:
@@ -606,7 +607,7 @@ class APIHandlers:
             _warn_job_orphaning(request, res, del_opts)
             deleted, entry = await rest.delete(res, ns, info.name, del_opts)
             if deleted and not (res.kind in _RETURNS_DELETED
-                                and res.group in ("", "storage.k8s.io")):
+                                and res.group in ("", "storage.k8s.io", "resource.k8s.io")):
                 return json_response(deleted_status(res, entry.obj))
             return json_response(entry.raw)
         if verb == "deletecollection":

@@ -34,9 +34,6 @@ KUBE_ONLY: dict[tuple[str, str], str] = {
        "part of issue 15, in progress"
        for r in ("mutatingadmissionpolicies", "mutatingadmissionpolicybindings",
                  "validatingadmissionpolicies", "validatingadmissionpolicybindings")},
-    **{("resource.k8s.io/v1", r): "resource.k8s.io: another engineer's part of issue 15, in "
-       "progress" for r in ("deviceclasses", "resourceclaims", "resourceclaimtemplates",
-                            "resourceslices")},
 }
 
 # Rows pykcm's server lists that kube-apiserver does not: (apiVersion, name) -> why.
