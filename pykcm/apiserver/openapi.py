@@ -1100,7 +1100,7 @@ def _subresource_path(paths: dict[str, Any], obj_path: str, camel: str, tag: str
     ns = "Namespaced" if r.namespaced else ""
     sub_camel = _camel(sub)
     item: dict[str, Any] = {}
-    if sub in ("status", "scale"):
+    if sub in ("status", "scale", "approval"):  # (a CSR's approval reads and writes as status)
         if sub == "scale":
             schema, gvk = SCALE, _gvk_ext("autoscaling", "v1", "Scale")
         else:

@@ -158,12 +158,15 @@ def test_definitions_are_openapi_v3_not_json_schema() -> None:
 def test_index_lists_every_group_version_with_hash(api: OpenAPI) -> None:
     index = api.index()
     assert sorted(index["paths"]) == [
-        "api/v1", "apis/apiextensions.k8s.io/v1", "apis/apps/v1",
+        "api/v1", "apis/admissionregistration.k8s.io/v1", "apis/apiextensions.k8s.io/v1",
+        "apis/apiregistration.k8s.io/v1", "apis/apps/v1",
         "apis/authentication.k8s.io/v1", "apis/authorization.k8s.io/v1", "apis/autoscaling/v1",
-        "apis/autoscaling/v2", "apis/batch/v1", "apis/coordination.k8s.io/v1",
-        "apis/discovery.k8s.io/v1", "apis/events.k8s.io/v1", "apis/metrics.k8s.io/v1beta1",
+        "apis/autoscaling/v2", "apis/batch/v1", "apis/certificates.k8s.io/v1",
+        "apis/coordination.k8s.io/v1", "apis/discovery.k8s.io/v1", "apis/events.k8s.io/v1",
+        "apis/flowcontrol.apiserver.k8s.io/v1", "apis/metrics.k8s.io/v1beta1",
         "apis/networking.k8s.io/v1", "apis/node.k8s.io/v1", "apis/policy/v1",
-        "apis/rbac.authorization.k8s.io/v1", "apis/scheduling.k8s.io/v1", "apis/storage.k8s.io/v1"]
+        "apis/rbac.authorization.k8s.io/v1", "apis/resource.k8s.io/v1",
+        "apis/scheduling.k8s.io/v1", "apis/storage.k8s.io/v1"]
     for gv, entry in index["paths"].items():
         url = entry["serverRelativeURL"]
         body = api.document(gv)
