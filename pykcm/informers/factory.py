@@ -87,15 +87,25 @@ from pykcm.client import Client
 from pykcm.informers.generic import GenericInformer, GroupVersionResource
 from pykcm.informers.transforms import strip_managed_fields
 from pykcm.informers.typed import (
+    AdmissionregistrationV1Informers,
     ApiextensionsV1Informers,
+    ApiregistrationV1Informers,
     AppsV1Informers,
+    AutoscalingV1Informers,
+    AutoscalingV2Informers,
     BatchV1Informers,
+    CertificatesV1Informers,
     CoordinationV1Informers,
     CoreV1Informers,
     DiscoveryV1Informers,
     EventsV1Informers,
+    FlowcontrolV1Informers,
+    NetworkingV1Informers,
+    NodeV1Informers,
     PolicyV1Informers,
     RbacV1Informers,
+    ResourceV1Informers,
+    SchedulingV1Informers,
     StorageV1Informers,
 )
 
@@ -194,6 +204,16 @@ class SharedInformerFactory:
         self._discovery_v1 = DiscoveryV1Informers(self)
         self._storage_v1 = StorageV1Informers(self)
         self._policy_v1 = PolicyV1Informers(self)
+        self._admissionregistration_v1 = AdmissionregistrationV1Informers(self)
+        self._apiregistration_v1 = ApiregistrationV1Informers(self)
+        self._autoscaling_v1 = AutoscalingV1Informers(self)
+        self._autoscaling_v2 = AutoscalingV2Informers(self)
+        self._certificates_v1 = CertificatesV1Informers(self)
+        self._flowcontrol_v1 = FlowcontrolV1Informers(self)
+        self._networking_v1 = NetworkingV1Informers(self)
+        self._node_v1 = NodeV1Informers(self)
+        self._resource_v1 = ResourceV1Informers(self)
+        self._scheduling_v1 = SchedulingV1Informers(self)
         self._rbac_v1 = RbacV1Informers(self)
         self._apiextensions_v1 = ApiextensionsV1Informers(self)
 
@@ -254,7 +274,8 @@ class SharedInformerFactory:
 
     @property
     def storage_v1(self) -> StorageV1Informers:
-        """storage.k8s.io/v1: ``storageclasses``."""
+        """storage.k8s.io/v1: ``storageclasses``, the CSI kinds, ``volumeattachments``,
+        ``volumeattributesclasses``."""
         return self._storage_v1
 
     @property
@@ -267,6 +288,61 @@ class SharedInformerFactory:
         """rbac.authorization.k8s.io/v1: ``clusterroles``, ``clusterrolebindings``, ``roles``,
         ``rolebindings``."""
         return self._rbac_v1
+
+    @property
+    def admissionregistration_v1(self) -> AdmissionregistrationV1Informers:
+        """admissionregistration.k8s.io/v1:
+        ``mutatingwebhookconfigurations``, ``validatingwebhookconfigurations``."""
+        return self._admissionregistration_v1
+
+    @property
+    def apiregistration_v1(self) -> ApiregistrationV1Informers:
+        """apiregistration.k8s.io/v1: ``apiservices``."""
+        return self._apiregistration_v1
+
+    @property
+    def autoscaling_v1(self) -> AutoscalingV1Informers:
+        """autoscaling/v1: ``horizontalpodautoscalers``."""
+        return self._autoscaling_v1
+
+    @property
+    def autoscaling_v2(self) -> AutoscalingV2Informers:
+        """autoscaling/v2: ``horizontalpodautoscalers``."""
+        return self._autoscaling_v2
+
+    @property
+    def certificates_v1(self) -> CertificatesV1Informers:
+        """certificates.k8s.io/v1: ``certificatesigningrequests``."""
+        return self._certificates_v1
+
+    @property
+    def flowcontrol_v1(self) -> FlowcontrolV1Informers:
+        """flowcontrol.apiserver.k8s.io/v1: ``flowschemas``, ``prioritylevelconfigurations``."""
+        return self._flowcontrol_v1
+
+    @property
+    def networking_v1(self) -> NetworkingV1Informers:
+        """networking.k8s.io/v1:
+        ``ingressclasses``, ``ingresses``, ``ipaddresses``, ``networkpolicies``,
+        ``servicecidrs``."""
+        return self._networking_v1
+
+    @property
+    def node_v1(self) -> NodeV1Informers:
+        """node.k8s.io/v1: ``runtimeclasses``."""
+        return self._node_v1
+
+    @property
+    def resource_v1(self) -> ResourceV1Informers:
+        """resource.k8s.io/v1:
+        ``deviceclasses``, ``resourceclaims``, ``resourceclaimtemplates``,
+        ``resourceslices``."""
+        return self._resource_v1
+
+    @property
+    def scheduling_v1(self) -> SchedulingV1Informers:
+        """scheduling.k8s.io/v1: ``priorityclasses``."""
+        return self._scheduling_v1
 
     @property
     def apiextensions_v1(self) -> ApiextensionsV1Informers:

@@ -227,12 +227,33 @@ class StorageV1Informers(GroupVersionInformers):
 
     GROUP = "storage.k8s.io"
     VERSION = "v1"
-    RESOURCES = ("storageclasses",)
+    RESOURCES = ("csidrivers", "csinodes", "csistoragecapacities", "storageclasses",
+                 "volumeattachments", "volumeattributesclasses")
     __slots__ = ()
+
+    @property
+    def csidrivers(self) -> GenericInformer:
+        return self._get("csidrivers")
+
+    @property
+    def csinodes(self) -> GenericInformer:
+        return self._get("csinodes")
+
+    @property
+    def csistoragecapacities(self) -> GenericInformer:
+        return self._get("csistoragecapacities")
 
     @property
     def storageclasses(self) -> GenericInformer:
         return self._get("storageclasses")
+
+    @property
+    def volumeattachments(self) -> GenericInformer:
+        return self._get("volumeattachments")
+
+    @property
+    def volumeattributesclasses(self) -> GenericInformer:
+        return self._get("volumeattributesclasses")
 
 
 class PolicyV1Informers(GroupVersionInformers):
@@ -273,6 +294,172 @@ class RbacV1Informers(GroupVersionInformers):
         return self._get("rolebindings")
 
 
+class AdmissionregistrationV1Informers(GroupVersionInformers):
+    """admissionregistration.k8s.io/v1 (client-go ``informers/admissionregistration/v1``)."""
+
+    GROUP = "admissionregistration.k8s.io"
+    VERSION = "v1"
+    RESOURCES = ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")
+    __slots__ = ()
+
+    @property
+    def mutatingwebhookconfigurations(self) -> GenericInformer:
+        return self._get("mutatingwebhookconfigurations")
+
+    @property
+    def validatingwebhookconfigurations(self) -> GenericInformer:
+        return self._get("validatingwebhookconfigurations")
+
+
+class ApiregistrationV1Informers(GroupVersionInformers):
+    """apiregistration.k8s.io/v1 (kube-aggregator's generated informers)."""
+
+    GROUP = "apiregistration.k8s.io"
+    VERSION = "v1"
+    RESOURCES = ("apiservices",)
+    __slots__ = ()
+
+    @property
+    def apiservices(self) -> GenericInformer:
+        return self._get("apiservices")
+
+
+class AutoscalingV1Informers(GroupVersionInformers):
+    """autoscaling/v1 (client-go ``informers/autoscaling/v1``)."""
+
+    GROUP = "autoscaling"
+    VERSION = "v1"
+    RESOURCES = ("horizontalpodautoscalers",)
+    __slots__ = ()
+
+    @property
+    def horizontalpodautoscalers(self) -> GenericInformer:
+        return self._get("horizontalpodautoscalers")
+
+
+class AutoscalingV2Informers(GroupVersionInformers):
+    """autoscaling/v2 (client-go ``informers/autoscaling/v2``)."""
+
+    GROUP = "autoscaling"
+    VERSION = "v2"
+    RESOURCES = ("horizontalpodautoscalers",)
+    __slots__ = ()
+
+    @property
+    def horizontalpodautoscalers(self) -> GenericInformer:
+        return self._get("horizontalpodautoscalers")
+
+
+class CertificatesV1Informers(GroupVersionInformers):
+    """certificates.k8s.io/v1 (client-go ``informers/certificates/v1``)."""
+
+    GROUP = "certificates.k8s.io"
+    VERSION = "v1"
+    RESOURCES = ("certificatesigningrequests",)
+    __slots__ = ()
+
+    @property
+    def certificatesigningrequests(self) -> GenericInformer:
+        return self._get("certificatesigningrequests")
+
+
+class FlowcontrolV1Informers(GroupVersionInformers):
+    """flowcontrol.apiserver.k8s.io/v1 (client-go ``informers/flowcontrol/v1``)."""
+
+    GROUP = "flowcontrol.apiserver.k8s.io"
+    VERSION = "v1"
+    RESOURCES = ("flowschemas", "prioritylevelconfigurations")
+    __slots__ = ()
+
+    @property
+    def flowschemas(self) -> GenericInformer:
+        return self._get("flowschemas")
+
+    @property
+    def prioritylevelconfigurations(self) -> GenericInformer:
+        return self._get("prioritylevelconfigurations")
+
+
+class NetworkingV1Informers(GroupVersionInformers):
+    """networking.k8s.io/v1 (client-go ``informers/networking/v1``)."""
+
+    GROUP = "networking.k8s.io"
+    VERSION = "v1"
+    RESOURCES = ("ingressclasses", "ingresses", "ipaddresses", "networkpolicies", "servicecidrs")
+    __slots__ = ()
+
+    @property
+    def ingressclasses(self) -> GenericInformer:
+        return self._get("ingressclasses")
+
+    @property
+    def ingresses(self) -> GenericInformer:
+        return self._get("ingresses")
+
+    @property
+    def ipaddresses(self) -> GenericInformer:
+        return self._get("ipaddresses")
+
+    @property
+    def networkpolicies(self) -> GenericInformer:
+        return self._get("networkpolicies")
+
+    @property
+    def servicecidrs(self) -> GenericInformer:
+        return self._get("servicecidrs")
+
+
+class NodeV1Informers(GroupVersionInformers):
+    """node.k8s.io/v1 (client-go ``informers/node/v1``)."""
+
+    GROUP = "node.k8s.io"
+    VERSION = "v1"
+    RESOURCES = ("runtimeclasses",)
+    __slots__ = ()
+
+    @property
+    def runtimeclasses(self) -> GenericInformer:
+        return self._get("runtimeclasses")
+
+
+class ResourceV1Informers(GroupVersionInformers):
+    """resource.k8s.io/v1 (client-go ``informers/resource/v1``)."""
+
+    GROUP = "resource.k8s.io"
+    VERSION = "v1"
+    RESOURCES = ("deviceclasses", "resourceclaims", "resourceclaimtemplates", "resourceslices")
+    __slots__ = ()
+
+    @property
+    def deviceclasses(self) -> GenericInformer:
+        return self._get("deviceclasses")
+
+    @property
+    def resourceclaims(self) -> GenericInformer:
+        return self._get("resourceclaims")
+
+    @property
+    def resourceclaimtemplates(self) -> GenericInformer:
+        return self._get("resourceclaimtemplates")
+
+    @property
+    def resourceslices(self) -> GenericInformer:
+        return self._get("resourceslices")
+
+
+class SchedulingV1Informers(GroupVersionInformers):
+    """scheduling.k8s.io/v1 (client-go ``informers/scheduling/v1``)."""
+
+    GROUP = "scheduling.k8s.io"
+    VERSION = "v1"
+    RESOURCES = ("priorityclasses",)
+    __slots__ = ()
+
+    @property
+    def priorityclasses(self) -> GenericInformer:
+        return self._get("priorityclasses")
+
+
 class ApiextensionsV1Informers(GroupVersionInformers):
     """apiextensions.k8s.io/v1 (apiextensions-apiserver's generated informers)."""
 
@@ -297,5 +484,15 @@ GROUP_VERSION_ACCESSORS: dict[str, type[GroupVersionInformers]] = {
     "storage_v1": StorageV1Informers,
     "policy_v1": PolicyV1Informers,
     "rbac_v1": RbacV1Informers,
+    "admissionregistration_v1": AdmissionregistrationV1Informers,
+    "apiregistration_v1": ApiregistrationV1Informers,
+    "autoscaling_v1": AutoscalingV1Informers,
+    "autoscaling_v2": AutoscalingV2Informers,
+    "certificates_v1": CertificatesV1Informers,
+    "flowcontrol_v1": FlowcontrolV1Informers,
+    "networking_v1": NetworkingV1Informers,
+    "node_v1": NodeV1Informers,
+    "resource_v1": ResourceV1Informers,
+    "scheduling_v1": SchedulingV1Informers,
 }
 """The factory attribute of each group version's accessors."""
