@@ -103,6 +103,8 @@ SERVED_KINDS: tuple[tuple[str, str, str], ...] = (
     ("storage.k8s.io", "v1", "VolumeAttachment"),
     ("storage.k8s.io", "v1", "VolumeAttributesClass"),
     ("policy", "v1", "PodDisruptionBudget"),
+    ("autoscaling", "v1", "HorizontalPodAutoscaler"),
+    ("autoscaling", "v2", "HorizontalPodAutoscaler"),
     ("rbac.authorization.k8s.io", "v1", "ClusterRole"),
     ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"),
     ("rbac.authorization.k8s.io", "v1", "Role"),
