@@ -16,33 +16,8 @@ from typing import Any, cast
 
 import pytest
 
-from pykcm.cache.index import NAMESPACE_INDEX, meta_namespace_index_func
-from pykcm.cache.keys import meta_namespace_key
-from pykcm.cache.listers import GenericLister
-from pykcm.cache.store import new_indexer
 from pykcm.controllers.endpoint.endpoints_controller import STALE_CACHE_WAIT, EndpointController
-
-
-class _Reg:
-    def has_synced(self) -> bool:
-        return True
-
-
-class FakeInformer:
-    def __init__(self, resource: str) -> None:
-        self.indexer = new_indexer(meta_namespace_key,
-                                   {NAMESPACE_INDEX: meta_namespace_index_func})
-        self.lister = GenericLister(self.indexer, resource)
-
-    @property
-    def informer(self) -> FakeInformer:
-        return self
-
-    def has_synced(self) -> bool:
-        return True
-
-    def add_event_handler(self, handler: Any, resync_period: float | None = None) -> _Reg:
-        return _Reg()
+from tests.unit.fake_informer import FakeInformer
 
 
 class Client:
