@@ -8,9 +8,12 @@ benchmarks never interleave.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import time
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "RESULTS.md")
@@ -105,3 +108,16 @@ def machine_load() -> str:
     busy = busy_cpu_seconds() - b0
     return (f"load average {la[0]:.2f} {la[1]:.2f} {la[2]:.2f}, {busy:.2f} of "
             f"{os.cpu_count()} cores busy in the second before the start")
+
+
+_T = TypeVar("_T")
+
+
+def run_async(main: Coroutine[Any, Any, _T]) -> _T:
+    """Run a benchmark's top coroutine on uvloop when installed (the event loop pykcm's
+    processes use), else on asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(main)
+    return uvloop.run(main)

@@ -75,6 +75,7 @@ from _common import (
     log,
     machine_load,
     proc_cpu,
+    run_async,
     wait_idle,
 )
 from _kube import ETCD_VERSION, KUBE_VERSION, KubeServer, kit_or_reason
@@ -1109,13 +1110,7 @@ def main() -> int:
     if args.wait_idle > 0:
         wait_idle(args.wait_idle)
     try:
-        import uvloop
-    except ImportError:
-        uvloop = None  # type: ignore[assignment]
-    try:
-        if uvloop is not None:
-            return uvloop.run(main_async(args))
-        return asyncio.run(main_async(args))
+        return run_async(main_async(args))
     except BenchError as exc:
         print(f"bench: error: {exc}", file=sys.stderr)
         return 1

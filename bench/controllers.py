@@ -91,6 +91,7 @@ from _common import (
     machine_load,
     proc_cpu,
     proc_rss_mib,
+    run_async,
 )
 from _kube import kit_or_reason
 
@@ -1244,11 +1245,7 @@ def main() -> int:
         return 0
     args.loadavg = os.getloadavg()
     args.load_note = machine_load()
-    try:
-        import uvloop
-        return uvloop.run(main_async(args))
-    except ImportError:
-        return asyncio.run(main_async(args))
+    return run_async(main_async(args))
 
 
 if __name__ == "__main__":

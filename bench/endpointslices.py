@@ -78,7 +78,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from _common import append_results, log, machine_load, proc_cpu, wait_idle
+from _common import append_results, log, machine_load, proc_cpu, run_async, wait_idle
 from _kube import kit_or_reason
 from controllers import git_state, machine, med
 
@@ -705,11 +705,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.quick:
         args.pods, args.runs = 100, 1
     args.load_note = machine_load()
-    try:
-        import uvloop
-        return uvloop.run(main_async(args))
-    except ImportError:
-        return asyncio.run(main_async(args))
+    return run_async(main_async(args))
 
 
 if __name__ == "__main__":

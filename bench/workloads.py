@@ -48,7 +48,7 @@ from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from _common import append_results, log, machine_load
+from _common import append_results, log, machine_load, run_async
 from _kube import kit_or_reason
 from controllers import (
     BenchError,
@@ -327,11 +327,7 @@ def main() -> int:
         args.nodes, args.replicas, args.runs = 10, 10, 1
     args.deployments = args.big = args.jobs = 0  # Run's own phases: not run here
     args.load_note = machine_load()
-    try:
-        import uvloop
-        return uvloop.run(main_async(args))
-    except ImportError:
-        return asyncio.run(main_async(args))
+    return run_async(main_async(args))
 
 
 if __name__ == "__main__":
