@@ -136,9 +136,11 @@ class KubeletServer:
         return self.port
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        # taken before the await: a second stop() (the simulator's SIGTERM path and its
+        # context exit both stop it) must not clean up a runner half cleaned up already
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
 
     @staticmethod
     async def _healthz(_request: web.Request) -> web.Response:

@@ -396,7 +396,10 @@ def complement_controllers(pykcm_names: Iterable[str] | None = None) -> str:
     return ",".join(["*", *(f"-{n}" for n in sorted([*names, *FORK_ONLY_CONTROLLERS]))])
 
 
-WORKLOAD_CONTROLLERS = ("cronjob-controller", "daemonset-controller", "deployment-controller",
+WORKLOAD_CONTROLLERS = ("certificatesigningrequest-approving-controller",
+                        "certificatesigningrequest-cleaner-controller",
+                        "certificatesigningrequest-signing-controller",
+                        "cronjob-controller", "daemonset-controller", "deployment-controller",
                         "disruption-controller", "endpoints-controller", "endpointslice-controller",
                         "endpointslice-mirroring-controller",
                         "garbage-collector-controller", "horizontal-pod-autoscaler-controller",
