@@ -780,6 +780,9 @@ class Kubelet:
             if is_not_found(exc):
                 self._drop(key)
                 return False
+            # The retry must not take the unchanged cached pod for the echo of our
+            # last write (next_wake already moved on): the transition would be lost.
+            rec.written_rv = None
             raise
         self.status_writes += 1
         rec.written = fingerprint

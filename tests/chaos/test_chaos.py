@@ -91,7 +91,8 @@ async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
         await asyncio.to_thread(c.stop)
 
 
-async def eventually(fn: Callable[[], Awaitable[Any]], timeout: float, what: str) -> Any:
+async def eventually(fn: Callable[[], Awaitable[Any]], timeout: float, what: str,
+                     describe: Callable[[], Awaitable[str]] | None = None) -> Any:
     deadline = time.monotonic() + timeout
     last: Any = None
     while time.monotonic() < deadline:
@@ -102,7 +103,8 @@ async def eventually(fn: Callable[[], Awaitable[Any]], timeout: float, what: str
         if last is True or (last and not isinstance(last, Exception)):
             return last
         await asyncio.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}: {last!r}")
+    state = await describe() if describe is not None else ""
+    raise AssertionError(f"timed out waiting for {what}: {last!r}\n{state}")
 
 
 def deployment(name: str, replicas: int, image: str) -> dict[str, Any]:
@@ -192,7 +194,28 @@ async def test_controllers_and_informers_converge_through_faults(cluster: Cluste
                 return (st.get("observedGeneration", 0) >= d["metadata"]["generation"]
                         and st.get("updatedReplicas") == 4 and st.get("replicas") == 4
                         and st.get("availableReplicas") == 4)
-            await eventually(web_rolled_out, 60, "the rollout")
+            async def web_state() -> str:
+                """What the rollout's objects hold, for the failure message."""
+                d = await api.get("deployments", "web", ns)
+                lines = [f"deployment gen {d['metadata']['generation']} status {d.get('status')}"]
+                for r in (await api.list("replicasets", ns, label_selector="app=web"))["items"]:
+                    lines.append(f"rs {r['metadata']['name']} rv {r['metadata']['resourceVersion']}"
+                                 f" spec {r['spec']['replicas']} status {r.get('status')}")
+                for p in (await api.list("pods", ns, label_selector="app=web"))["items"]:
+                    lines.append(f"pod {p['metadata']['name']} deleting "
+                                 f"{bool(p['metadata'].get('deletionTimestamp'))} "
+                                 f"phase {p['status'].get('phase')} conditions "
+                                 f"{p['status'].get('conditions')}")
+                ctx = manager.context
+                if ctx is not None:
+                    for gvr, gi in ctx.informer_factory.informers().items():
+                        if gvr.resource in ("replicasets", "deployments", "pods"):
+                            lines.append(f"informer {gvr.resource}: " + ", ".join(
+                                f"{o['metadata']['name']}@{o['metadata']['resourceVersion']}"
+                                for o in gi.informer.get_store().list()
+                                if o["metadata"].get("namespace") == ns))
+                return "\n".join(lines)
+            await eventually(web_rolled_out, 60, "the rollout", web_state)
 
             async def job_complete() -> bool:
                 j = await api.get("jobs", "batch", ns)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pykcm.api.pod_util import get_pod_condition, is_pod_ready
-from pykcm.client import Client, NotFound, load_kube_config
+from pykcm.client import Client, NotFound, ServiceUnavailable, load_kube_config
 from pykcm.sim import NodeConfig, Simulator
 from pykcm.testing.server_thread import ServerThread
 from tests.conftest import ensure_default_service_account
@@ -216,6 +216,33 @@ async def test_never_ready_and_ready_after(sim_env: Env) -> None:
         assert cond is not None and (cond["status"], cond["reason"]) == \
             ("False", "ContainersNotReady")
         assert never["status"]["containerStatuses"][0]["started"] is True
+
+
+async def test_a_failed_status_write_is_retried_not_lost(sim_env: Env) -> None:
+    """The write that makes a pod Ready fails once (a restarting API server): the
+    kubelet's retry writes it (the cached pod still at the last write's
+    resourceVersion is not the echo of the failed one)."""
+    async with sim_env(nodes=1, node_prefix="rt", ready_after=0.5) as (client, _):
+        real_patch = client.patch
+        failed: list[str] = []
+
+        async def patch(resource: str, name: str, body: Any, *args: Any, **kw: Any) -> Any:
+            conds = (body.get("status") or {}).get("conditions") or ()
+            if (kw.get("subresource") == "status" and not failed and any(
+                    c.get("type") == "Ready" and c.get("status") == "True" for c in conds)):
+                failed.append(name)
+                raise ServiceUnavailable("the API server is restarting")
+            return await real_patch(resource, name, body, *args, **kw)
+
+        client.patch = patch  # type: ignore[method-assign]
+        await client.create("pods", pod("flaky"), "default")
+
+        async def ready() -> dict[str, Any] | None:
+            p = await get_pod(client, "flaky")
+            return p if is_pod_ready(p) else None
+
+        await eventually(ready)
+        assert failed == ["flaky"]
 
 
 async def events_of(client: Client, name: str) -> list[tuple[str, str, str, str]]:
