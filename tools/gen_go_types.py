@@ -2,7 +2,7 @@
 """Generate ``pykcm/apiserver/_data/go_types.json.gz``: the Go types kube-apiserver decodes into.
 
 A development tool, run by hand when the Kubernetes version pykcm mirrors
-changes; the runtime only reads the table (:mod:`pykcm.apiserver.go_types`).
+changes; the runtime only reads the table (:mod:`pykcm.apiserver.serializer.go_types`).
 
 Why: kube-apiserver decodes a JSON body into the Go struct of its kind, and
 Go's decoder decides what a client sees for a value of the wrong JSON type

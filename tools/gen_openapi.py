@@ -9,7 +9,7 @@ definitions of the kinds this server serves, their List kinds and the meta/v1
 types every group-version document carries -> everything reachable from them
 through ``$ref`` -> each schema rewritten into the form kube-apiserver's
 ``/openapi/v3`` documents use -> one gzipped JSON document read by
-``pykcm.apiserver.openapi``.
+``pykcm.apiserver.endpoints.openapi``.
 
 The rewrite (JSON schema -> OpenAPI v3 ``components.schemas``):
 

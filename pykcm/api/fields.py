@@ -6,7 +6,7 @@ A client sends ``fieldSelector=spec.nodeName=node-1,status.phase!=Running``.
 at its first operator (``!=``, ``==`` or ``=``) and unescapes the value
 (``\\,``, ``\\=`` and ``\\\\`` are the only escapes). The result is an
 immutable :class:`FieldSelector`; the API server checks its fields against the
-kind's supported set (``pykcm.apiserver.selectable_fields``) and then calls
+kind's supported set (``pykcm.apiserver.registry.selectable_fields``) and then calls
 :meth:`FieldSelector.matches` with each object's field set. A field absent
 from the set reads as the empty string, as in upstream's ``fields.Set``.
 """

@@ -230,7 +230,7 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
     _r("autoscaling", "HorizontalPodAutoscaler", "horizontalpodautoscalers", short=("hpa",),
        categories=("all",), sub=("status",), version="v1"),
     # metrics.k8s.io/v1beta1: metrics-server's API, answered by pykcm's server from the
-    # simulated kubelets' usage (pykcm/apiserver/resource_metrics.py), never stored
+    # simulated kubelets' usage (pykcm/apiserver/registry/resource_metrics.py), never stored
     _r("metrics.k8s.io", "NodeMetrics", "nodes", namespaced=False, version="v1beta1",
        verbs=("get", "list"), stored=False),
     _r("metrics.k8s.io", "PodMetrics", "pods", version="v1beta1", verbs=("get", "list"),

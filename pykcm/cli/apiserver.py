@@ -69,7 +69,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 async def run(args: argparse.Namespace) -> int:
-    from pykcm.apiserver.server import APIServer
+    from pykcm.apiserver.endpoints.server import APIServer
     from pykcm.manager.options import parse_bool, parse_duration
 
     try:

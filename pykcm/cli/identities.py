@@ -88,7 +88,7 @@ def kubeconfig_path(data_dir: str, component: str) -> str:
 def write_component_kubeconfigs(data_dir: str, admin_kubeconfig: str,
                                 tokens: dict[str, str]) -> None:
     """DIR/<component>.kubeconfig: the admin's with the component's token."""
-    from pykcm.apiserver.kubeconfig import write_kubeconfig
+    from pykcm.apiserver.auth.kubeconfig import write_kubeconfig
 
     with open(admin_kubeconfig) as f:
         admin: dict[str, Any] = yaml.safe_load(f)

@@ -205,7 +205,7 @@ class _Status:
 
 
 async def run(args: argparse.Namespace) -> int:
-    from pykcm.apiserver.server import lock_data_dir
+    from pykcm.apiserver.endpoints.server import lock_data_dir
 
     data_dir = os.path.abspath(args.data_dir)
     # The data dir holds Secrets and the admin token: the owner's only.

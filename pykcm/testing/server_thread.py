@@ -10,7 +10,7 @@ import asyncio
 import threading
 from typing import Any, Self
 
-from pykcm.apiserver.server import APIServer
+from pykcm.apiserver.endpoints.server import APIServer
 
 
 class ServerThread:

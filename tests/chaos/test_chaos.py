@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from pykcm.apiserver.kubeconfig import build_kubeconfig, write_kubeconfig
+from pykcm.apiserver.auth.kubeconfig import build_kubeconfig, write_kubeconfig
 from pykcm.client import Client, load_kube_config
 from pykcm.manager import ControllerManager, ControllerManagerOptions
 from pykcm.sim import Simulator

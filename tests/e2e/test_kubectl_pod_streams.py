@@ -3,7 +3,7 @@
 kubectl asks the API server for pods/log (plain GET, streamed with ``-f``),
 pods/exec and pods/attach (websocket, v5.channel.k8s.io); pykcm's API
 server proxies them to the simulator's kubelet endpoint, which the Node
-publishes (pykcm.apiserver.pod_proxy, pykcm.sim.kubelet_server). The output
+publishes (pykcm.apiserver.endpoints.pod_proxy, pykcm.sim.kubelet_server). The output
 is scripted by ``sim.pykcm.io/logs`` and ``sim.pykcm.io/log-interval-seconds``.
 
 Runs on pykcm's API server only (``pykcm up``, and the real

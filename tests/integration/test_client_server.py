@@ -16,7 +16,7 @@ import aiohttp
 import pytest
 
 from pykcm.api.resources import ResourceRegistry
-from pykcm.apiserver.auth import User
+from pykcm.apiserver.auth.authentication import User
 from pykcm.client import (
     ApiError,
     Client,

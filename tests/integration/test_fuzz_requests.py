@@ -35,7 +35,7 @@ from typing import Any
 import pytest
 import requests
 
-from pykcm.apiserver.go_types import GoDecodeError, check_object
+from pykcm.apiserver.serializer.go_types import GoDecodeError, check_object
 from pykcm.testing.server_thread import ServerThread
 from tests.conftest import Api
 from tests.differential.apiserver.generators import RESOURCES, Res

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import requests
 
-from pykcm.apiserver.kubeconfig import build_kubeconfig, write_kubeconfig
+from pykcm.apiserver.auth.kubeconfig import build_kubeconfig, write_kubeconfig
 from pykcm.testing.fault_proxy import FaultProxy
 from pykcm.testing.server_thread import ServerThread
 

@@ -1,7 +1,7 @@
 """Discovery of the pods' connect subresources (log, exec, attach, portforward).
 
 Runs on pykcm's API server and the real kube-apiserver (``apiserver``): the
-entries pykcm lists for what pykcm.apiserver.pod_proxy serves are the ones
+entries pykcm lists for what pykcm.apiserver.endpoints.pod_proxy serves are the ones
 kube-apiserver v1.36 lists, in /api/v1 and in the aggregated /api document.
 pods/proxy is not served by pykcm, so it is not compared.
 """

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-import pykcm.apiserver.handlers as server_handlers
+import pykcm.apiserver.endpoints.handlers as server_handlers
 from pykcm.cache import (
     DELETED,
     DeletedFinalStateUnknown,

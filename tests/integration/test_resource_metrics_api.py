@@ -1,4 +1,4 @@
-"""metrics.k8s.io/v1beta1 on pykcm's API server (pykcm/apiserver/resource_metrics.py): the
+"""metrics.k8s.io/v1beta1 on pykcm's API server (pykcm/apiserver/registry/resource_metrics.py): the
 usage of running pods from their ``sim.pykcm.io/*-usage`` annotations, node usage summed
 over their pods, label selectors, discovery, 404s. Only pykcm's server: kube-apiserver
 serves this API only through an APIService to a metrics-server (README, "Metrics")."""

@@ -19,9 +19,8 @@ from cryptography.x509.oid import NameOID
 
 from pykcm.api import serviceaccount as sa_api
 from pykcm.apiserver.admission import mutating as admission
-from pykcm.apiserver.auth import TokenAuthenticator, TokenError, User, go_aggregate
-from pykcm.apiserver.errors import StatusError
-from pykcm.apiserver.service_accounts import (
+from pykcm.apiserver.auth.authentication import TokenAuthenticator, TokenError, User, go_aggregate
+from pykcm.apiserver.auth.service_accounts import (
     BoundTokenAuthenticator,
     LegacyTokenAuthenticator,
     ServiceAccountTokens,
@@ -29,6 +28,7 @@ from pykcm.apiserver.service_accounts import (
     self_subject_review,
     token_review,
 )
+from pykcm.apiserver.errors import StatusError
 
 ISSUER = "https://kubernetes.default.svc.cluster.local"
 

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pykcm.apiserver.defaults import parse_quantity
 from pykcm.apiserver.registry.batch.job import generate_job_selector
 from pykcm.apiserver.registry.core.podspec_defaults import image_pull_policy, pod_qos_class
+from pykcm.apiserver.registry.defaults import parse_quantity
 from tests.unit.kind_strategies import apply_defaults
 
 CONTAINER_DEFAULTS = {

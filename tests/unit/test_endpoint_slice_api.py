@@ -7,9 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from pykcm.api.endpoints import ENDPOINT_SLICES
-from pykcm.apiserver import tables
-from pykcm.apiserver.identity_lease import server_id
-from pykcm.apiserver.kubernetes_service import choose_advertise_address, slice_from_endpoints
+from pykcm.apiserver.controlplane.identity_lease import server_id
+from pykcm.apiserver.controlplane.kubernetes_service import (
+    choose_advertise_address,
+    slice_from_endpoints,
+)
+from pykcm.apiserver.endpoints import tables
 from pykcm.apiserver.registry.discovery.endpointslice import endpoint_slice_warnings, ip_warnings
 from pykcm.apiserver.registry.lookup import strategy_for
 

@@ -13,11 +13,11 @@ import json
 import random
 from typing import Any
 
-from pykcm.apiserver.defaults import zero_object_fields
 from pykcm.apiserver.fieldmanager import FieldManager, fields_v1, fields_v1_edit
 from pykcm.apiserver.fieldmanager.path_set import PathSet
 from pykcm.apiserver.fieldmanager.reset_fields import reset_fields
 from pykcm.apiserver.fieldmanager.schema import for_builtin
+from pykcm.apiserver.registry.defaults import zero_object_fields
 
 T = "2026-12-02T03:00:00Z"
 

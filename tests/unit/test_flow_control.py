@@ -1,4 +1,4 @@
-"""Unit tests of pykcm.apiserver.flow_control: queueing before rejection, FIFO hand-over,
+"""Unit tests of pykcm.apiserver.endpoints.flow_control: queueing before rejection, FIFO hand-over,
 the bounded queue, the wait limit and upstream's Retry-After tracker."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from pykcm.apiserver.flow_control import ConcurrencyLevel, DroppedRequests, Rejected
+from pykcm.apiserver.endpoints.flow_control import ConcurrencyLevel, DroppedRequests, Rejected
 
 
 async def _hold(level: ConcurrencyLevel, gate: asyncio.Event, out: list[str], name: str) -> None:

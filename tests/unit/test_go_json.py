@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pykcm.apiserver.go_json import quote_char, syntax_error
+from pykcm.apiserver.serializer.go_json import quote_char, syntax_error
 
 
 @pytest.mark.parametrize(("data", "message"), [

@@ -15,11 +15,11 @@ from pykcm.api.patch._errors import InvalidPatchError
 from pykcm.api.patch.json_patch import ACCUMULATED_COPY_SIZE_LIMIT
 from pykcm.apiserver.crd import go_regexp
 from pykcm.apiserver.errors import StatusError
-from pykcm.apiserver.go_types import GoDecodeError, check_object, drop_go_empty
+from pykcm.apiserver.serializer.go_types import GoDecodeError, check_object, drop_go_empty
+from pykcm.apiserver.serializer.yaml_body import DecodedTooLarge, YAMLBodyError, decode_yaml
 from pykcm.apiserver.storage import Store, resource_id
 from pykcm.apiserver.storage import store as store_mod
 from pykcm.apiserver.storage.store import MAX_REQUEST_BYTES
-from pykcm.apiserver.yaml_body import DecodedTooLarge, YAMLBodyError, decode_yaml
 
 
 def test_catastrophic_pattern_matches_in_linear_time() -> None:

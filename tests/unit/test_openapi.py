@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 
 from pykcm.api.resources import ResourceInfo, ResourceRegistry, builtin_registry
-from pykcm.apiserver import openapi
-from pykcm.apiserver.errors import StatusError
-from pykcm.apiserver.openapi import (
+from pykcm.apiserver.endpoints import openapi
+from pykcm.apiserver.endpoints.openapi import (
     DATA_PATH,
     OpenAPI,
     custom_schema_name,
@@ -26,6 +25,7 @@ from pykcm.apiserver.openapi import (
     unknown_field_messages,
     warning_header,
 )
+from pykcm.apiserver.errors import StatusError
 
 REF = "#/components/schemas/"
 BUILTIN_PATCH_TYPES = {"application/apply-patch+yaml", "application/json-patch+json",

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from pykcm.apiserver.endpoints.pod_proxy import _container, _kubelet_base, handles
+from pykcm.apiserver.endpoints.request_info import resolve
 from pykcm.apiserver.errors import StatusError
-from pykcm.apiserver.pod_proxy import _container, _kubelet_base, handles
-from pykcm.apiserver.request_info import resolve
 
 
 def pod(*names: str, inits: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pykcm.apiserver import errors
-from pykcm.apiserver.auth import User
+from pykcm.apiserver.auth.authentication import User
 from pykcm.apiserver.rbac.authorizer import RBACAuthorizer, forbidden_error
 from pykcm.apiserver.rbac.bootstrap import bootstrap_policy, reconcile_binding, reconcile_role
 from pykcm.apiserver.rbac.escalation import breakdown, compact, covers

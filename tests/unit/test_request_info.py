@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pykcm.apiserver.request_info import resolve
+from pykcm.apiserver.endpoints.request_info import resolve
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Unit tests of pykcm/apiserver/resource_metrics.py: PodMetrics and NodeMetrics from the
+"""Unit tests of pykcm/apiserver/registry/resource_metrics.py: PodMetrics and NodeMetrics from the
 pods' ``sim.pykcm.io/*-usage`` annotations (split, defaults, running pods only, the node's
 own usage)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pykcm.apiserver.resource_metrics import node_metrics, pod_metrics, pod_usage
+from pykcm.apiserver.registry.resource_metrics import node_metrics, pod_metrics, pod_usage
 
 
 def _pod(name: str, annotations: dict[str, str], containers: int = 1, phase: str = "Running",

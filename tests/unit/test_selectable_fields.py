@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from pykcm.api.fields import parse_field_selector
 from pykcm.api.labels import SelectorParseError
-from pykcm.apiserver.selectable_fields import (
+from pykcm.apiserver.registry.selectable_fields import (
     check_field_selector,
     field_set,
     normalize_field_selector,

@@ -12,10 +12,14 @@ from typing import Any
 
 import pytest
 
-from pykcm.apiserver import tables
+from pykcm.apiserver.endpoints import tables
+from pykcm.apiserver.endpoints.tables import (
+    negotiate_table,
+    parse_include_object,
+    parse_table_accept,
+)
 from pykcm.apiserver.registry.lookup import strategy_class
 from pykcm.apiserver.registry.printers import human_duration, translate_timestamp_since
-from pykcm.apiserver.tables import negotiate_table, parse_include_object, parse_table_accept
 
 NOW = dt.datetime(2026, 3, 1, 12, 0, 0, tzinfo=dt.UTC).timestamp()
 KUBECTL_ACCEPT = (

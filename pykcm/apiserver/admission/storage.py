@@ -26,7 +26,7 @@ from typing import Any, Final
 
 from pykcm.api.resources import ResourceInfo
 from pykcm.apiserver import errors
-from pykcm.apiserver.defaults import parse_quantity
+from pykcm.apiserver.registry.defaults import parse_quantity
 
 __all__ = ["PVC_PROTECTION", "PV_PROTECTION", "VAC_PROTECTION", "admit", "default_class",
            "protect_volume_attributes_class"]

@@ -32,10 +32,10 @@ from functools import lru_cache
 from typing import Any
 
 from pykcm.api.resources import ResourceInfo
-from pykcm.apiserver.defaults import zero_object_fields
 from pykcm.apiserver.fieldmanager.field_manager import FieldManager
 from pykcm.apiserver.fieldmanager.reset_fields import custom_resource_reset_fields, reset_fields
 from pykcm.apiserver.fieldmanager.schema import for_builtin, for_crd
+from pykcm.apiserver.registry.defaults import zero_object_fields
 
 
 @lru_cache(maxsize=512)

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from pykcm.apiserver.openapi import REF_PREFIX, builtin_schemas
+from pykcm.apiserver.endpoints.openapi import REF_PREFIX, builtin_schemas
 
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 _SCALAR_TYPES = frozenset({"string", "integer", "number", "boolean"})

@@ -28,7 +28,7 @@ from typing import Any, Final, Protocol
 
 from pykcm.api.validation import go_quote
 from pykcm.apiserver import errors
-from pykcm.apiserver.auth import User
+from pykcm.apiserver.auth.authentication import User
 from pykcm.apiserver.rbac.rules import Attributes, rule_allows
 
 __all__ = [
@@ -229,7 +229,7 @@ class RBACAuthorizer:
 
 def _aggregate(messages: list[str]) -> str:
     """utilerrors.NewAggregate(...).Error()."""
-    from pykcm.apiserver.auth import go_aggregate
+    from pykcm.apiserver.auth.authentication import go_aggregate
 
     return go_aggregate(messages)
 

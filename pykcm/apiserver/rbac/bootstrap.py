@@ -136,7 +136,7 @@ async def reconcile_bootstrap_policy(rest: Any, registry: ResourceRegistry) -> N
                 else:
                     changed = reconcile_binding(existing, expected)
                 if changed is None:
-                    from pykcm.apiserver.rest_storage import DeleteOptions
+                    from pykcm.apiserver.registry.rest_storage import DeleteOptions
                     await rest.delete(info, ns, name, DeleteOptions())
                     await rest.create(info, ns, expected)
                 elif changed:

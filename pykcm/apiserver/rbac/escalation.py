@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from pykcm.api.validation import go_quote
 from pykcm.apiserver import errors
-from pykcm.apiserver.auth import User
+from pykcm.apiserver.auth.authentication import User
 from pykcm.apiserver.rbac.authorizer import PRIVILEGED_GROUP, RBACAuthorizer
 from pykcm.apiserver.rbac.rules import Attributes, compact_string
 

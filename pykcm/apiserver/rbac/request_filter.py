@@ -20,10 +20,10 @@ from typing import Final
 
 from pykcm.api.validation import go_quote, go_sprintf_slice
 from pykcm.apiserver import errors
-from pykcm.apiserver.auth import AUTHENTICATED_GROUP, User
+from pykcm.apiserver.auth.authentication import AUTHENTICATED_GROUP, User
+from pykcm.apiserver.endpoints.request_info import resolve
 from pykcm.apiserver.rbac.authorizer import SA_PREFIX, RBACAuthorizer, forbidden_error
 from pykcm.apiserver.rbac.rules import Attributes
-from pykcm.apiserver.request_info import resolve
 
 __all__ = ["impersonate", "request_attributes"]
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pykcm.apiserver.auth import User
+from pykcm.apiserver.auth.authentication import User
 
 __all__ = ["Attributes", "compact_string", "rule_allows"]
 

@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pykcm.api.patch.merge_patch import apply_merge_patch
-from pykcm.apiserver.defaults import zero_object_fields
 from pykcm.apiserver.errors import StatusError
 from pykcm.apiserver.fieldmanager import FieldManager
 from pykcm.apiserver.fieldmanager.manager_name import manager_or_user_agent
@@ -41,6 +40,7 @@ from pykcm.apiserver.fieldmanager.reset_fields import (
 )
 from pykcm.apiserver.fieldmanager.scale_handler import to_parent, to_subresource
 from pykcm.apiserver.fieldmanager.schema import TypeSchema, for_builtin, for_crd
+from pykcm.apiserver.registry.defaults import zero_object_fields
 from pykcm.testing.upstream import request_json
 from tests.differential.fieldmanager.corpus import CRD, CRD_NAME, CRD_SCHEMA, KINDS
 

@@ -19,10 +19,10 @@ from pykcm.api.validation import (
     required,
     validate_object_meta_update,
 )
-from pykcm.apiserver.defaults import NODE_INFO_FIELDS
 from pykcm.apiserver.registry import printers as pr
 from pykcm.apiserver.registry.core import podspec_validation as podspec
 from pykcm.apiserver.registry.defaulting import child_dict, go_order_object
+from pykcm.apiserver.registry.defaults import NODE_INFO_FIELDS
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 from pykcm.apiserver.registry.validation import as_list, as_map, as_str, validate_meta

@@ -22,10 +22,10 @@ from pykcm.api.validation import (
     validate_object_meta,
     validate_object_meta_update,
 )
-from pykcm.apiserver.defaults import parse_quantity
 from pykcm.apiserver.registry import printers as pr
 from pykcm.apiserver.registry.core import volume_fields as vf
 from pykcm.apiserver.registry.defaulting import go_order_object
+from pykcm.apiserver.registry.defaults import parse_quantity
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Strategy
 

@@ -34,7 +34,7 @@ from pykcm.api.validation import (
     validate_annotations,
     validate_labels,
 )
-from pykcm.apiserver.defaults import parse_quantity
+from pykcm.apiserver.registry.defaults import parse_quantity
 from pykcm.apiserver.registry.validation import (
     as_int,
     as_list,

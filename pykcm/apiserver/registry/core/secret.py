@@ -97,7 +97,7 @@ def _json_content_error(b64: Any) -> str:
     """Go's json.Unmarshal error for base64-encoded content ("" when it is JSON)."""
     import base64 as _b64
 
-    from pykcm.apiserver import go_json
+    from pykcm.apiserver.serializer import go_json
 
     try:
         raw = _b64.b64decode(as_str(b64), validate=True)

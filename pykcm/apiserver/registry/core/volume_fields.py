@@ -22,7 +22,7 @@ from pykcm.api.validation import (
     not_supported,
     required,
 )
-from pykcm.apiserver.defaults import parse_quantity
+from pykcm.apiserver.registry.defaults import parse_quantity
 
 Obj = dict[str, Any]
 

@@ -45,34 +45,38 @@ from aiohttp.web_request import BaseRequest
 from pykcm.api.resources import ResourceRegistry, builtin_registry
 from pykcm.api.serviceaccount import LAST_USED_LABEL_KEY
 from pykcm.apiserver import errors
-from pykcm.apiserver.auth import (
+from pykcm.apiserver.auth.authentication import (
     ANONYMOUS_PATHS,
     AuthResponse,
     TokenAuthenticator,
     User,
     load_or_create_admin_token,
 )
-from pykcm.apiserver.certs import ensure_serving_certs
-from pykcm.apiserver.discovery import GIT_VERSION, Discovery
-from pykcm.apiserver.flow_control import TOO_MANY_REQUESTS_MESSAGE, ConcurrencyLevel, Rejected
-from pykcm.apiserver.handlers import AUTHENTICATED, MAX_BODY, APIHandlers, status_response
-from pykcm.apiserver.identity_lease import IdentityLease
-from pykcm.apiserver.kubeconfig import build_kubeconfig, write_kubeconfig
-from pykcm.apiserver.kubernetes_service import (
+from pykcm.apiserver.auth.certs import ensure_serving_certs
+from pykcm.apiserver.auth.kubeconfig import build_kubeconfig, write_kubeconfig
+from pykcm.apiserver.auth.service_accounts import ServiceAccountTokens
+from pykcm.apiserver.controlplane.identity_lease import IdentityLease
+from pykcm.apiserver.controlplane.kubernetes_service import (
     KubernetesServiceController,
     choose_advertise_address,
 )
-from pykcm.apiserver.metrics import APIMetrics
-from pykcm.apiserver.openapi import OpenAPI
-from pykcm.apiserver.post_start_objects import ensure_post_start_objects
+from pykcm.apiserver.controlplane.post_start_objects import ensure_post_start_objects
+from pykcm.apiserver.endpoints.discovery import GIT_VERSION, Discovery
+from pykcm.apiserver.endpoints.flow_control import (
+    TOO_MANY_REQUESTS_MESSAGE,
+    ConcurrencyLevel,
+    Rejected,
+)
+from pykcm.apiserver.endpoints.handlers import AUTHENTICATED, MAX_BODY, APIHandlers, status_response
+from pykcm.apiserver.endpoints.metrics import APIMetrics
+from pykcm.apiserver.endpoints.openapi import OpenAPI
 from pykcm.apiserver.rbac.authorizer import RBACAuthorizer, forbidden_error
 from pykcm.apiserver.rbac.bootstrap import reconcile_bootstrap_policy
 from pykcm.apiserver.rbac.escalation import CURRENT as ESCALATION_CONTEXT
 from pykcm.apiserver.rbac.escalation import RequestAuth
 from pykcm.apiserver.rbac.request_filter import impersonate, request_attributes
 from pykcm.apiserver.rbac.stored_objects import StoredRBAC
-from pykcm.apiserver.rest_storage import RESTStorage
-from pykcm.apiserver.service_accounts import ServiceAccountTokens
+from pykcm.apiserver.registry.rest_storage import RESTStorage
 from pykcm.apiserver.storage import SqliteLog, Store, object_key
 
 log = logging.getLogger(__name__)

@@ -30,7 +30,7 @@ from typing import Any, Final
 import orjson
 
 from pykcm.apiserver import errors
-from pykcm.apiserver.auth import User, go_aggregate
+from pykcm.apiserver.auth.authentication import User, go_aggregate
 from pykcm.apiserver.rbac.escalation import CURRENT
 from pykcm.apiserver.rbac.rules import Attributes
 

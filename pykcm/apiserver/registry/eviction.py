@@ -30,7 +30,7 @@ POST ``/api/v1/namespaces/NS/pods/NAME/eviction`` with a policy/v1 (or v1beta1)
    (graceful as any pod delete). Dry-run (query or deleteOptions) changes nothing.
 
 Data flow: the handler decodes the body and calls :func:`evict` with the
-:class:`~pykcm.apiserver.rest_storage.RESTStorage`; every read and write goes through
+:class:`~pykcm.apiserver.registry.rest_storage.RESTStorage`; every read and write goes through
 it as any client's would (validation, status strategy, watch events). Deliberate
 deviation: upstream reads budgets through a loopback client (LIST, GET, UpdateStatus);
 here the same operations run in-process on the store.
@@ -63,7 +63,7 @@ from pykcm.apiserver import errors
 from pykcm.apiserver.errors import StatusError
 
 if TYPE_CHECKING:
-    from pykcm.apiserver.rest_storage import DeleteOptions, RESTStorage
+    from pykcm.apiserver.registry.rest_storage import DeleteOptions, RESTStorage
 
 __all__ = ["EVICTION_API_VERSIONS", "MAX_DISRUPTED_POD_SIZE", "check_type_meta", "evict"]
 
@@ -175,7 +175,7 @@ def _go_slice(values: list[str]) -> str:
 
 def eviction_delete_options(body: Mapping[str, Any], query_dry_run: list[str]) -> DeleteOptions:
     """The Eviction's deleteOptions with the request's dryRun propagated (propagateDryRun)."""
-    from pykcm.apiserver.rest_storage import DeleteOptions
+    from pykcm.apiserver.registry.rest_storage import DeleteOptions
 
     raw = body.get("deleteOptions")
     raw = raw if isinstance(raw, Mapping) else {}
@@ -268,7 +268,7 @@ class _Eviction:
         """The namespace's budgets whose selector matches the pod (invalid ones match none)."""
         if self.pdbs is None:
             return []
-        from pykcm.apiserver.rest_storage import ListOptions
+        from pykcm.apiserver.registry.rest_storage import ListOptions
 
         labels = (pod.get("metadata") or {}).get("labels") or {}
         out: list[dict[str, Any]] = []

@@ -40,12 +40,12 @@ from typing import Any, Final
 from pykcm.api.go_duration import GoDurationError, parse_go_duration
 from pykcm.api.go_spew import split_map_type
 from pykcm.api.validation import go_quote
-from pykcm.apiserver.defaults import parse_quantity
+from pykcm.apiserver.registry.defaults import parse_quantity
 
 __all__ = ["GoDecodeError", "check_object", "check_struct", "drop_go_empty", "go_encoding_order",
            "kind_struct", "zero_nulls"]
 
-_DATA: Final = Path(__file__).resolve().parent / "_data" / "go_types.json.gz"
+_DATA: Final = Path(__file__).resolve().parent.parent / "_data" / "go_types.json.gz"
 
 QUANTITY_MESSAGE: Final = ("quantities must match the regular expression "
                            "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")

@@ -49,7 +49,7 @@ from pykcm.api.resources import ALL_VERBS, ResourceInfo, ResourceRegistry
 from pykcm.apiserver import errors
 from pykcm.apiserver.errors import StatusError
 
-DATA_PATH: Final = Path(__file__).resolve().parent / "_data" / "openapi_defs.json.gz"
+DATA_PATH: Final = Path(__file__).resolve().parent.parent / "_data" / "openapi_defs.json.gz"
 REF_PREFIX: Final = "#/components/schemas/"
 OPENAPI_PREFIX: Final = "/openapi/v3"
 PROTOBUF_OPENAPI: Final = "application/com.github.proto-openapi.spec.v3@v1.0+protobuf"

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from pykcm.apiserver.request_info import resolve
+from pykcm.apiserver.endpoints.request_info import resolve
 from pykcm.apiserver.storage.store import Store
 
 __all__ = ["APIMetrics"]

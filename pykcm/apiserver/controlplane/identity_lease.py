@@ -35,7 +35,7 @@ from pykcm.api.timestamps import format_micro_time
 from pykcm.apiserver.errors import StatusError
 
 if TYPE_CHECKING:
-    from pykcm.apiserver.rest_storage import RESTStorage
+    from pykcm.apiserver.registry.rest_storage import RESTStorage
 
 __all__ = ["IdentityLease", "server_id"]
 

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Final
 from pykcm.apiserver.errors import StatusError
 
 if TYPE_CHECKING:
-    from pykcm.apiserver.rest_storage import RESTStorage
+    from pykcm.apiserver.registry.rest_storage import RESTStorage
 
 __all__ = ["KubernetesServiceController", "choose_advertise_address"]
 
@@ -236,7 +236,7 @@ def _or_empty(v: Any) -> Any:
 
 
 def _delete_options() -> Any:
-    from pykcm.apiserver.rest_storage import DeleteOptions
+    from pykcm.apiserver.registry.rest_storage import DeleteOptions
 
     return DeleteOptions()
 

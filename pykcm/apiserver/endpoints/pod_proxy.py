@@ -51,8 +51,8 @@ from aiohttp import WSMsgType, web
 
 from pykcm.api.resources import ResourceRegistry
 from pykcm.apiserver import errors
-from pykcm.apiserver.request_info import RequestInfo
-from pykcm.apiserver.rest_storage import RESTStorage
+from pykcm.apiserver.endpoints.request_info import RequestInfo
+from pykcm.apiserver.registry.rest_storage import RESTStorage
 
 __all__ = ["PROXIED_SUBRESOURCES", "handles", "serve"]
 

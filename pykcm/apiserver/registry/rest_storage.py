@@ -47,13 +47,13 @@ from pykcm.api.patch import (
 from pykcm.api.patch._errors import go_repr
 from pykcm.api.resources import ResourceInfo, ResourceRegistry
 from pykcm.api.validation import Cause, go_quote
-from pykcm.apiserver import errors, go_json
-from pykcm.apiserver import selectable_fields as _selectable
+from pykcm.apiserver import errors
 from pykcm.apiserver.admission import default_ingress_class
 from pykcm.apiserver.admission import mutating as mutating_admission
 from pykcm.apiserver.admission import priority as priority_admission
 from pykcm.apiserver.admission import storage as storage_admission
 from pykcm.apiserver.admission.validating import QuotaPlugins
+from pykcm.apiserver.controlplane.service_allocator import ServiceAllocator
 from pykcm.apiserver.crd import definitions as crd_definitions
 from pykcm.apiserver.crd.custom_resources import (
     CLEANUP_FINALIZER,
@@ -64,7 +64,13 @@ from pykcm.apiserver.errors import StatusError
 from pykcm.apiserver.fieldmanager.apply_options import check_applied_name, validate_patch_options
 from pykcm.apiserver.fieldmanager.factory import field_manager_for
 from pykcm.apiserver.fieldmanager.field_manager import FieldManager
-from pykcm.apiserver.go_types import (
+from pykcm.apiserver.registry import selectable_fields as _selectable
+from pykcm.apiserver.registry.apiextensions.customresource import CustomResourceStrategy
+from pykcm.apiserver.registry.lookup import strategy_for
+from pykcm.apiserver.registry.scheduling.priorityclass import system_class_delete_error
+from pykcm.apiserver.registry.strategy import Strategy, now_rfc3339, rfc3339
+from pykcm.apiserver.serializer import go_json
+from pykcm.apiserver.serializer.go_types import (
     GoDecodeError,
     check_struct,
     drop_go_empty,
@@ -72,11 +78,6 @@ from pykcm.apiserver.go_types import (
     kind_struct,
     zero_nulls,
 )
-from pykcm.apiserver.registry.apiextensions.customresource import CustomResourceStrategy
-from pykcm.apiserver.registry.lookup import strategy_for
-from pykcm.apiserver.registry.scheduling.priorityclass import system_class_delete_error
-from pykcm.apiserver.registry.strategy import Strategy, now_rfc3339, rfc3339
-from pykcm.apiserver.service_allocator import ServiceAllocator
 from pykcm.apiserver.storage import Entry, ResourceStore, Store, object_key, resource_id
 
 GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"

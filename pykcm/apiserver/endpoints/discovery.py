@@ -4,7 +4,7 @@ Clients (kubectl, client-go's RESTMapper, the Python client) read these to
 learn which resources exist, their kinds, scopes, verbs, short names and
 subresources. The documents are built from the `ResourceRegistry`, so a
 resource added there is discoverable at once; the pods' connect subresources
-(log, exec, attach, portforward), which pykcm.apiserver.pod_proxy serves
+(log, exec, attach, portforward), which pykcm.apiserver.endpoints.pod_proxy serves
 outside the registry's routing, are added to the pods' entries as
 kube-apiserver lists them (pods/proxy, services/proxy and nodes/proxy are not
 served, so not listed).
@@ -21,8 +21,9 @@ import orjson
 from aiohttp import web
 
 from pykcm.api.resources import ResourceInfo, ResourceRegistry
-from pykcm.apiserver import errors, pod_proxy
-from pykcm.apiserver.request_info import RequestInfo
+from pykcm.apiserver import errors
+from pykcm.apiserver.endpoints import pod_proxy
+from pykcm.apiserver.endpoints.request_info import RequestInfo
 
 KUBE_MAJOR = "1"
 KUBE_MINOR = "36"

@@ -18,6 +18,7 @@ the objects are written through rest_storage, as any client's would be.
 from __future__ import annotations
 
 from pykcm.api.resources import ResourceRegistry
+from pykcm.apiserver.controlplane.service_allocator import DEFAULT_SERVICE_CIDR
 from pykcm.apiserver.registry.apiregistration.apiservice import (
     LOCAL_PRIORITIES,
     local_apiservice,
@@ -27,10 +28,9 @@ from pykcm.apiserver.registry.networking.servicecidr import (
     DEFAULT_SERVICE_CIDR_NAME,
     default_service_cidr,
 )
+from pykcm.apiserver.registry.rest_storage import RESTStorage
 from pykcm.apiserver.registry.scheduling.priorityclass import system_priority_classes
 from pykcm.apiserver.registry.strategy import now_rfc3339
-from pykcm.apiserver.rest_storage import RESTStorage
-from pykcm.apiserver.service_allocator import DEFAULT_SERVICE_CIDR
 
 __all__ = ["ensure_post_start_objects"]
 

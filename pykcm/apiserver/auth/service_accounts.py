@@ -48,7 +48,7 @@ from pykcm.api import serviceaccount as sa_api
 from pykcm.api.timestamps import format_time
 from pykcm.api.validation import go_quote
 from pykcm.apiserver import errors
-from pykcm.apiserver.auth import (
+from pykcm.apiserver.auth.authentication import (
     AuthResponse,
     TokenAuthenticator,
     TokenError,

@@ -33,20 +33,25 @@ from pykcm.api.protobuf import (
 from pykcm.api.resources import ResourceInfo, ResourceRegistry
 from pykcm.api.timestamps import format_time
 from pykcm.api.validation import go_quote
-from pykcm.apiserver import (
-    access_reviews,
-    defaults,
-    errors,
-    eviction,
-    go_json,
-    pod_proxy,
-    resource_metrics,
-    service_accounts,
-    tables,
-)
-from pykcm.apiserver.auth import AuthResponse, TokenAuthenticator
+from pykcm.apiserver import errors
+from pykcm.apiserver.auth import access_reviews, service_accounts
+from pykcm.apiserver.auth.authentication import AuthResponse, TokenAuthenticator
 from pykcm.apiserver.crd.custom_resources import json_path, set_json_path
-from pykcm.apiserver.discovery import Discovery
+from pykcm.apiserver.endpoints import pod_proxy, tables
+from pykcm.apiserver.endpoints.discovery import Discovery
+from pykcm.apiserver.endpoints.openapi import (
+    OpenAPI,
+    field_warning_headers,
+    parse_field_validation,
+    strict_error,
+    warning_header,
+)
+from pykcm.apiserver.endpoints.request_info import (
+    RequestInfo,
+    invalid_storage_key,
+    path_segment_name_errors,
+    resolve,
+)
 from pykcm.apiserver.errors import StatusError
 from pykcm.apiserver.fieldmanager.apply_options import check_applied_name, validate_patch_options
 from pykcm.apiserver.fieldmanager.manager_name import manager_or_user_agent
@@ -57,22 +62,8 @@ from pykcm.apiserver.fieldmanager.scale_handler import (
     to_parent,
     to_subresource,
 )
-from pykcm.apiserver.go_types import GoDecodeError, check_struct, kind_struct, zero_nulls
-from pykcm.apiserver.openapi import (
-    OpenAPI,
-    field_warning_headers,
-    parse_field_validation,
-    strict_error,
-    warning_header,
-)
-from pykcm.apiserver.registry.strategy import Strategy
-from pykcm.apiserver.request_info import (
-    RequestInfo,
-    invalid_storage_key,
-    path_segment_name_errors,
-    resolve,
-)
-from pykcm.apiserver.rest_storage import (
+from pykcm.apiserver.registry import defaults, eviction, resource_metrics
+from pykcm.apiserver.registry.rest_storage import (
     PATCH_TYPES,
     DeleteOptions,
     ListOptions,
@@ -84,9 +75,12 @@ from pykcm.apiserver.rest_storage import (
     patch_type,
     type_meta_error,
 )
+from pykcm.apiserver.registry.strategy import Strategy
+from pykcm.apiserver.registry.version_view import VIEWS, VersionView
+from pykcm.apiserver.serializer import go_json
+from pykcm.apiserver.serializer.go_types import GoDecodeError, check_struct, kind_struct, zero_nulls
+from pykcm.apiserver.serializer.yaml_body import DecodedTooLarge, YAMLBodyError, decode_yaml
 from pykcm.apiserver.storage import ADDED, Entry, Watcher, bookmark_line, object_key
-from pykcm.apiserver.version_view import VIEWS, VersionView
-from pykcm.apiserver.yaml_body import DecodedTooLarge, YAMLBodyError, decode_yaml
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from typing import Any, Final
 
 import orjson
 
-from pykcm.apiserver import event_view
 from pykcm.apiserver.errors import StatusError
+from pykcm.apiserver.registry import event_view
 from pykcm.apiserver.registry.autoscaling import v1_conversion
 from pykcm.apiserver.registry.events.event import validate_event_v1_create, validate_event_v1_update
 
