@@ -23,6 +23,8 @@ Data flow
 ::
 
     request ── Accept ──────────► parse_table_accept() ─► "v1" | "v1beta1" | None
+                                  (negotiate_conversion(): also the PartialObjectMetadata
+                                   targets, answered by partial_metadata.py)
             └─ ?includeObject= ─► parse_include_object() ─► "None"|"Metadata"|"Object"
     LIST/GET result (objects as stored, already defaulted)
             └─► table(kind, group, objects, list_meta=..., include_object=...)
@@ -54,6 +56,8 @@ from pykcm.apiserver.registry.printers import (
 
 __all__ = [
     "TABLE_GROUP",
+    "Conversion",
+    "negotiate_conversion",
     "negotiate_table",
     "parse_include_object",
     "parse_table_accept",
@@ -136,8 +140,18 @@ def _parse_accept(header: str) -> list[_Clause]:
     return clauses
 
 
-# What one acceptable clause asks for: ("table", version) or ("other", "").
+# What one acceptable clause asks for: (target kind, version), the kind "" for the
+# resource's own objects, "Table", "PartialObjectMetadata" or "PartialObjectMetadataList".
 _Choice = tuple[str, str]
+_PARTIAL_KINDS: Final = ("PartialObjectMetadata", "PartialObjectMetadataList")
+
+
+class Conversion(NamedTuple):
+    """What an Accept header negotiated: a meta.k8s.io conversion of the answer."""
+
+    kind: str  # "Table", "PartialObjectMetadata" or "PartialObjectMetadataList"
+    version: str  # "v1" or "v1beta1"
+    media: str  # the media type of the clause that chose it
 
 
 def _accept_clause(params: Mapping[str, str], media: tuple[str, str]) -> _Choice | None:
@@ -153,23 +167,22 @@ def _accept_clause(params: Mapping[str, str], media: tuple[str, str]) -> _Choice
         elif k == "sv" and v and v != "v1":
             return None
     if convert is None:
-        return ("other", "")
+        return ("", "")
     if convert["g"] == TABLE_GROUP and convert["v"] in TABLE_VERSIONS:
         if convert["as"] == "Table":
-            return ("table", convert["v"]) if media in _TABLE_MEDIA_TYPES else None
-        if convert["as"] in ("PartialObjectMetadata", "PartialObjectMetadataList"):
-            return ("other", "")
+            return ("Table", convert["v"]) if media in _TABLE_MEDIA_TYPES else None
+        if convert["as"] in _PARTIAL_KINDS:
+            return (convert["as"], convert["v"])
     return None
 
 
-def negotiate_table(accept: str | None) -> tuple[str, str] | None:
-    """The Table a request negotiates: (version, media type), or None.
+def negotiate_conversion(accept: str | None) -> Conversion | None:
+    """The meta.k8s.io conversion a request negotiates (Table, PartialObjectMetadata or
+    PartialObjectMetadataList), or None for the resource's own objects.
 
     Mirrors the API server's NegotiateMediaTypeOptions: clauses are tried by
     q-value (wildcards last), each against the served media types; the first
-    acceptable clause decides. A clause for another target (plain objects,
-    PartialObjectMetadata, an unknown ``as``/``g``/``v`` combination is skipped)
-    before a Table clause means no Table.
+    acceptable clause decides (an unknown ``as``/``g``/``v`` combination is skipped).
     """
     if not accept:
         return None
@@ -181,10 +194,22 @@ def negotiate_table(accept: str | None) -> tuple[str, str] | None:
                 choice = _accept_clause(clause.params, media)
                 if choice is None:
                     continue
-                if choice[0] == "table":
-                    return choice[1], f"{media[0]}/{media[1]}"
+                if choice[0]:
+                    return Conversion(choice[0], choice[1], f"{media[0]}/{media[1]}")
                 return None
     return None
+
+
+def negotiate_table(accept: str | None) -> tuple[str, str] | None:
+    """The Table a request negotiates: (version, media type), or None.
+
+    A clause for another target (plain objects, PartialObjectMetadata) before a
+    Table clause means no Table.
+    """
+    conv = negotiate_conversion(accept)
+    if conv is None or conv.kind != "Table":
+        return None
+    return conv.version, conv.media
 
 
 def parse_table_accept(accept: str | None) -> str | None:
