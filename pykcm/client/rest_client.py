@@ -477,8 +477,10 @@ class Client:
                        resource_version: str | None = None,
                        resource_version_match: str | None = None,
                        timeout_seconds: int | None = None,
-                       timeout: float | None = None) -> bytes:
-        """LIST, the JSON bytes of the list undecoded (for callers that decode their way)."""
+                       timeout: float | None = None, accept: str | None = None) -> bytes:
+        """LIST, the JSON bytes of the list undecoded (for callers that decode their way).
+
+        ``accept`` replaces the Accept header (e.g. ``as=PartialObjectMetadataList``)."""
         info = await self.resolve(resource)
         params = _list_params(label_selector=label_selector, field_selector=field_selector,
                               limit=limit, continue_=continue_,
@@ -486,7 +488,7 @@ class Client:
                               resource_version_match=resource_version_match,
                               timeout_seconds=timeout_seconds)
         return await self._call("GET", self._path(info, namespace, need_namespace=False),
-                                params=params, timeout=timeout)
+                                params=params, timeout=timeout, accept=accept)
 
     async def list_pages(self, resource: ResourceRef, namespace: str | None = None, *,
                          limit: int = 500, label_selector: str | None = None,
@@ -566,17 +568,19 @@ class Client:
                   send_initial_events: bool | None = None,
                   resource_version_match: str | None = None, label_selector: str | None = None,
                   field_selector: str | None = None,
-                  timeout_seconds: int | None = None) -> RawWatchStream:
-        """A WATCH yielding each event's JSON line undecoded."""
+                  timeout_seconds: int | None = None, accept: str | None = None
+                  ) -> RawWatchStream:
+        """A WATCH yielding each event's JSON line undecoded (``accept``: as list_raw's)."""
         return RawWatchStream(self._watch_opener(
             resource, namespace, resource_version, allow_watch_bookmarks, send_initial_events,
-            resource_version_match, label_selector, field_selector, timeout_seconds))
+            resource_version_match, label_selector, field_selector, timeout_seconds, accept))
 
     def _watch_opener(self, resource: ResourceRef, namespace: str | None,
                       resource_version: str | None, allow_watch_bookmarks: bool,
                       send_initial_events: bool | None, resource_version_match: str | None,
                       label_selector: str | None, field_selector: str | None,
-                      timeout_seconds: int | None) -> Callable[[], Awaitable[StreamSource]]:
+                      timeout_seconds: int | None, accept: str | None = None
+                      ) -> Callable[[], Awaitable[StreamSource]]:
         async def opener() -> StreamSource:
             info = await self.resolve(resource)
             params = _list_params(label_selector=label_selector, field_selector=field_selector,
@@ -593,7 +597,8 @@ class Client:
             read = float(timeout_seconds) + 60.0 if timeout_seconds else None
             tmo = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=read)
             resp = await self._open("GET", self._path(info, namespace, need_namespace=False),
-                                    params=params, timeout=tmo, idempotent=True)
+                                    params=params, timeout=tmo, idempotent=True,
+                                    accept=accept)
             return resp.content.iter_chunked(CHUNK_SIZE), resp.close
         return opener
 
