@@ -138,6 +138,9 @@ class Config:
     timeout: float | None = None
     # Retries of 429 (any verb) and 5xx/connection errors (reads): client-go's.
     max_retries: int = 10
+    # Connections for requests, kept alive and reused; a burst beyond them waits for
+    # one (watches have their own, one each): pykcm.client.connections.
+    max_connections_per_host: int = 25
     backoff_base: float = 1.0
     backoff_max: float = 10.0
     # The namespace of the context (or the pod, in cluster).
@@ -164,6 +167,9 @@ class Config:
         if (self.client_key_data or self.client_key_file) and not (
                 self.client_cert_data or self.client_cert_file):
             raise ConfigError("a client key is set without its certificate")
+        if self.max_connections_per_host < 1:
+            raise ConfigError(f"max_connections_per_host {self.max_connections_per_host}: "
+                              "at least one connection is needed")
         if self.proxy_url and not self.proxy_url.lower().startswith(("http://", "https://")):
             raise ConfigError(f"proxy-url {self.proxy_url!r}: only http and https proxies are "
                               "supported")

@@ -1,6 +1,11 @@
 """The async REST client: client-go's rest + dynamic clients in one.
 
-One `aiohttp.ClientSession` per `Client`, created lazily on the running loop.
+Connections are created lazily on the running loop (`pykcm.client.connections`):
+requests share a bounded keep-alive pool of HTTP/1.1 connections
+(`config.max_connections_per_host`, 25: a burst waits for a free connection
+rather than paying a TLS handshake per concurrent request), and each watch
+holds a connection of its own outside it. That module says why this, and not
+client-go's HTTP/2, measured by bench/client_connections.py.
 Objects travel as their JSON wire form (dicts in, dicts out; orjson both
 ways). Every request waits for the client-side rate limiter first (a watch's
 request does; its streaming does not), carries `Accept: application/json`, the
@@ -44,6 +49,7 @@ from pykcm.client._discovery import (
 )
 from pykcm.client._tls import build_ssl_context
 from pykcm.client.config import Config, default_user_agent
+from pykcm.client.connections import Connections
 from pykcm.client.errors import WritesFenced, is_gone, is_resource_expired, status_error_from
 from pykcm.client.metrics import observe_request
 from pykcm.client.rate_limit import TokenBucketRateLimiter
@@ -185,7 +191,7 @@ class Client:
             ("Impersonate-Group", g) for g in config.impersonate_groups]
         for k, vs in config.impersonate_extra.items():
             self._multi_headers += [(f"Impersonate-Extra-{quote(k, safe='')}", v) for v in vs]
-        self._session: aiohttp.ClientSession | None = None
+        self._conns: Connections | None = None
         self._session_cert: tuple[bytes, bytes] | None = None
         self._closed = False
         self._timeout = aiohttp.ClientTimeout(total=config.timeout, sock_connect=30)
@@ -203,24 +209,23 @@ class Client:
     async def close(self) -> None:
         """Close the session and its connections (open watches end)."""
         self._closed = True
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
+        conns, self._conns = self._conns, None
+        if conns is not None:
+            await conns.close()
 
     @property
     def closed(self) -> bool:
         return self._closed
 
-    def _new_session(self, cert: tuple[bytes, bytes] | None) -> aiohttp.ClientSession:
+    def _new_connections(self, cert: tuple[bytes, bytes] | None) -> Connections:
         ctx: ssl.SSLContext | None = build_ssl_context(
             self.config, cert_data=cert[0] if cert else None, key_data=cert[1] if cert else None)
-        connector = aiohttp.TCPConnector(ssl=ctx if ctx is not None else False, limit=0,
-                                         enable_cleanup_closed=False)
-        return aiohttp.ClientSession(
-            connector=connector, timeout=self._timeout, trust_env=False,
-            auto_decompress=True, cookie_jar=aiohttp.DummyCookieJar())
+        return Connections(ctx, max_per_host=self.config.max_connections_per_host,
+                           timeout=self._timeout)
 
-    async def _get_session(self) -> aiohttp.ClientSession:
+    async def _get_session(self, watch: bool = False) -> aiohttp.ClientSession:
+        """The session for a request (bounded keep-alive pool) or a watch (its own
+        connection)."""
         if self._closed:
             raise RuntimeError("the client is closed")
         cert: tuple[bytes, bytes] | None = None
@@ -228,16 +233,16 @@ class Client:
             cred = await self._auth.exec_credential()
             if cred is not None and cred.client_certificate_data and cred.client_key_data:
                 cert = (cred.client_certificate_data, cred.client_key_data)
-        session = self._session
-        if session is not None and cert != self._session_cert:
+        conns = self._conns
+        if conns is not None and cert != self._session_cert:
             # A rotated exec certificate: new connections (client-go closes the old ones).
-            self._session = None
-            await session.close()
-            session = None
-        if session is None:
-            self._session = session = self._new_session(cert)
+            self._conns = None
+            await conns.close()
+            conns = None
+        if conns is None:
+            self._conns = conns = self._new_connections(cert)
             self._session_cert = cert
-        return session
+        return conns.watches if watch else conns.requests
 
     # -- the request core ------------------------------------------------------------
 
@@ -255,8 +260,12 @@ class Client:
         accept: str | None = None,
         timeout: aiohttp.ClientTimeout | None = None,
         idempotent: bool | None = None,
+        watch: bool = False,
     ) -> aiohttp.ClientResponse:
-        """Send a request (with rate limit, auth and retries); a 2xx response, open."""
+        """Send a request (with rate limit, auth and retries); a 2xx response, open.
+
+        `watch`: a long-lived stream, sent on a connection of its own (outside the
+        bounded pool of the other requests)."""
         if idempotent is None:
             idempotent = method in _IDEMPOTENT
         url = self._base + path
@@ -265,7 +274,7 @@ class Client:
         cfg = self.config
         while True:
             await self.rate_limiter.wait()
-            session = await self._get_session()
+            session = await self._get_session(watch)
             headers: dict[str, str] | list[tuple[str, str]]
             h = dict(self._headers)
             auth, used = await self._auth.credential()
@@ -598,7 +607,7 @@ class Client:
             tmo = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=read)
             resp = await self._open("GET", self._path(info, namespace, need_namespace=False),
                                     params=params, timeout=tmo, idempotent=True,
-                                    accept=accept)
+                                    accept=accept, watch=True)
             return resp.content.iter_chunked(CHUNK_SIZE), resp.close
         return opener
 
