@@ -94,6 +94,14 @@ from _common import (
     run_async,
 )
 from _kube import kit_or_reason
+from _latency import (
+    NS_LAT,
+    STRATEGIES,
+    NamespaceLog,
+    format_trace,
+    klog_lines,
+    measure_rollouts,
+)
 
 from pykcm.testing.upstream import (
     ControlPlane,
@@ -145,10 +153,16 @@ class Stack:
 
     def __init__(self, qps: float, burst: int, *, nodes: int, max_pods: int,
                  events: bool, apiserver: str = "pykcm", manager: str = "pykcm",
-                 kit: KubeKit | None = None) -> None:
+                 kit: KubeKit | None = None, verbosity: int = 0,
+                 cprofile: str | None = None) -> None:
         self.qps, self.burst = qps, burst
         self.nodes, self.max_pods, self.events = nodes, max_pods, events
         self.apiserver, self.manager, self.kit = apiserver, manager, kit
+        self.verbosity = verbosity  # the manager under test's -v (--trace: 4)
+        # --cprofile: pykcm's manager runs under bench/_cprofile_main.py, which writes
+        # <prefix>.<n>.prof per SIGUSR1..SIGUSR2 window
+        self.cprofile = cprofile
+        self.cprofile_n = 0
         self.work = tempfile.mkdtemp(prefix="pykcm-bench-ctl-")
         self.data_dir = os.path.join(self.work, "data")
         self.logs = os.path.join(self.work, "logs")
@@ -174,10 +188,24 @@ class Stack:
         return self.cm_metrics_url.removesuffix("/metrics") + "/healthz"
 
     def _spawn(self, name: str, argv: list[str]) -> None:
+        cmd = [sys.executable, "-m", "pykcm", *argv]
+        if name == "controller-manager" and self.cprofile:
+            cmd = [sys.executable, os.path.join(HERE, "_cprofile_main.py"), self.cprofile,
+                   *argv]
         with open(os.path.join(self.logs, f"{name}.log"), "wb") as out:
             self.procs[name] = subprocess.Popen(
-                [sys.executable, "-m", "pykcm", *argv], cwd=REPO, stdout=out,
+                cmd, cwd=REPO, stdout=out,
                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def log_tail_all(self, name: str) -> str:
+        """The whole log of one component (--trace reads the manager's)."""
+        if name in self.kcms:
+            return self.kcms[name].log()
+        try:
+            with open(os.path.join(self.logs, f"{name}.log"), "rb") as f:
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
 
     def log_tail(self, name: str, n: int = 5) -> str:
         if name in self.kcms:
@@ -231,7 +259,8 @@ class Stack:
             if self.cp is not None:
                 kcm = KubeControllerManager.for_control_plane(
                     self.cp, controllers=names, name="controller-manager",
-                    kube_api_qps=self.qps, kube_api_burst=int(self.burst))
+                    kube_api_qps=self.qps, kube_api_burst=int(self.burst),
+                    extra_flags=[f"--v={self.verbosity}"] if self.verbosity else [])
             else:  # pykcm's server has no TokenReview/SubjectAccessReview to delegate to
                 kcm = KubeControllerManager(
                     self.kit, self.kubeconfig, self.logs, controllers=names,
@@ -250,7 +279,7 @@ class Stack:
                 "controller-manager", "--kubeconfig", self.kubeconfig, "--controllers", "*",
                 "--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", "0",
                 "--port", str(self.cm_port), "--kube-api-qps", str(self.qps),
-                "--kube-api-burst", str(self.burst)])
+                "--kube-api-burst", str(self.burst), "--v", str(self.verbosity)])
 
     def _start_kube(self, timeout: float) -> None:
         assert self.kit is not None
@@ -592,6 +621,8 @@ class Run:
         self.n_jobs = args.jobs
         self.phases: dict[str, dict[str, Any]] = {}
         self.rss: dict[str, float] = {}
+        self.latency: dict[str, list[float]] = {}
+        self.traces: list[str] = []
 
     async def measure(self, name: str, stack: Stack, drv: Driver,
                       body: Callable[[], Awaitable[None]], profile: bool = False) -> None:
@@ -604,14 +635,21 @@ class Run:
             shutil.which("py-spy")
         if profile and self.profile_dir and pyspy and "controller-manager" in stack.procs:
             out = os.path.join(self.profile_dir, f"{name}.txt")
-            spy = subprocess.Popen([pyspy, "record",  # noqa: ASYNC220 - returns at once "--native", "-r", "100", "-f", "raw",
-                                    "-o", out, "-p", str(stack.procs["controller-manager"].pid)],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            spy = subprocess.Popen(  # noqa: ASYNC220 - returns at once
+                [pyspy, "record", "--native", "-r", "100", "-f", "raw",
+                 "-o", out, "-p", str(stack.procs["controller-manager"].pid)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cprof = stack.cprofile if "controller-manager" in stack.procs else None
+        if cprof:
+            stack.procs["controller-manager"].send_signal(signal.SIGUSR1)
         t0 = time.perf_counter()
         try:
             await body()
         finally:
             wall = time.perf_counter() - t0
+            if cprof:
+                stack.procs["controller-manager"].send_signal(signal.SIGUSR2)
+                await self._collect_cprofile(stack, name)
             if spy is not None:
                 spy.send_signal(signal.SIGINT)
                 try:
@@ -660,18 +698,25 @@ class Run:
         tree = git_state()
         stack = Stack(self.qps, self.burst, nodes=a.nodes, max_pods=a.max_pods,
                       events=not a.no_events, apiserver=self.apiserver, manager=self.manager,
-                      kit=self.kit)
+                      kit=self.kit, verbosity=4 if a.trace else 0,
+                      cprofile=os.path.join(a.cprofile, "manager") if a.cprofile else None)
         drv: Driver | None = None
         watches: list[Watch] = []
         try:
             stack.start()
             drv = Driver(stack)
             await self._ready(stack, drv)
-            for ns in (NS, NS_JOBS, NS_BIG):
+            for ns in (NS, NS_JOBS, NS_BIG, NS_LAT):
                 await drv.request("POST", "namespaces", "POST", "/api/v1/namespaces",
                                   {"metadata": {"name": ns}})
             # both API servers' ServiceAccount admission needs them before pods
             await self._service_accounts(stack, drv)
+            if a.latency_reps > 0:
+                await self.measure_latency(stack, drv)
+                if a.latency or a.trace:
+                    return {"phases": self.phases, "latency": self.latency,
+                            "traces": self.traces, "rss": stack.rss(), "tree": tree,
+                            "failures": list(drv.failures)}
             dw = Watch(drv, "deployments.apps", f"/apis/apps/v1/namespaces/{NS}/deployments",
                        d_state)
             rw = Watch(drv, "replicasets.apps", f"/apis/apps/v1/namespaces/{NS}/replicasets",
@@ -742,19 +787,28 @@ class Run:
                               lambda o: f"{o['big'][5] if o else 0}/{nb} available",
                               stack.check)
 
-            await self.measure("scale", stack, drv, scale, profile=prof)
-            await self.measure("rollout", stack, drv, rollout, profile=prof)
-            await self.measure("gc", stack, drv, gc)
-            await self.measure("jobs", stack, drv, jobs)
-            await self.measure("big", stack, drv, big, profile=prof)
+            only = set(a.phases.split(",")) if a.phases else set(PHASES)
+            ran_scale = bool(only & {"scale", "rollout", "gc"})
+            if ran_scale:
+                await self.measure("scale", stack, drv, scale, profile=prof)
+            if "rollout" in only:
+                await self.measure("rollout", stack, drv, rollout, profile=prof)
+            if ran_scale and only & {"gc", "jobs", "big"}:
+                # the Deployments' pods would not leave room for the big one
+                await self.measure("gc", stack, drv, gc)
+            if "jobs" in only:
+                await self.measure("jobs", stack, drv, jobs)
+            if "big" in only:
+                await self.measure("big", stack, drv, big, profile=prof)
             self.rss = stack.rss()
-            return {"phases": self.phases, "rss": self.rss, "tree": tree,
-                    "failures": list(drv.failures)}
+            return {"phases": self.phases, "latency": self.latency, "rss": self.rss,
+                    "tree": tree, "failures": list(drv.failures)}
         except BenchError as exc:
             log(f"bench: [{self.label}] failed: {exc}")
             for name in stack.names():
                 log(f"bench:   {name} log tail: {stack.log_tail(name, 3)[:600]}")
-            return {"phases": self.phases, "rss": stack.rss(), "error": str(exc), "tree": tree,
+            return {"phases": self.phases, "latency": self.latency, "rss": stack.rss(),
+                    "error": str(exc), "tree": tree,
                     "failures": list(drv.failures) if drv else []}
         finally:
             for w in watches:
@@ -766,6 +820,56 @@ class Run:
                                    .replace(" ", "_"))
                 stack.copy_logs(dst)
             stack.stop()
+
+    async def _collect_cprofile(self, stack: Stack, phase: str) -> None:
+        """Wait for the manager's profile of the phase; keep it as <dir>/<label>-<phase>.prof."""
+        assert stack.cprofile is not None
+        src = f"{stack.cprofile}.{stack.cprofile_n}.prof"
+        stack.cprofile_n += 1
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+            if os.path.exists(src):
+                await asyncio.sleep(0.3)  # written whole
+                break
+        dst = os.path.join(self.args.cprofile, self.label.replace("/", "-").replace(" ", "_")
+                           .replace("#", "-") + f"-{phase}.prof")
+        with contextlib.suppress(OSError):
+            os.replace(src, dst)
+            log(f"bench: [{self.label}] cProfile of the manager during {phase}: {dst}")
+
+    async def measure_latency(self, stack: Stack, drv: Driver) -> None:
+        """The small rollouts (bench/_latency.py): a 10-replica RollingUpdate and a Recreate
+        Deployment, each rolled out --latency-reps times; with --trace, the timeline of each."""
+        a = self.args
+        nslog = NamespaceLog(drv)
+        nslog.start()
+        try:
+            await nslog.wait_synced()
+            for strategy in STRATEGIES:
+                log(f"bench: [{self.label}] latency {strategy} x{a.latency_reps} ...")
+                t_start = time.time()
+                try:
+                    r = await measure_rollouts(drv, nslog, strategy, a.latency_reps,
+                                               timeout=min(a.timeout, 120.0),
+                                               check=stack.check, trace=a.trace)
+                except TimeoutError as exc:
+                    raise BenchError(str(exc)) from None
+                self.latency[strategy] = r.walls
+                log(f"bench: [{self.label}] latency {strategy}: "
+                    + ", ".join(f"{w:.2f}" for w in r.walls) + " s")
+                if a.trace:
+                    text = stack.log_tail_all("controller-manager")
+                    for i, (_, w0, recs) in enumerate(r.traces):
+                        until = max((x.wall for x in recs), default=w0) + 0.1
+                        lines = [ln for ln in klog_lines(text, NS_LAT, w0 - 0.05, until)
+                                 if _trace_line(ln[1])]
+                        self.traces += format_trace(
+                            f"{self.label}: {strategy} rollout {i + 1} ({r.walls[i]:.2f} s)",
+                            w0, recs, lines) + [""]
+                del t_start
+        finally:
+            await nslog.stop()
 
     async def _ready(self, stack: Stack, drv: Driver, timeout: float = 90.0) -> None:
         """Every node Ready without the not-ready taint, the controller manager's /healthz
@@ -800,7 +904,7 @@ class Run:
         requires of a pod (the serviceaccount controller creates them: pykcm's, or the
         support manager's on the real server), before the clock of the first phase starts."""
         deadline = time.monotonic() + timeout
-        for ns in (NS, NS_JOBS, NS_BIG):
+        for ns in (NS, NS_JOBS, NS_BIG, NS_LAT):
             while True:
                 st, _ = await drv.request("GET", "serviceaccounts", "GET",
                                           f"/api/v1/namespaces/{ns}/serviceaccounts/default",
@@ -811,6 +915,18 @@ class Run:
                 if time.monotonic() > deadline:
                     raise BenchError(f"no ServiceAccount {ns}/default after {timeout:.0f} s")
                 await asyncio.sleep(0.1)
+
+
+# The deployment and replicaset controllers' lines of either manager at -v 4: sync start
+# and end, scaling decisions, expectations, retries (not the other controllers' lines).
+_TRACE_WORDS = ("syncing deployment", 'kind="ReplicaSet"', "deployment: ", "replicaset: ",
+                "syncing ReplicaSet", "Too few", "Too many", "xpectations", "Scaled",
+                "scaling down", "Slow-start")
+
+
+def _trace_line(msg: str) -> bool:
+    """The manager's log lines worth a place in the trace (sync start/end, scaling)."""
+    return any(w in msg for w in _TRACE_WORDS)
 
 
 def git_state() -> str:
@@ -961,6 +1077,7 @@ def report(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]], w
 
     have_ref = REF_SETUP in setups
     others = [s for s in setups if s != REF_SETUP]
+    L += latency_table(results, qps_labels, setups, runs_of)
     head = ["QPS/burst", "phase"]
     if have_ref:
         head.append(SETUP_TITLES[REF_SETUP])
@@ -1105,6 +1222,48 @@ def report(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]], w
     return "\n".join(L)
 
 
+def latency_table(results: dict[str, list[dict[str, Any]]], qps_labels: list[str],
+                  setups: list[str], runs_of: Callable[[str, str], list[dict[str, Any]]]
+                  ) -> list[str]:
+    """Median wall of the small rollouts per setup (every rollout of every run pooled)."""
+    have = any(r.get("latency") for runs in results.values() for r in runs)
+    if not have:
+        return []
+
+    def walls(q: str, s: str, st: str) -> list[float]:
+        return [w for r in runs_of(q, s) for w in (r.get("latency") or {}).get(st, [])]
+
+    L = [("Small rollouts (`set image` on a 10-replica Deployment, pods ready 0.5 s after "
+          "they start, until `kubectl rollout status` would say done; median over every "
+          "rollout of every run, n in brackets):"), ""]
+    head = ["QPS/burst", "strategy", *[SETUP_TITLES.get(s, s) for s in setups]]
+    ref_in = REF_SETUP in setups
+    if ref_in:
+        head += [f"{s} ÷ kube/kube" for s in setups if s != REF_SETUP]
+    L.append("| " + " | ".join(head) + " |")
+    L.append("|---|---|" + "---:|" * (len(head) - 2))
+    for q in qps_labels:
+        for st in STRATEGIES:
+            cells = [q, st]
+            meds = {}
+            for s in setups:
+                w = walls(q, s, st)
+                meds[s] = med(w)
+                cells.append(f"{meds[s]:.2f} s ({len(w)})" if w else "—")
+            if ref_in:
+                for s in setups:
+                    if s != REF_SETUP:
+                        ok = not (math.isnan(meds[s]) or math.isnan(meds[REF_SETUP]))
+                        cells.append(f"{meds[s] / meds[REF_SETUP]:.2f}×" if ok else "—")
+            L.append("| " + " | ".join(cells) + " |")
+    L.append("")
+    L.append("Every small rollout (s): " + "; ".join(
+        f"{q} {s} {st} " + ", ".join(f"{x:.2f}" for x in walls(q, s, st))
+        for q in qps_labels for s in setups for st in STRATEGIES if walls(q, s, st)) + ".")
+    L.append("")
+    return L
+
+
 def _jsonable(results: dict[str, list[dict[str, Any]]]) -> Any:
     def conv(x: Any) -> Any:
         if isinstance(x, Counter):
@@ -1187,6 +1346,10 @@ async def main_async(args: argparse.Namespace) -> int:
             shutil.copytree(prof_dir, os.path.join(args.keep_logs, "profiles"),
                             dirs_exist_ok=True)
         shutil.rmtree(prof_dir, ignore_errors=True)
+    if args.trace:
+        for runs in results.values():
+            for r in runs:
+                print("\n".join(r.get("traces", [])))
     text = report(args, results, time.perf_counter() - t0, profiles)
     print(text)
     if not args.no_record:
@@ -1223,7 +1386,34 @@ def main() -> int:
                    help="with --report: Markdown text appended after the figures")
     p.add_argument("--report", metavar="FILE",
                    help="only print (and record) the report of results saved with --save")
+    p.add_argument("--phases", metavar="LIST",
+                   help=f"comma-separated subset of {','.join(PHASES)} (the phases a phase "
+                   "needs run too: rollout and gc need scale; default all)")
+    p.add_argument("--cprofile", metavar="DIR",
+                   help="run pykcm's controller manager under cProfile, one profile per "
+                   "phase written to DIR (<run>-<phase>.prof; read with pstats)")
+    p.add_argument("--latency-reps", type=int, default=5,
+                   help="rollouts of each small Deployment per run (RollingUpdate, Recreate; "
+                   "10 replicas ready 0.5 s after start); 0: none")
+    p.add_argument("--latency", action="store_true",
+                   help="only the small rollouts (default then: --qps 20/30 --setups "
+                   "kube/kube,kube/pykcm)")
+    p.add_argument("--trace", action="store_true",
+                   help="one small rollout of each strategy per setup (default kube/kube,"
+                   "kube/pykcm at 20/30), the managers at -v 4: print the per-step timeline "
+                   "(watch events and the managers' sync log lines, ms after the PATCH)")
     args = p.parse_args()
+    if args.latency or args.trace:
+        if "--qps" not in sys.argv[1:]:
+            args.qps = "20/30"
+        if "--setups" not in sys.argv[1:]:
+            args.setups = "kube/kube,kube/pykcm"
+    if args.trace:
+        args.latency_reps = max(1, min(args.latency_reps, 2)) if "--latency-reps" in \
+            sys.argv[1:] else 1
+        args.no_record = True
+        if "--runs" not in sys.argv[1:]:
+            args.runs = 1
     if args.quick:
         args.deployments, args.big, args.jobs, args.runs = 20, 200, 10, 1
     if args.report:
@@ -1243,6 +1433,8 @@ def main() -> int:
         if record:
             append_results(text)
         return 0
+    if args.cprofile:
+        os.makedirs(args.cprofile, exist_ok=True)
     args.loadavg = os.getloadavg()
     args.load_note = machine_load()
     return run_async(main_async(args))
