@@ -250,8 +250,9 @@ async def _resourcequota(ctx: ControllerContext, name: str) -> RunnableControlle
         return None
     rq = ResourceQuotaController(client=client, quota_informer=ctx.informer_factory.informer_for(
         quotas), informer_factory=ctx.informer_factory,
-        resync_period=ctx.options.resource_quota_sync_period)
-    await rq.start_monitors()
+        resync_period=ctx.options.resource_quota_sync_period,
+        metadata_informers=ctx.object_or_metadata_informers())
+    # (its monitors are resolved when it runs, once every controller is built)
     return rq
 
 
@@ -321,7 +322,7 @@ async def _garbage_collector(ctx: ControllerContext, name: str) -> RunnableContr
 
     return GarbageCollector(
         client=ctx.client_builder.client("generic-garbage-collector"),
-        informer_factory=ctx.informer_factory,
+        informer_factory=ctx.object_or_metadata_informers(),
         recorder=ctx.event_recorder("generic-garbage-collector",
                                     "garbage-collector-controller"))
 

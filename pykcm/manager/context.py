@@ -51,6 +51,8 @@ from pykcm.api.serviceaccount import make_username
 from pykcm.client import Client, Config, default_user_agent, no_warnings
 from pykcm.controller.event_recorder import EventBroadcaster, EventRecorder
 from pykcm.informers import SharedInformerFactory
+from pykcm.informers.metadata_factory import MetadataSharedInformerFactory
+from pykcm.informers.object_or_metadata import ObjectOrMetadataInformerFactory
 from pykcm.manager.options import ControllerManagerOptions
 from pykcm.manager.service_account_credentials import ServiceAccountTokenSource
 
@@ -199,6 +201,22 @@ class ControllerContext:
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     informers_started: asyncio.Event = field(default_factory=asyncio.Event)
     _broadcasters: dict[str, EventBroadcaster] = field(default_factory=dict, repr=False)
+    metadata_informer_factory: MetadataSharedInformerFactory | None = None
+    _object_or_metadata: ObjectOrMetadataInformerFactory | None = field(default=None,
+                                                                        repr=False)
+
+    def object_or_metadata_informers(self) -> ObjectOrMetadataInformerFactory:
+        """The garbage collector's and quota monitors' informers (upstream
+        ``ObjectOrMetadataInformerFactory``): ``informer_factory``'s informer of a resource
+        when it has one, else a metadata-only one from ``metadata_informer_factory``
+        (created here, on the factory's client, when the manager gave none)."""
+        if self._object_or_metadata is None:
+            if self.metadata_informer_factory is None:
+                self.metadata_informer_factory = MetadataSharedInformerFactory(
+                    self.informer_factory.client, self.informer_factory.default_resync)
+            self._object_or_metadata = ObjectOrMetadataInformerFactory(
+                self.informer_factory, self.metadata_informer_factory)
+        return self._object_or_metadata
 
     def resync_period(self) -> float:
         """A resync period between --min-resync-period and twice it, drawn anew each call

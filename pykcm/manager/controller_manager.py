@@ -65,6 +65,7 @@ from pykcm.client import (
 )
 from pykcm.controller.event_recorder import EventBroadcaster
 from pykcm.informers import SharedInformerFactory, strip_managed_fields
+from pykcm.informers.metadata_factory import MetadataSharedInformerFactory
 from pykcm.leaderelection import (
     HealthzAdaptor,
     LeaderCallbacks,
@@ -341,6 +342,8 @@ class ControllerManager:
             informer_factory=SharedInformerFactory(
                 builder.root_client("shared-informers"), _resync(o),
                 transform=strip_managed_fields),
+            metadata_informer_factory=MetadataSharedInformerFactory(
+                builder.root_client("shared-informers"), _resync(o)),
             options=o)
         self.context = ctx
         try:
@@ -377,6 +380,8 @@ class ControllerManager:
         ctx.stop.set()
         await self._shutdown_controllers(graceful=self._stopping)
         await ctx.informer_factory.shutdown()
+        if ctx.metadata_informer_factory is not None:
+            await ctx.metadata_informer_factory.shutdown()
         await ctx.close_event_broadcasters()
 
     async def _start_controllers(self, ctx: ControllerContext, enabled: list[str]) -> None:

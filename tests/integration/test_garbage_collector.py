@@ -20,6 +20,8 @@ from pykcm.client import Client, NotFound, load_kube_config
 from pykcm.controllers.garbagecollector import GarbageCollector
 from pykcm.informers import SharedInformerFactory
 from pykcm.informers.generic import GroupVersionResource
+from pykcm.informers.metadata_factory import MetadataSharedInformerFactory
+from pykcm.informers.object_or_metadata import ObjectOrMetadataInformerFactory
 from tests.conftest import Backend, create_namespace
 
 TIMEOUT = 30.0
@@ -38,15 +40,21 @@ async def ns(client: Client, apiserver: Backend) -> str:
 
 @pytest.fixture
 async def gc(client: Client) -> AsyncIterator[GarbageCollector]:
+    # As in the manager: the full informers some controller built (here: pods, ReplicaSets)
+    # are shared, every other resource is monitored through a metadata-only informer.
     factory = SharedInformerFactory(client, name="")
-    collector = GarbageCollector(client=client, informer_factory=factory,
-                                 resync_discovery_period=0.5)
+    factory.core_v1.pods, factory.apps_v1.replicasets  # noqa: B018 - created, not read
+    metadata = MetadataSharedInformerFactory(client, name="")
+    collector = GarbageCollector(
+        client=client, informer_factory=ObjectOrMetadataInformerFactory(factory, metadata),
+        resync_discovery_period=0.5)
     task = asyncio.create_task(collector.run(workers=4))
     await eventually(collector.is_synced)
     yield collector
     collector.shutdown()
     await task
     await factory.shutdown()
+    await metadata.shutdown()
 
 
 async def eventually(cond: Callable[[], bool | Awaitable[bool]],

@@ -72,6 +72,7 @@ from pykcm.controllers.garbagecollector.operations import (
 )
 from pykcm.informers.factory import SharedInformerFactory
 from pykcm.informers.generic import GroupVersionResource
+from pykcm.informers.object_or_metadata import ObjectOrMetadataInformerFactory
 from pykcm.workqueue import RateLimitingQueue
 
 __all__ = ["GarbageCollector"]
@@ -105,7 +106,8 @@ class GarbageCollector:
 
     ``client`` talks to the API server; ``informer_factory`` provides the
     monitors' informers (its start() is called for monitors added while
-    running); ``recorder`` receives the Warning events (by default the
+    running; the manager passes an ObjectOrMetadataInformerFactory: metadata-only
+    informers for the resources no controller caches whole); ``recorder`` receives the Warning events (by default the
     collector records through its own broadcaster, as upstream does);
     ``ignored_resources`` are (group, plural) pairs never monitored;
     ``resync_discovery_period`` is how often discovery is read again so
@@ -116,7 +118,8 @@ class GarbageCollector:
 
     name = "garbage-collector"
 
-    def __init__(self, *, client: Client, informer_factory: SharedInformerFactory,
+    def __init__(self, *, client: Client,
+                 informer_factory: SharedInformerFactory | ObjectOrMetadataInformerFactory,
                  recorder: EventRecorder | None = None,
                  ignored_resources: Iterable[tuple[str, str]] = DEFAULT_IGNORED_RESOURCES,
                  resync_discovery_period: float = 30.0,

@@ -21,10 +21,14 @@ Only the metadata the graph needs is taken from each informer event (uid,
 name, namespace, ownerReferences, finalizers, whether a deletionTimestamp is
 set): events queued for the graph builder never pin whole objects.
 
-Monitors use the shared factory's full-object informers (pykcm has no
-metadata-only informers yet). Removing a resource's monitor (its CRD was
-deleted) removes the graph builder's handler from the informer; the shared
-informer itself belongs to the factory, which has no per-informer stop.
+Monitors get their informers from an ObjectOrMetadataInformerFactory, as
+upstream's (pykcm/informers/object_or_metadata.py): a resource some controller
+already caches whole shares that informer, every other resource is watched as
+PartialObjectMetadata (a metadata-only informer); a plain SharedInformerFactory
+(full objects for everything) works too. Only ``metadata`` of the cached
+objects is read. Removing a resource's monitor (its CRD was deleted) removes
+the graph builder's handler from the informer; the shared informer itself
+belongs to the factory, which has no per-informer stop.
 
 ``process_event`` is synchronous: the graph changes only between awaits of
 the workers, so a worker sees a consistent graph between its own awaits.
@@ -61,6 +65,7 @@ from pykcm.controllers.garbagecollector.operations import (
 )
 from pykcm.informers.factory import SharedInformerFactory
 from pykcm.informers.generic import GenericInformer, GroupVersionResource
+from pykcm.informers.object_or_metadata import ObjectOrMetadataInformerFactory
 from pykcm.workqueue import Queue, RateLimitingQueue
 
 __all__ = [
@@ -184,7 +189,8 @@ class GraphBuilder:
     GarbageCollector, which creates them.
     """
 
-    def __init__(self, informer_factory: SharedInformerFactory | None, *,
+    def __init__(self, informer_factory: SharedInformerFactory | ObjectOrMetadataInformerFactory
+                 | None, *,
                  attempt_to_delete: RateLimitingQueue[Node],
                  attempt_to_orphan: RateLimitingQueue[Node],
                  absent_owner_cache: ReferenceCache,

@@ -45,6 +45,7 @@ from pykcm.controller.controller import Controller
 from pykcm.controllers.resourcequota.resource_quota_monitor import QuotaMonitor
 from pykcm.informers.factory import SharedInformerFactory
 from pykcm.informers.generic import GenericInformer
+from pykcm.informers.object_or_metadata import ObjectOrMetadataInformerFactory
 
 __all__ = ["ResourceQuotaController"]
 
@@ -57,12 +58,14 @@ class ResourceQuotaController:
     default_workers = 5
 
     def __init__(self, *, client: Client, quota_informer: GenericInformer,
-                 informer_factory: SharedInformerFactory, resync_period: float = 300.0) -> None:
+                 informer_factory: SharedInformerFactory, resync_period: float = 300.0,
+                 metadata_informers: ObjectOrMetadataInformerFactory | None = None) -> None:
         self.name = "resourcequota"
         self.client = client
         self.quotas = quota_informer
         self.resync_period = resync_period
-        self.monitor = QuotaMonitor(client, informer_factory, self.replenish)
+        self.monitor = QuotaMonitor(client, informer_factory, self.replenish,
+                                    metadata_informers)
         self.registry: Registry = new_registry(self.monitor.list_for)
         self.primary = Controller("resourcequota_primary", self.sync)
         self.priority = Controller("resourcequota_priority", self.sync)
@@ -74,7 +77,8 @@ class ResourceQuotaController:
             ctl.add_synced(self.monitor.has_synced)
 
     async def start_monitors(self) -> None:
-        """Create the informers of the built-in evaluators' resources (before the factory starts)."""
+        """Create the informers of the built-in evaluators' resources (idempotent; run()
+        does it too, then starts those informers)."""
         await self.monitor.monitor_registry(self.registry)
 
     # -- handlers ------------------------------------------------------------------------
@@ -154,6 +158,10 @@ class ResourceQuotaController:
     async def run(self, workers: int | None = None) -> None:
         """Both queues' workers (``workers`` each) and the full resync, until :meth:`shutdown`."""
         n = self.default_workers if workers is None else workers
+        # The monitors are resolved here, once every controller is built: an informer some
+        # controller caches whole is shared rather than watched again as metadata.
+        await self.start_monitors()
+        self.monitor.start()
         tasks = [asyncio.create_task(self.primary.run(n), name="resourcequota-primary"),
                  asyncio.create_task(self.priority.run(n), name="resourcequota-priority")]
         resync = asyncio.create_task(self._resync_loop(), name="resourcequota-resync")

@@ -13,6 +13,12 @@ Data flow::
         update passing update_filter, delete ──► replenish(gr, namespace)
         lister ──► the evaluators' list_by_namespace (usage sums)
 
+Where each informer comes from: pods, services and claims (their evaluators read
+spec and status) from the full-object factory; every other resource, counted
+only, from ``metadata_informers`` when given (an ObjectOrMetadataInformerFactory,
+as upstream's monitors: a full informer some controller already has, else a
+PartialObjectMetadata one), else from the full-object factory.
+
 Deliberate deviation: upstream discovers every resource that supports
 create/list/watch/delete and starts an informer for each (and re-discovers
 every 30 s). pykcm monitors the built-in evaluators' resources from the start
@@ -37,6 +43,7 @@ from pykcm.cache.keys import DeletedFinalStateUnknown
 from pykcm.client import Client, NoResourceMatchError
 from pykcm.informers.factory import SharedInformerFactory
 from pykcm.informers.generic import GenericInformer
+from pykcm.informers.object_or_metadata import ObjectOrMetadataInformerFactory
 
 __all__ = ["QuotaMonitor", "parse_count_name", "update_filter"]
 
@@ -47,6 +54,11 @@ Replenish = Callable[[str, str, str], None]
 RETRY_UNRESOLVED: Final = 30.0
 """Seconds before a resource discovery did not know is looked up again (upstream
 re-discovers every 30 s): a quota may name ``count/`` of a CRD created after it."""
+
+
+FULL_OBJECT_RESOURCES: Final = frozenset({("", "pods"), ("", "services"),
+                                          ("", "persistentvolumeclaims")})
+"""The resources whose evaluators and update filter read more than metadata."""
 
 
 class NotSyncedError(Exception):
@@ -78,9 +90,11 @@ def parse_count_name(name: str) -> tuple[str, str] | None:
 class QuotaMonitor:
     """One informer per quota-tracked resource, feeding usage lists and replenishment."""
 
-    def __init__(self, client: Client, factory: SharedInformerFactory, replenish: Replenish) -> None:
+    def __init__(self, client: Client, factory: SharedInformerFactory, replenish: Replenish,
+                 metadata_informers: ObjectOrMetadataInformerFactory | None = None) -> None:
         self.client = client
         self.factory = factory
+        self.metadata_informers = metadata_informers
         self.replenish = replenish
         self.informers: dict[tuple[str, str], GenericInformer] = {}
         # (group, resource) -> when discovery last did not serve it (or not namespaced)
@@ -116,7 +130,10 @@ class QuotaMonitor:
             self._unresolvable[key] = time.monotonic()
             return False
         self._unresolvable.pop(key, None)
-        gi = self.factory.informer_for(info)
+        if self.metadata_informers is None or key in FULL_OBJECT_RESOURCES:
+            gi = self.factory.informer_for(info)
+        else:
+            gi = self.metadata_informers.informer_for(info)
         gi.informer.add_event_handler(ResourceEventHandlerFuncs(
             update_func=lambda old, new: self._on_update(group, resource, old, new),
             delete_func=lambda obj: self._on_delete(group, resource, obj)))
@@ -138,8 +155,15 @@ class QuotaMonitor:
                 ev = ObjectCountEvaluator(gr[0], gr[1], self.list_for(*gr))
                 registry.add(ev)
                 added.append(ev)
-                self.factory.start()  # only the new informer starts
+                self.start()  # only the new informer starts
         return added
+
+    def start(self) -> None:
+        """Start the informers not started yet (of either factory)."""
+        if self.metadata_informers is not None:
+            self.metadata_informers.start()
+        else:
+            self.factory.start()
 
     def has_synced(self) -> bool:
         return all(gi.informer.has_synced() for gi in self.informers.values())
