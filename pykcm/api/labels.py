@@ -38,6 +38,7 @@ __all__ = [
     "Requirement",
     "SelectorParseError",
     "everything",
+    "go_label_selector_string",
     "new_requirement",
     "nothing",
     "parse_label_selector",
@@ -655,3 +656,19 @@ def _convert_label_selector(match_labels: Any, match_exprs: Any) -> LabelSelecto
             raise SelectorParseError(f"{_go_quote(op_name)} is not a valid label selector operator")
         reqs.append(new_requirement(expr.get("key", ""), op, list(expr.get("values") or [])))
     return LabelSelector(reqs)
+
+
+def go_label_selector_string(sel: Mapping[str, Any] | None) -> str:
+    """``%v`` of a ``*metav1.LabelSelector`` (its generated ``String()``): the disruption
+    controller's messages, the admission policy bindings' ParamRef column."""
+    if sel is None:
+        return "nil"
+    labels = sel.get("matchLabels") or {}
+    exprs = sel.get("matchExpressions") or []
+    ml = "".join(f"{k}: {labels[k]}," for k in sorted(labels))
+    me = "".join(
+        f"LabelSelectorRequirement{{Key:{e.get('key', '')},Operator:{e.get('operator', '')},"
+        f"Values:[{' '.join(str(v) for v in e.get('values') or [])}],}},"
+        for e in exprs)
+    return (f"&LabelSelector{{MatchLabels:map[string]string{{{ml}}},"
+            f"MatchExpressions:[]LabelSelectorRequirement{{{me}}},}}")

@@ -194,6 +194,19 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
     _r("admissionregistration.k8s.io", "ValidatingWebhookConfiguration",
        "validatingwebhookconfigurations", namespaced=False, categories=("api-extensions",),
        generation=True),
+    # the CEL admission policies and their bindings: stored, their expressions never
+    # evaluated (a warning says so); updates need a resourceVersion, as upstream
+    _r("admissionregistration.k8s.io", "MutatingAdmissionPolicy", "mutatingadmissionpolicies",
+       namespaced=False, categories=("api-extensions",), generation=True, require_rv=True),
+    _r("admissionregistration.k8s.io", "MutatingAdmissionPolicyBinding",
+       "mutatingadmissionpolicybindings", namespaced=False, categories=("api-extensions",),
+       generation=True, require_rv=True),
+    _r("admissionregistration.k8s.io", "ValidatingAdmissionPolicy",
+       "validatingadmissionpolicies", namespaced=False, categories=("api-extensions",),
+       sub=("status",), generation=True, require_rv=True),
+    _r("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding",
+       "validatingadmissionpolicybindings", namespaced=False, categories=("api-extensions",),
+       generation=True, require_rv=True),
     # resource.k8s.io/v1 (registry/resource: stored; nothing allocates in pykcm)
     _r("resource.k8s.io", "DeviceClass", "deviceclasses", namespaced=False, generation=True),
     _r("resource.k8s.io", "ResourceClaim", "resourceclaims", sub=("status",)),

@@ -299,8 +299,26 @@ class AdmissionregistrationV1Informers(GroupVersionInformers):
 
     GROUP = "admissionregistration.k8s.io"
     VERSION = "v1"
-    RESOURCES = ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")
+    RESOURCES = ("mutatingadmissionpolicies", "mutatingadmissionpolicybindings",
+                 "mutatingwebhookconfigurations", "validatingadmissionpolicies",
+                 "validatingadmissionpolicybindings", "validatingwebhookconfigurations")
     __slots__ = ()
+
+    @property
+    def mutatingadmissionpolicies(self) -> GenericInformer:
+        return self._get("mutatingadmissionpolicies")
+
+    @property
+    def mutatingadmissionpolicybindings(self) -> GenericInformer:
+        return self._get("mutatingadmissionpolicybindings")
+
+    @property
+    def validatingadmissionpolicies(self) -> GenericInformer:
+        return self._get("validatingadmissionpolicies")
+
+    @property
+    def validatingadmissionpolicybindings(self) -> GenericInformer:
+        return self._get("validatingadmissionpolicybindings")
 
     @property
     def mutatingwebhookconfigurations(self) -> GenericInformer:

@@ -30,10 +30,6 @@ KUBE_ONLY: dict[tuple[str, str], str] = {
                         "is not",
     ("v1", "componentstatuses"): "deprecated since v1.19; pykcm has no etcd or scheduler "
                                  "endpoints to report on",
-    **{("admissionregistration.k8s.io/v1", r): "CEL admission policies and their bindings "
-       "are not served yet (the webhook configurations are, stored and never called)"
-       for r in ("mutatingadmissionpolicies", "mutatingadmissionpolicybindings",
-                 "validatingadmissionpolicies", "validatingadmissionpolicybindings")},
 }
 
 # Rows pykcm's server lists that kube-apiserver does not: (apiVersion, name) -> why.

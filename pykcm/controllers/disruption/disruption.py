@@ -56,7 +56,11 @@ from typing import Any, Final
 from pykcm.api.accessors import meta_of, spec_of, status_of
 from pykcm.api.conditions import set_status_condition
 from pykcm.api.intstr import get_scaled_value_from_int_or_percent
-from pykcm.api.labels import SelectorParseError, selector_from_label_selector
+from pykcm.api.labels import (
+    SelectorParseError,
+    go_label_selector_string,
+    selector_from_label_selector,
+)
 from pykcm.api.owner_refs import get_controller_of
 from pykcm.api.pod_util import get_pod_condition, is_pod_ready, is_pod_terminal
 from pykcm.api.poddisruptionbudget import (
@@ -106,21 +110,6 @@ class SyncError(Exception):
 
 def _go_quote(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)
-
-
-def go_label_selector_string(sel: Mapping[str, Any] | None) -> str:
-    """``%v`` of a ``*metav1.LabelSelector`` (its generated ``String()``)."""
-    if sel is None:
-        return "nil"
-    labels = sel.get("matchLabels") or {}
-    exprs = sel.get("matchExpressions") or []
-    ml = "".join(f"{k}: {labels[k]}," for k in sorted(labels))
-    me = "".join(
-        f"LabelSelectorRequirement{{Key:{e.get('key', '')},Operator:{e.get('operator', '')},"
-        f"Values:[{' '.join(str(v) for v in e.get('values') or [])}],}},"
-        for e in exprs)
-    return (f"&LabelSelector{{MatchLabels:map[string]string{{{ml}}},"
-            f"MatchExpressions:[]LabelSelectorRequirement{{{me}}},}}")
 
 
 # -- the status computation (pure) ------------------------------------------------------------
