@@ -18,20 +18,24 @@ __all__ = ["meta_of", "spec_of", "status_of"]
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
+# Each accessor tests ``type(x) is dict`` first: the objects are dicts nearly always, and
+# isinstance against the Mapping ABC costs an __instancecheck__ call (these run for every
+# object every handler and sync looks at).
+
 
 def meta_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     """``obj.metadata``, or an empty mapping."""
     m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else _EMPTY
+    return m if type(m) is dict or isinstance(m, Mapping) else _EMPTY
 
 
 def spec_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     """``obj.spec``, or an empty mapping."""
     s = obj.get("spec")
-    return s if isinstance(s, Mapping) else _EMPTY
+    return s if type(s) is dict or isinstance(s, Mapping) else _EMPTY
 
 
 def status_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     """``obj.status``, or an empty mapping."""
     s = obj.get("status")
-    return s if isinstance(s, Mapping) else _EMPTY
+    return s if type(s) is dict or isinstance(s, Mapping) else _EMPTY

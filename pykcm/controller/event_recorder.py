@@ -265,7 +265,9 @@ class EventLogger:
         self._cache: _LRU[str, _EventLog] = _LRU(cache_size)
 
     def observe(self, event: Event, key: str) -> tuple[Event, dict[str, Any] | None]:
-        ev = copy.deepcopy(event)
+        # Only top-level fields and metadata's are set below: a copy of those two levels
+        # leaves the caller's event alone (a deep copy cost more than the rest of recording).
+        ev: Event = {**event, "metadata": dict(event["metadata"])}
         patch: dict[str, Any] | None = None
         last = self._cache.get(key)
         if last is not None and last.count > 0:
@@ -496,8 +498,8 @@ class EventBroadcaster:
                     if not is_not_found(e):
                         raise
             if written is None:
-                body = copy.deepcopy(event)
-                body["metadata"].pop("resourceVersion", None)
+                body = {**event, "metadata": {k: v for k, v in event["metadata"].items()
+                                              if k != "resourceVersion"}}
                 written = await self._client.create("events", body, ns)
         except asyncio.CancelledError:
             raise

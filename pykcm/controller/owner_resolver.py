@@ -49,7 +49,14 @@ def _label_selector(owner: Obj) -> LabelSelector:
 
 def controller_ref_changed(old: Obj, cur: Obj) -> bool:
     """The two versions of an object name different controllers (or one has none)."""
-    cur_ref, old_ref = get_controller_of(cur), get_controller_of(old)
+    return _refs_differ(get_controller_of(old), get_controller_of(cur))
+
+
+def _refs_differ(old_ref: Mapping[str, Any] | None, cur_ref: Mapping[str, Any] | None) -> bool:
+    if old_ref is cur_ref:
+        return False
+    if type(old_ref) is dict and type(cur_ref) is dict:
+        return old_ref != cur_ref
     return (dict(cur_ref) if cur_ref else None) != (dict(old_ref) if old_ref else None)
 
 
@@ -117,7 +124,7 @@ class OwnerResolver:
         reference changed, the owners that may adopt it now."""
         old_meta, cur_meta = meta_of(old), meta_of(cur)
         cur_ref, old_ref = get_controller_of(cur), get_controller_of(old)
-        ref_changed = controller_ref_changed(old, cur)
+        ref_changed = _refs_differ(old_ref, cur_ref)
         previous = None
         if ref_changed and old_ref is not None:
             previous = self.resolve(str(old_meta.get("namespace") or ""), old_ref)

@@ -42,6 +42,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import orjson
+
 from pykcm.api.owner_refs import get_controller_of
 from pykcm.api.validation import name_is_dns_subdomain
 from pykcm.client import Client
@@ -153,8 +155,18 @@ def get_pod_from_template(template: Mapping[str, Any], owner: Mapping[str, Any],
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": meta,
-        "spec": copy.deepcopy(dict(template.get("spec") or {})),
+        "spec": _deep_copy(template.get("spec") or {}),
     }
+
+
+def _deep_copy(value: Mapping[str, Any]) -> dict[str, Any]:
+    # A JSON round trip: several times faster than copy.deepcopy on a pod spec, and a
+    # template is JSON by construction (deepcopy stays for a caller's own Mapping types).
+    try:
+        out: dict[str, Any] = orjson.loads(orjson.dumps(value))
+    except TypeError:
+        return copy.deepcopy(dict(value))
+    return out
 
 
 def _has_status_cause(exc: BaseException, cause_type: str) -> bool:

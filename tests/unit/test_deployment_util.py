@@ -273,6 +273,31 @@ def test_equal_ignore_hash() -> None:
     assert util.equal_ignore_hash(only_hash, {"spec": {}})
 
 
+def test_equal_ignore_hash_memo_is_keyed_by_the_template(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """The normalised templates are memoised by their JSON: a template changed in place is
+    a new key (never a stale answer), and a full table starts over."""
+    monkeypatch.setattr(util, "_normalised", {})
+    monkeypatch.setattr(util, "_NORMALISED_MAX", 3)
+    a = template("nginx:1")
+    b = template("nginx:1", **{util.DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY: "abc"})
+    assert util.equal_ignore_hash(a, b) and util.equal_ignore_hash(a, b)
+    assert len(util._normalised) == 2
+    b["spec"]["containers"][0]["image"] = "nginx:2"       # the same dict, changed
+    assert not util.equal_ignore_hash(a, b)
+    assert len(util._normalised) == 3
+    c = template("nginx:3")
+    assert not util.equal_ignore_hash(c, a)               # full: emptied, then c and a added
+    assert len(util._normalised) == 2
+    rs_new = {"metadata": {"name": "n", "uid": "u2", "creationTimestamp": "2024-01-02T00:00:00Z"},
+              "spec": {"template": b}}
+    rs_old = {"metadata": {"name": "o", "uid": "u1", "creationTimestamp": "2024-01-01T00:00:00Z"},
+              "spec": {"template": a}}
+    d = {"spec": {"template": template("nginx:2")}}
+    assert util.find_new_replica_set(d, [rs_old, rs_new]) is rs_new
+    assert util.find_old_replica_sets(d, [rs_old, rs_new]) == ([rs_old], [rs_old])
+
+
 def test_equal_ignore_hash_compares_as_go_structs() -> None:
     """A value field's zero value is its absence (Go decodes both to false/0/""); a pointer
     field's is not (nil is not &false, nor &{}): EqualIgnoreHash on the decoded structs.

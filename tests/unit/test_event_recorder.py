@@ -116,6 +116,29 @@ async def test_repeat_is_patched() -> None:
     assert c.calls[3][3]["metadata"]["name"] != first
 
 
+def test_event_logger_leaves_the_callers_event_alone() -> None:
+    """observe() returns its own copy of the event's top level and metadata, which is all it
+    changes on a repeat (name, resourceVersion, count, firstTimestamp)."""
+    from pykcm.controller.event_recorder import EventLogger, _event_key
+
+    logger = EventLogger()
+    ev = {"metadata": {"name": "p.1", "namespace": "ns1"}, "reason": "Created",
+          "involvedObject": {"kind": "Pod", "name": "p"}, "count": 1,
+          "firstTimestamp": "t0", "lastTimestamp": "t0", "message": "m"}
+    key = _event_key(ev)
+    first, patch = logger.observe(ev, key)
+    assert patch is None and first == ev and first is not ev
+    logger.update_state(dict(first, metadata={"name": "p.1", "resourceVersion": "7"},
+                             count=1))
+    again = {**ev, "metadata": {"name": "p.2", "namespace": "ns1"}, "lastTimestamp": "t1"}
+    second, patch = logger.observe(again, key)
+    assert second["metadata"] == {"name": "p.1", "namespace": "ns1", "resourceVersion": "7"}
+    assert second["count"] == 2 and patch == {"count": 2, "lastTimestamp": "t1",
+                                              "message": "m"}
+    assert again["metadata"] == {"name": "p.2", "namespace": "ns1"} and "count" in again
+    assert again["count"] == 1 and second["involvedObject"] is again["involvedObject"]
+
+
 async def test_patch_not_found_recreates() -> None:
     c = FakeClient()
     b = await _run(c)

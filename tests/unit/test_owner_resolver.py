@@ -74,10 +74,31 @@ def test_updated_routes_to_former_current_or_candidate_owners() -> None:
         pod(ref=REF), pod(ref=dict(REF)))
 
 
+def test_controller_ref_changed_compares_dicts_and_other_mappings_alike() -> None:
+    """The dict fast path and the Mapping path (a compact cache's read-only references)
+    answer the same."""
+    from types import MappingProxyType
+
+    frozen = MappingProxyType(dict(REF))
+    assert not controller_ref_changed(pod(ref=REF), pod(ref=cast(Any, frozen)))
+    assert not controller_ref_changed(pod(ref=cast(Any, frozen)), pod(ref=REF))
+    moved = dict(REF, uid="uid-other")
+    assert controller_ref_changed(pod(ref=cast(Any, frozen)), pod(ref=moved))
+    assert controller_ref_changed(pod(ref=REF), pod(ref=moved))
+    assert not controller_ref_changed(pod(), pod())
+
+
 def test_accessors_answer_empty_for_missing_parts() -> None:
     obj = {"metadata": {"name": "a"}, "spec": None, "status": "garbage"}
     assert meta_of(obj) == {"name": "a"} and spec_of(obj) == {} and status_of(obj) == {}
     assert meta_of({}) == {}
+    # a dict is handed out as is (the fast path), another Mapping too
+    from types import MappingProxyType
+
+    meta = {"name": "b"}
+    assert meta_of({"metadata": meta}) is meta
+    proxy = MappingProxyType(meta)
+    assert meta_of({"metadata": proxy}) is proxy and spec_of({"spec": proxy}) is proxy
 
 
 def test_deleted_object_unwraps_tombstones() -> None:

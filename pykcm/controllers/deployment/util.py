@@ -120,25 +120,25 @@ def deep_copy(obj: Obj) -> dict[str, Any]:
     return out
 
 
+# The accessors test ``type(x) is dict`` first: isinstance against the Mapping ABC costs
+# a __instancecheck__ call, and these run for every ReplicaSet of every sync.
 def _meta(obj: Obj | None) -> Mapping[str, Any]:
     m = obj.get("metadata") if obj is not None else None
-    return m if isinstance(m, Mapping) else {}
+    return m if type(m) is dict or isinstance(m, Mapping) else {}
 
 
 def _spec(obj: Obj | None) -> Mapping[str, Any]:
     s = obj.get("spec") if obj is not None else None
-    return s if isinstance(s, Mapping) else {}
+    return s if type(s) is dict or isinstance(s, Mapping) else {}
 
 
 def _status(obj: Obj | None) -> Mapping[str, Any]:
     s = obj.get("status") if obj is not None else None
-    return s if isinstance(s, Mapping) else {}
+    return s if type(s) is dict or isinstance(s, Mapping) else {}
 
 
 def _int(v: Any, default: int = 0) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
-        return default
-    return v
+    return v if type(v) is int else default
 
 
 def spec_replicas(obj: Obj | None) -> int:
@@ -516,9 +516,38 @@ def _without_hash(template: Obj | None) -> Any:
     return t
 
 
+_NORMALISED_MAX: Final = 4096
+_normalised: dict[bytes, Any] = {}
+
+
+def _without_hash_cached(template: Obj | None) -> Any:
+    """:func:`_without_hash`, memoised by the template's JSON.
+
+    Every sync compares the Deployment's template with each of its
+    ReplicaSets' (several times: the scaling check, the old/new split, the
+    new one's annotations), and the normalisation walks the whole tree
+    against the Go schema: the CPU of a sync was mostly that. The key is the
+    template's own bytes, so a changed template is a new key and nothing
+    needs invalidating; the result is shared and only ever compared. The
+    table is emptied when full (a few thousand templates: one or two per
+    ReplicaSet alive).
+    """
+    try:
+        key = orjson.dumps(template)
+    except TypeError:  # not JSON (a caller's own Mapping type): no memo
+        return _without_hash(template)
+    got = _normalised.get(key)
+    if got is None:
+        got = _without_hash(template)
+        if len(_normalised) >= _NORMALISED_MAX:
+            _normalised.clear()
+        _normalised[key] = got
+    return got
+
+
 def equal_ignore_hash(template1: Obj | None, template2: Obj | None) -> bool:
     """Whether two pod templates are semantically equal once the pod-template-hash label is ignored."""
-    return bool(_without_hash(template1) == _without_hash(template2))
+    return bool(_without_hash_cached(template1) == _without_hash_cached(template2))
 
 
 def set_from_replica_set_template(d: dict[str, Any], template: Obj) -> None:
@@ -537,9 +566,9 @@ def find_new_replica_set(d: Obj, rs_list: Sequence[Obj]) -> Obj | None:
     bump after a slow cache), the older one is the one with the pods.
     """
     # The Deployment's side is normalised once, not once per ReplicaSet.
-    wanted = _without_hash(_spec(d).get("template"))
+    wanted = _without_hash_cached(_spec(d).get("template"))
     for rs in sort_by_creation_timestamp(rs_list):
-        if _without_hash(_spec(rs).get("template")) == wanted:
+        if _without_hash_cached(_spec(rs).get("template")) == wanted:
             return rs
     return None
 
