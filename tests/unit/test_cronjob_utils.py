@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from pykcm.api.cron import parse_standard
 from pykcm.api.timestamps import format_rfc3339
-from pykcm.controllers.cronjob.cron import parse_standard
 from pykcm.controllers.cronjob.utils import (
     SCHEDULED_TIMESTAMP_ANNOTATION,
     MissedSchedules,

@@ -61,6 +61,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from pykcm.api.cron import CronParseError, load_location, local_zone, parse_standard
 from pykcm.api.owner_refs import get_controller_of, is_controlled_by
 from pykcm.api.pod_util import parse_time
 from pykcm.api.timestamps import format_time
@@ -70,7 +71,6 @@ from pykcm.client import Client
 from pykcm.client.errors import ApiError, has_status_cause, is_already_exists, is_not_found
 from pykcm.controller.controller import Controller, ControllerHost, Result
 from pykcm.controller.event_recorder import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder
-from pykcm.controllers.cronjob.cron import CronParseError, load_location, local_zone, parse_standard
 from pykcm.controllers.cronjob.utils import (
     by_job_start_time,
     delete_from_active_list,

@@ -27,9 +27,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any, Final, NamedTuple, Protocol
 
+from pykcm.api.cron import CronParseError, Schedule, load_location
 from pykcm.api.owner_refs import new_controller_ref
 from pykcm.api.timestamps import format_rfc3339, parse_datetime, parse_time
-from pykcm.controllers.cronjob.cron import CronParseError, Schedule, load_location
 
 __all__ = [
     "NEXT_SCHEDULE_DELTA",
@@ -191,7 +191,7 @@ def get_job_from_template(cj: Mapping[str, Any], scheduled_time: datetime) -> di
     Labels and annotations from the job template, plus the scheduled
     timestamp (RFC 3339, in spec.timeZone, UTC when unset); a controller
     reference to the CronJob; the template's spec.
-    Raises :class:`~pykcm.controllers.cronjob.cron.CronParseError` for an
+    Raises :class:`~pykcm.api.cron.CronParseError` for an
     unknown spec.timeZone.
     """
     spec = cj.get("spec") or {}

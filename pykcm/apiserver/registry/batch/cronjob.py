@@ -1,9 +1,8 @@
 """batch/v1 CronJobs (pkg/registry/batch/cronjob): defaults, validation (the schedule as
 robfig/cron's standard parser reads it, time zones, the job template) and printer.
 
-Deliberate duplicate: the schedule check here is validation's (messages as
-kube-apiserver's); the CronJob controller's own parser is
-pykcm/controllers/cronjob/cron.py.
+The schedule is read by the one cron parser of every layer, pykcm/api/cron.py (robfig's
+ParseStandard, its messages as kube-apiserver's, the CronJob controller's parser too).
 """
 
 from __future__ import annotations
@@ -12,11 +11,10 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from pykcm.api.accessors import meta_of
-from pykcm.api.go_duration import GoDurationError, parse_go_duration
+from pykcm.api.cron import CronParseError, parse_standard
 from pykcm.api.validation import (
     Cause,
     go_label_selector,
-    go_quote,
     invalid,
     not_supported,
     required,
@@ -69,99 +67,12 @@ def _default_cronjob(obj: Obj, create: bool) -> None:
 
 # --- validation ------------------------------------------------------------------------
 
-# robfig/cron's standard parser (minute hour dom month dow, plus descriptors).
-_CRON_BOUNDS: Final = (
-    (0, 59, None),
-    (0, 23, None),
-    (1, 31, None),
-    (1, 12, {m: i + 1 for i, m in enumerate(
-        ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"))}),
-    (0, 6, {d: i for i, d in enumerate(("sun", "mon", "tue", "wed", "thu", "fri", "sat"))}),
-)
-
-
-_CRON_DESCRIPTORS: Final = frozenset(
-    {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"})
-
-
-
-
-def _cron_int(expr: str) -> int:
-    body = expr[1:] if expr[:1] in "+-" else expr
-    if not body or not body.isascii() or not body.isdigit():
-        raise ValueError(f'failed to parse int from {expr}: strconv.Atoi: parsing '
-                         f'{go_quote(expr)}: invalid syntax')
-    n = int(expr)
-    if n < 0:
-        raise ValueError(f"negative number ({n}) not allowed: {expr}")
-    return n
-
-
-def _cron_range(expr: str, lo: int, hi: int, names: Mapping[str, int] | None) -> None:
-    range_and_step = expr.split("/")
-    low_and_high = range_and_step[0].split("-")
-    single = len(low_and_high) == 1
-    if low_and_high[0] in ("*", "?"):
-        start, end = lo, hi
-    else:
-        def name_or_int(s: str) -> int:
-            if names is not None and s.lower() in names:
-                return names[s.lower()]
-            return _cron_int(s)
-
-        start = name_or_int(low_and_high[0])
-        if len(low_and_high) == 1:
-            end = start
-        elif len(low_and_high) == 2:
-            end = name_or_int(low_and_high[1])
-        else:
-            raise ValueError(f"too many hyphens: {expr}")
-    if len(range_and_step) == 1:
-        step = 1
-    elif len(range_and_step) == 2:
-        step = _cron_int(range_and_step[1])
-        if single:
-            end = hi
-    else:
-        raise ValueError(f"too many slashes: {expr}")
-    if start < lo:
-        raise ValueError(f"beginning of range ({start}) below minimum ({lo}): {expr}")
-    if end > hi:
-        raise ValueError(f"end of range ({end}) above maximum ({hi}): {expr}")
-    if start > end:
-        raise ValueError(f"beginning of range ({start}) beyond end of range ({end}): {expr}")
-    if step == 0:
-        raise ValueError(f"step of range should be a positive number: {expr}")
-
-
 def _parse_cron(spec: str) -> str | None:
-    """cron.ParseStandard's error message for `spec`, or None when it parses."""
-    if not spec:
-        return "empty spec string"
-    if spec.startswith(("TZ=", "CRON_TZ=")):
-        i = spec.find(" ")
-        if i < 0:
-            return f"provided bad location {spec[spec.find('=') + 1:]}: unknown time zone"
-        spec = spec[i:].strip()
-    if spec.startswith("@"):
-        if spec in _CRON_DESCRIPTORS:
-            return None
-        if spec.startswith("@every "):
-            dur = spec[len("@every "):]
-            try:
-                parse_go_duration(dur)
-            except GoDurationError as e:
-                return f"failed to parse duration {spec}: {e}"
-            return None
-        return f"unrecognized descriptor: {spec}"
-    fields = spec.split()
-    if len(fields) != 5:
-        return f"expected exactly 5 fields, found {len(fields)}: [{' '.join(fields)}]"
+    """ParseCronScheduleWithPanicRecovery's error message for ``spec``, or None when it
+    parses."""
     try:
-        for f, (lo, hi, names) in zip(fields, _CRON_BOUNDS, strict=True):
-            for part in f.split(","):
-                _cron_range(part, lo, hi, names)
-    except ValueError as e:
+        parse_standard(spec)
+    except CronParseError as e:
         return str(e)
     return None
 

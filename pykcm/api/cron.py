@@ -1,19 +1,25 @@
-"""Cron schedules: the parser and next-time computation the CronJob controller uses.
+"""Cron schedules: robfig/cron's standard parser and next-time computation, the one
+parser of every layer (the CronJob controller's schedules, the API server's CronJob
+validation).
 
-A Python rendering of what kube-controller-manager gets from
-``github.com/robfig/cron/v3`` (``cron.ParseStandard`` and ``Schedule.Next``),
-with the same grammar, error messages and time arithmetic:
+A Python rendering of what Kubernetes gets from ``github.com/robfig/cron/v3``
+(``cron.ParseStandard`` and ``Schedule.Next``), with the same grammar, error messages
+and time arithmetic:
 
 * five fields ``minute hour day-of-month month day-of-week``, each a
   comma-separated list of ``*`` / ``?``, ``N``, ``N-M``, with an optional
   ``/step`` (``N/step`` means ``N-max/step``); month and weekday names
   (``jan``, ``mon``...) in any case; weekdays 0-6 from Sunday;
 * descriptors ``@yearly`` / ``@annually``, ``@monthly``, ``@weekly``,
-  ``@daily`` / ``@midnight``, ``@hourly`` and ``@every <duration>``;
+  ``@daily`` / ``@midnight``, ``@hourly`` and ``@every <duration>`` (the duration
+  read by Go's ``time.ParseDuration``, ``go_duration.py``, with its error texts);
 * an optional ``TZ=<zone>`` or ``CRON_TZ=<zone>`` prefix (the controller
-  adds ``TZ=`` from ``spec.timeZone``); without it a schedule runs in the
-  zone of the times it is given, which the controller makes the process's
-  local zone, as kube-controller-manager does.
+  adds ``TZ=`` from ``spec.timeZone``), the zone loaded as Go's ``time.LoadLocation``
+  loads it; without it a schedule runs in the zone of the times it is given, which the
+  controller makes the process's local zone, as kube-controller-manager does. A prefix
+  with nothing after it makes robfig's parser slice out of range: kube-apiserver's
+  ``ParseCronScheduleWithPanicRecovery`` answers ``invalid schedule format: runtime
+  error: slice bounds out of range [:-1]``, and so does this parser.
 
 Day matching follows cron: when both day-of-month and day-of-week are
 restricted, a day matching either runs; when one of them is ``*`` both must
@@ -37,6 +43,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 from functools import lru_cache
 from typing import Final, Protocol
+
+from pykcm.api.go_duration import GoDurationError, parse_go_duration_seconds
 
 __all__ = [
     "ConstantDelaySchedule",
@@ -346,41 +354,14 @@ class ConstantDelaySchedule:
         return datetime.fromtimestamp(int(t.timestamp()) + self.delay, tz=t.tzinfo)
 
 
-_DURATION_UNITS: Final = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3,
-                          "s": 1.0, "m": 60.0, "h": 3600.0}
-_DURATION_PART: Final = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-
-
-def _parse_go_duration(s: str) -> float:
-    """Go's time.ParseDuration, in seconds (``1h30m``, ``90s``, ``-1.5h``)."""
-    orig = s
-    sign = 1.0
-    if s[:1] in "+-" and s:
-        sign = -1.0 if s[0] == "-" else 1.0
-        s = s[1:]
-    if s == "0":
-        return 0.0
-    if not s:
-        raise CronParseError(f"time: invalid duration {_go_quote(orig)}")
-    total = 0.0
-    pos = 0
-    while pos < len(s):
-        m = _DURATION_PART.match(s, pos)
-        if m is None:
-            raise CronParseError(f"time: invalid duration {_go_quote(orig)}")
-        total += float(m.group(1)) * _DURATION_UNITS[m.group(2)]
-        pos = m.end()
-    return sign * total
-
-
 def _parse_descriptor(descriptor: str, loc: tzinfo | None) -> Schedule:
     if descriptor in _DESCRIPTORS:
         return _parse_fields(_DESCRIPTORS[descriptor].split(), loc)
     every = "@every "
     if descriptor.startswith(every):
         try:
-            seconds = _parse_go_duration(descriptor[len(every):])
-        except CronParseError as exc:
+            seconds = parse_go_duration_seconds(descriptor[len(every):])
+        except GoDurationError as exc:
             raise CronParseError(f"failed to parse duration {descriptor}: {exc}") from None
         # robfig's Every: under a second becomes a second; sub-seconds are dropped.
         return ConstantDelaySchedule(max(1, int(seconds)))
@@ -414,8 +395,9 @@ def parse_standard(spec: str) -> Schedule:
         i = spec.find(" ")
         eq = spec.find("=")
         if i < 0:
-            raise CronParseError(f"provided bad location {spec[eq + 1:]}: unknown time zone "
-                                 f"{spec[eq + 1:]}")
+            # robfig slices spec[eq+1:-1] and panics; kube's recovery wraps the panic
+            raise CronParseError("invalid schedule format: runtime error: slice bounds out "
+                                 "of range [:-1]")
         name = spec[eq + 1:i]
         try:
             loc = load_location(name)
