@@ -358,6 +358,10 @@ def test_job_completions_5_parallelism_2_completes(kubectl_up: Kubectl, ns: str,
     assert len(pw.seen) == 5
 
 
+# pykcm's Job/CronJob controllers on the real kube-apiserver: the differential tests
+# (job-backoff-limit-exceeded, cronjob-*) check them; this clock-bound test runs on the
+# whole pykcm cluster and proves itself on the real kube-controller-manager
+@pytest.mark.clusters("pykcm", "kube-controller-manager")
 def test_job_backoff_limit_exceeded(kubectl_up: Kubectl, ns: str) -> None:
     """Pods exiting 1, backoffLimit 2: 3 pods, spaced by the 10 s and 20 s backoff, then BackoffLimitExceeded.
 
@@ -533,6 +537,10 @@ def test_ttl_seconds_after_finished_deletes_job_and_pods(kubectl_up: Kubectl, ns
 
 # -- CronJob ----------------------------------------------------------------------------------
 
+# pykcm's Job/CronJob controllers on the real kube-apiserver: the differential tests
+# (job-backoff-limit-exceeded, cronjob-*) check them; this clock-bound test runs on the
+# whole pykcm cluster and proves itself on the real kube-controller-manager
+@pytest.mark.clusters("pykcm", "kube-controller-manager")
 def test_cronjob_schedule_history_limit_and_forbid(kubectl_up: Kubectl, ns: str) -> None:
     """CronJobs on "*/1 * * * *" over two schedule ticks (the real clock: 1 to 2 minutes).
 
