@@ -142,6 +142,24 @@ async def test_name_and_indexes() -> None:
     assert env.ctl.health_check() is None
 
 
+async def test_selector_parsed_once_per_replica_set_generation() -> None:
+    """selector_of keeps the parsed selector by UID and generation: the same object (or a
+    status-only update) reuses it, a new generation or another ReplicaSet parses anew."""
+    env = Env()
+    rs = make_rs()
+    sel = env.ctl.selector_of(rs)
+    assert env.ctl.selector_of(make_rs(rv="2")) is sel
+    changed = make_rs(selector={"matchLabels": {"app": "other"}})
+    changed["metadata"]["generation"] = 2
+    other = env.ctl.selector_of(changed)
+    assert other.matches({"app": "other"}) and not other.matches({"app": "web"})
+    assert env.ctl.selector_of(make_rs("db")).matches({"app": "db"})
+    no_uid = make_rs()
+    del no_uid["metadata"]["uid"]
+    assert env.ctl.selector_of(no_uid).matches({"app": "web"})
+    assert set(env.ctl._selectors) == {("uid-web", 1), ("uid-web", 2), ("uid-db", 1)}
+
+
 async def test_scale_up_creates_with_controller_ref_and_expects_them() -> None:
     env = Env()
     rs = make_rs(replicas=5)

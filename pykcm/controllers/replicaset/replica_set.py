@@ -119,6 +119,9 @@ CONCURRENT_RS_SYNCS: Final = 5
 BURST_REPLICAS: Final = 500
 """At most this many pods are created or deleted by one sync (upstream BurstReplicas)."""
 
+_SELECTORS_MAX: Final = 8192
+"""Parsed selectors kept (by ReplicaSet UID and generation) before the table starts over."""
+
 CONTROLLER_UID_INDEX: Final = "controllerUID"
 """Index of the ReplicaSet cache by the UID of each ReplicaSet's controller (its Deployment)."""
 
@@ -210,6 +213,7 @@ class ReplicaSetController(ControllerHost):
         self.enable_status_terminating_replicas = enable_status_terminating_replicas
         self.clock = clock
         self.expectations = UIDTrackingControllerExpectations()
+        self._selectors: dict[tuple[str, int], LabelSelector] = {}
         self.controller = Controller(name, self.sync_replica_set)
         self.queue = self.controller.queue
 
@@ -240,8 +244,23 @@ class ReplicaSetController(ControllerHost):
     # -- lookups in the caches --------------------------------------------------------------
 
     def selector_of(self, rs: Mapping[str, Any]) -> LabelSelector:
-        """The pod selector of ``rs`` (a metav1.LabelSelector; raises SelectorParseError)."""
-        return selector_from_label_selector((rs.get("spec") or {}).get("selector"))
+        """The pod selector of ``rs`` (a metav1.LabelSelector; raises SelectorParseError).
+
+        Parsed once per ReplicaSet and generation (a spec change, the selector's
+        included, bumps the generation), not at every sync and pod event.
+        """
+        meta = meta_of(rs)
+        uid, generation = meta.get("uid"), meta.get("generation")
+        if not uid or generation is None:
+            return selector_from_label_selector((rs.get("spec") or {}).get("selector"))
+        key = (str(uid), int(generation))
+        sel = self._selectors.get(key)
+        if sel is None:
+            sel = selector_from_label_selector((rs.get("spec") or {}).get("selector"))
+            if len(self._selectors) >= _SELECTORS_MAX:
+                self._selectors.clear()
+            self._selectors[key] = sel
+        return sel
 
     def resolve_controller_ref(self, namespace: str,
                                ref: Mapping[str, Any]) -> Mapping[str, Any] | None:

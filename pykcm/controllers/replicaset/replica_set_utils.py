@@ -36,7 +36,6 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from pykcm.api.labels import selector_from_set
 from pykcm.api.pod_util import is_pod_available, is_pod_ready
 from pykcm.api.timestamps import format_time
 from pykcm.client import Client, ResourceRef
@@ -144,12 +143,14 @@ def calculate_status(rs: Mapping[str, Any], active_pods: Sequence[Mapping[str, A
     min_ready = int(spec.get("minReadySeconds") or 0)
     t = time.time() if now is None else now
     # The template's labels are a superset of the selector: a pod carrying
-    # them all is "fully labeled".
-    template_selector = selector_from_set(((spec.get("template") or {}).get("metadata") or {})
-                                          .get("labels"))
+    # them all is "fully labeled" (upstream's Set(...).AsSelectorPreValidated():
+    # equality on every key, tested here as a subset without building a selector).
+    template_labels = list((((spec.get("template") or {}).get("metadata") or {})
+                            .get("labels") or {}).items())
     fully_labeled = ready = available = 0
     for pod in active_pods:
-        if template_selector.matches((pod.get("metadata") or {}).get("labels") or {}):
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        if all(labels.get(k) == v for k, v in template_labels):
             fully_labeled += 1
         if is_pod_ready(pod):
             ready += 1
