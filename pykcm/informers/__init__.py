@@ -30,6 +30,8 @@ from pykcm.informers.factory import (
     default_new_informer,
 )
 from pykcm.informers.generic import GenericInformer, GroupVersionResource
+from pykcm.informers.metadata_factory import MetadataSharedInformerFactory
+from pykcm.informers.object_or_metadata import ObjectOrMetadataInformerFactory
 from pykcm.informers.transforms import strip_managed_fields
 from pykcm.informers.typed import (
     AdmissionregistrationV1Informers,
@@ -73,9 +75,11 @@ __all__ = [
     "GenericInformer",
     "GroupVersionInformers",
     "GroupVersionResource",
+    "MetadataSharedInformerFactory",
     "NetworkingV1Informers",
     "NewInformerFunc",
     "NodeV1Informers",
+    "ObjectOrMetadataInformerFactory",
     "PolicyV1Informers",
     "RbacV1Informers",
     "ResourceV1Informers",

@@ -63,9 +63,9 @@ Reflector, which logs and retries with backoff); ``await
 for_resource_async(...)`` resolves first and raises
 :class:`~pykcm.client.NoResourceMatchError` at once.
 
-Deferred: metadata-only informers (``PartialObjectMetadata``, client-go's
-metadatainformer, which the garbage collector and quota use) are not
-provided yet; every informer caches whole objects.
+Metadata-only informers (``PartialObjectMetadata``, client-go's
+metadatainformer) are a factory of their own: metadata_factory.py, and
+object_or_metadata.py for the garbage collector's and quota's mix of both.
 """
 
 from __future__ import annotations
