@@ -5,10 +5,12 @@ with :func:`create_namespace`, the one way those tests make a namespace of their
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import tempfile
 import uuid
+import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -139,6 +141,11 @@ def own(items: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return [i for i in items if i["metadata"]["name"] not in NAMESPACE_CONFIGMAPS]
 
 
+def _remove_file(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
 class Api:
     """A thin synchronous client: raw requests, parsed JSON answers."""
 
@@ -153,6 +160,8 @@ class Api:
         with os.fdopen(fd, "wb") as f:
             f.write(st.ca_pem or b"")
         self.session.verify = self.ca_path
+        # the CA file goes with the client (tests make their own Api for their own servers)
+        self.close = weakref.finalize(self, _remove_file, self.ca_path)
 
     def request(self, method: str, path: str, body: Any = None, *,
                 content_type: str = "application/json", params: dict[str, Any] | None = None,
@@ -222,7 +231,7 @@ class Api:
 def api(pykcm_apiserver: ServerThread) -> Iterator[Api]:
     a = Api(pykcm_apiserver)
     yield a
-    os.unlink(a.ca_path)
+    a.close()
 
 
 @pytest.fixture(scope="session")
@@ -230,7 +239,7 @@ def apiserver_api(apiserver: Backend) -> Iterator[Api]:
     """:class:`Api` for the test's back end (``apiserver``)."""
     a = Api(apiserver)
     yield a
-    os.unlink(a.ca_path)
+    a.close()
 
 
 def pod(name: str, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
