@@ -341,9 +341,10 @@ class ControllerManager:
             client_builder=builder,
             informer_factory=SharedInformerFactory(
                 builder.root_client("shared-informers"), _resync(o),
-                transform=strip_managed_fields),
+                transform=strip_managed_fields, compact_objects=o.compact_informer_objects),
             metadata_informer_factory=MetadataSharedInformerFactory(
-                builder.root_client("shared-informers"), _resync(o)),
+                builder.root_client("shared-informers"), _resync(o),
+                compact_objects=o.compact_informer_objects),
             options=o)
         self.context = ctx
         try:
