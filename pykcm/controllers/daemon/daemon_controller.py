@@ -90,14 +90,13 @@ from pykcm.controller.event_recorder import EVENT_TYPE_NORMAL, EVENT_TYPE_WARNIN
 from pykcm.controller.expectations import ControllerExpectations
 from pykcm.controller.owner_resolver import OwnerResolver
 from pykcm.controller.pod_control import PodControl, RealPodControl
+from pykcm.controllers.daemon.placement_cache import DaemonPlacement, PlacementCache
 from pykcm.controllers.daemon.update import cleanup_history, construct_history, rolling_update
 from pykcm.controllers.daemon.util import (
     DEFAULT_DAEMONSET_UNIQUE_LABEL_KEY,
     Backoff,
-    DaemonPod,
     allows_surge,
     create_pod_template,
-    daemon_pod,
     get_target_node_name,
     get_template_generation,
     is_pod_updated,
@@ -191,6 +190,12 @@ class DaemonSetsController(ControllerHost):
         self.failed_pods_backoff = (failed_pods_backoff if failed_pods_backoff is not None
                                     else Backoff(1.0, 15 * 60.0, clock))
         self.expectations = ControllerExpectations()
+        # Where each template's pods should run, per node version (placement_cache.py).
+        self.placement = PlacementCache()
+        # Per DaemonSet: (uid, include_deleted_terminal, selector), the cached pods
+        # looked at, their grouping by node (get_nodes_to_daemon_pods).
+        self._node_pods_memo: dict[str, tuple[tuple[Any, bool, Any], list[Mapping[str, Any]],
+                                              dict[str, list[Mapping[str, Any]]]]] = {}
         self.controller = Controller(CONTROLLER_NAME, self.sync_daemon_set)
         self.queue = self.controller.queue
         self.node_controller = Controller("daemonset-node-updates", self.sync_node_update)
@@ -288,6 +293,7 @@ class DaemonSetsController(ControllerHost):
         log.debug("Deleting daemon set %s", key)
         self.consistency.clear(key, str(meta_of(ds).get("uid") or ""))
         self.expectations.delete_expectations(key)
+        self._node_pods_memo.pop(key, None)
         self.queue.add(key)
 
     def _pod_written(self, pod: Mapping[str, Any], ref: Mapping[str, Any] | None) -> None:
@@ -407,7 +413,7 @@ class DaemonSetsController(ControllerHost):
             pods_by_ds.setdefault(f"{meta_of(pod).get('namespace')}/{ref.get('name')}",
                                   []).append(pod)
         for ds in self.ds_lister.list():
-            should_run, should_continue = node_should_run_daemon_pod(node, ds)
+            should_run, should_continue = self.placement.should_run(node, ds)
             key = meta_namespace_key(ds)
             scheduled = bool(pods_by_ds.get(key))
             if ((should_run and not scheduled) or (not should_continue and scheduled)
@@ -418,19 +424,57 @@ class DaemonSetsController(ControllerHost):
 
     async def get_daemon_pods(self, ds: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         """The DaemonSet's pods after adopting matching orphans and releasing the rest."""
-        selector = selector_from_label_selector(spec_of(ds).get("selector"))
         pods = filter_pods_by_owner(self.pod_indexer, ds, DS_KIND, True)
+        return (await self._claim_daemon_pods(ds, pods))[0]
+
+    async def _claim_daemon_pods(self, ds: Mapping[str, Any], pods: list[Mapping[str, Any]]
+                                 ) -> tuple[list[Mapping[str, Any]], bool]:
+        """(the pods of ``pods`` claimed, whether claiming wrote nothing and could not
+        have: every pod was already ours and selected)."""
+        selector = selector_from_label_selector(spec_of(ds).get("selector"))
+        uid = meta_of(ds).get("uid")
+        # A pod controlled by us whose labels we select is claimed without a write
+        # (claim_object's first case): only the others go through the claim.
+        ours = [(ref := get_controller_of(p)) is not None and ref.get("uid") == uid
+                and selector.matches(meta_of(p).get("labels") or {}) for p in pods]
+        if all(ours):
+            return pods, True
         manager = PodControllerRefManager(
             self.pod_control, ds, selector, DS_API_VERSION, DS_KIND,
             recheck_live_controller(self.client, "daemonsets", ds, DS_KIND))
-        return await manager.claim_pods(pods)
+        claimed = {id(p) for p in await manager.claim_pods(
+            [p for p, mine in zip(pods, ours, strict=True) if not mine])}
+        return [p for p, mine in zip(pods, ours, strict=True) if mine or id(p) in claimed], False
 
     async def get_nodes_to_daemon_pods(self, ds: Mapping[str, Any],
                                        include_deleted_terminal: bool
                                        ) -> dict[str, list[Mapping[str, Any]]]:
-        """The DaemonSet's pods by the node each is for."""
+        """The DaemonSet's pods by the node each is for.
+
+        A sync asks up to four times (manage, rolling update, history, status): when
+        the cache hands out the very same pod objects as the last time (cached objects
+        are never mutated), for the same DaemonSet UID and selector, and claiming them
+        then wrote nothing, the answer is the last one."""
+        key = meta_namespace_key(ds)
+        pods = filter_pods_by_owner(self.pod_indexer, ds, DS_KIND, True)
+        ident = (meta_of(ds).get("uid"), include_deleted_terminal, spec_of(ds).get("selector"))
+        memo = self._node_pods_memo.get(key)
+        if (memo is not None and memo[0] == ident and len(memo[1]) == len(pods)
+                and all(a is b for a, b in zip(memo[1], pods, strict=True))):
+            return {node: list(on_node) for node, on_node in memo[2].items()}
+        claimed, pure = await self._claim_daemon_pods(ds, pods)
+        out = self._group_by_node(ds, claimed, include_deleted_terminal)
+        if pure:
+            self._node_pods_memo[key] = (ident, pods,
+                                         {node: list(on_node) for node, on_node in out.items()})
+        else:
+            self._node_pods_memo.pop(key, None)
+        return out
+
+    def _group_by_node(self, ds: Mapping[str, Any], pods: Sequence[Mapping[str, Any]],
+                       include_deleted_terminal: bool) -> dict[str, list[Mapping[str, Any]]]:
         out: dict[str, list[Mapping[str, Any]]] = {}
-        for pod in await self.get_daemon_pods(ds):
+        for pod in pods:
             if (not include_deleted_terminal and is_pod_terminal(pod)
                     and meta_of(pod).get("deletionTimestamp")):
                 # Being removed by the kubelet or the pod GC: nothing left to do with it.
@@ -447,14 +491,27 @@ class DaemonSetsController(ControllerHost):
     def _nodes(self) -> list[Mapping[str, Any]]:
         return sorted(self.node_lister.list(), key=lambda n: str(meta_of(n).get("name") or ""))
 
+    def _forget_gone_nodes(self, ds: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]]
+                           ) -> None:
+        """Drop the placement answers of nodes no longer listed (deleted nodes)."""
+        placement = self.placement.for_daemon_set(ds)
+        if len(placement) > len(nodes):
+            placement.retain({str(meta_of(n).get("name") or "") for n in nodes})
+
     # -- manage ----------------------------------------------------------------------------------
 
     def pods_should_be_on_node(self, node: Mapping[str, Any],
                                node_to_daemon_pods: Mapping[str, Sequence[Mapping[str, Any]]],
-                               ds: Mapping[str, Any], hash_: str, view: DaemonPod
-                               ) -> tuple[list[str], list[str]]:
-        """(nodes needing a pod, pods to delete) for one node (upstream podsShouldBeOnNode)."""
-        should_run, should_continue = node_should_run_daemon_pod(node, ds, view)
+                               ds: Mapping[str, Any], hash_: str,
+                               placement: DaemonPlacement | None = None,
+                               surge: bool | None = None) -> tuple[list[str], list[str]]:
+        """(nodes needing a pod, pods to delete) for one node (upstream podsShouldBeOnNode).
+        ``placement`` and ``surge`` (allows_surge(ds)): the same for every node of a sync."""
+        if placement is None:
+            placement = self.placement.for_daemon_set(ds)
+        if surge is None:
+            surge = allows_surge(ds)
+        should_run, should_continue = placement.should_run(node, ds)
         node_name = str(meta_of(node).get("name") or "")
         daemon_pods = node_to_daemon_pods.get(node_name)
         needing: list[str] = []
@@ -489,7 +546,7 @@ class DaemonSetsController(ControllerHost):
                     to_delete.append(str(pmeta.get("name")))
                 else:
                     running.append(pod)
-            if not allows_surge(ds):
+            if not surge:
                 if len(running) > 1:
                     running.sort(key=pod_by_creation_timestamp_and_phase_key)
                     to_delete.extend(str(meta_of(p).get("name")) for p in running[1:])
@@ -528,11 +585,13 @@ class DaemonSetsController(ControllerHost):
                      hash_: str) -> None:
         """Create the missing daemon pods and delete those that should not be there."""
         node_to_daemon_pods = await self.get_nodes_to_daemon_pods(ds, False)
-        view = daemon_pod(ds)
+        placement = self.placement.for_daemon_set(ds)
+        surge = allows_surge(ds)
         needing: list[str] = []
         to_delete: list[str] = []
         for node in nodes:
-            n, d = self.pods_should_be_on_node(node, node_to_daemon_pods, ds, hash_, view)
+            n, d = self.pods_should_be_on_node(node, node_to_daemon_pods, ds, hash_, placement,
+                                               surge)
             needing += n
             to_delete += d
         to_delete += get_unscheduled_pods_without_node(nodes, node_to_daemon_pods)
@@ -549,8 +608,9 @@ class DaemonSetsController(ControllerHost):
         self.expectations.set_expectations(key, create_diff, delete_diff)
         errors: list[BaseException] = []
         namespace = str(meta_of(ds).get("namespace") or "")
+        # Built only when a pod is to be created (most syncs create none).
         template = create_pod_template(spec_of(ds).get("template") or {},
-                                       get_template_generation(ds), hash_)
+                                       get_template_generation(ds), hash_) if create_diff else {}
         controller_ref = new_controller_ref(ds, DS_API_VERSION, DS_KIND)
 
         async def create(node_name: str) -> None:
@@ -611,20 +671,21 @@ class DaemonSetsController(ControllerHost):
                                        nodes: Sequence[Mapping[str, Any]], hash_: str,
                                        update_observed_gen: bool) -> None:
         node_to_daemon_pods = await self.get_nodes_to_daemon_pods(ds, False)
-        view = daemon_pod(ds)
+        placement = self.placement.for_daemon_set(ds)
         now = self.clock()
         min_ready = int(spec_of(ds).get("minReadySeconds") or 0)
         generation = get_template_generation(ds)
         desired = current = misscheduled = ready = updated = available = 0
         for node in nodes:
-            should_run, _ = node_should_run_daemon_pod(node, ds, view)
+            should_run, _ = placement.should_run(node, ds)
             pods = node_to_daemon_pods.get(str(meta_of(node).get("name") or "")) or []
             if should_run:
                 desired += 1
                 if not pods:
                     continue
                 current += 1
-                pod = min(pods, key=pod_by_creation_timestamp_and_phase_key)
+                pod = pods[0] if len(pods) == 1 else min(
+                    pods, key=pod_by_creation_timestamp_and_phase_key)
                 if is_pod_ready(pod):
                     ready += 1
                     if is_pod_available(pod, min_ready, now):
@@ -708,6 +769,7 @@ class DaemonSetsController(ControllerHost):
         if meta_of(ds).get("deletionTimestamp"):
             # Its revisions may be going away with it: no status worth computing.
             return
+        self._forget_gone_nodes(ds, nodes)
         cur, old = await construct_history(self, ds)
         hash_ = str((meta_of(cur).get("labels") or {}).get(DEFAULT_DAEMONSET_UNIQUE_LABEL_KEY, ""))
         if not self.expectations.satisfied_expectations(key):

@@ -54,7 +54,6 @@ from pykcm.controllers.daemon.util import (
     DEFAULT_DAEMONSET_UNIQUE_LABEL_KEY,
     get_template_generation,
     is_pod_updated,
-    node_should_run_daemon_pod,
     surge_count,
     unavailable_count,
 )
@@ -91,14 +90,20 @@ def _name(obj: Mapping[str, Any]) -> str:
 
 # -- rolling update -------------------------------------------------------------------------
 
+_UNSET: Any = object()
+
+
 def find_updated_pods_on_node(ds: Mapping[str, Any], pods: Sequence[Mapping[str, Any]],
-                              hash_: str) -> tuple[Mapping[str, Any] | None,
-                                                   Mapping[str, Any] | None, bool]:
+                              hash_: str, generation: int | None = _UNSET
+                              ) -> tuple[Mapping[str, Any] | None,
+                                         Mapping[str, Any] | None, bool]:
     """(new pod, old pod, ok) among the node's pods not being deleted; not ok when there
-    are two of either (the manage loop prunes them first)."""
+    are two of either (the manage loop prunes them first). ``generation``:
+    get_template_generation(ds), when the caller has it already."""
     new_pod: Mapping[str, Any] | None = None
     old_pod: Mapping[str, Any] | None = None
-    generation = get_template_generation(ds)
+    if generation is _UNSET:
+        generation = get_template_generation(ds)
     for pod in pods:
         if _meta(pod).get("deletionTimestamp"):
             continue
@@ -120,8 +125,9 @@ def updated_desired_node_counts(dsc: DaemonSetsController, ds: Mapping[str, Any]
     """(maxSurge, maxUnavailable, desired) as numbers of nodes; nodes that should run a
     pod and have none get an empty entry in ``node_to_daemon_pods``."""
     desired = 0
+    placement = dsc.placement.for_daemon_set(ds)
     for node in nodes:
-        want, _ = node_should_run_daemon_pod(node, ds)
+        want, _ = placement.should_run(node, ds)
         if not want:
             continue
         desired += 1
@@ -153,13 +159,14 @@ async def rolling_update(dsc: DaemonSetsController, ds: Mapping[str, Any],
     min_ready = int(_spec(ds).get("minReadySeconds") or 0)
     # Upstream walks a Go map (random order); node name order here.
     per_node = sorted(node_to_daemon_pods.items())
+    generation = get_template_generation(ds)
 
     if max_surge == 0:
         num_unavailable = 0
         allowed_replacements: list[str] = []
         candidates: list[str] = []
         for node_name, pods in per_node:
-            new_pod, old_pod, ok = find_updated_pods_on_node(ds, pods, hash_)
+            new_pod, old_pod, ok = find_updated_pods_on_node(ds, pods, hash_, generation)
             if not ok:
                 log.debug("DaemonSet %s has excess pods on node %s, skipping to allow the "
                           "core loop to process", meta_namespace_key(ds), node_name)
@@ -191,7 +198,7 @@ async def rolling_update(dsc: DaemonSetsController, ds: Mapping[str, Any],
     num_surge = 0
     num_available = 0
     for node_name, pods in per_node:
-        new_pod, old_pod, ok = find_updated_pods_on_node(ds, pods, hash_)
+        new_pod, old_pod, ok = find_updated_pods_on_node(ds, pods, hash_, generation)
         if not ok:
             num_surge += 1
             continue
@@ -206,7 +213,7 @@ async def rolling_update(dsc: DaemonSetsController, ds: Mapping[str, Any],
             node = dsc.node_indexer.get_by_key(node_name)
             if node is None:
                 raise RuntimeError(f"couldn't get node for nodeName {node_name!r}: not found")
-            should_run, _ = node_should_run_daemon_pod(node, ds)
+            should_run, _ = dsc.placement.should_run(node, ds)
             if not is_pod_available(old_pod, min_ready, now):
                 if not should_run:
                     old_pods_to_delete.append(_name(old_pod))
@@ -303,12 +310,13 @@ async def construct_history(dsc: DaemonSetsController, ds: Mapping[str, Any]
 async def cleanup_history(dsc: DaemonSetsController, ds: Mapping[str, Any],
                           old: Sequence[Mapping[str, Any]]) -> None:
     """Delete the oldest revisions beyond revisionHistoryLimit that no live pod uses."""
-    node_to_daemon_pods = await dsc.get_nodes_to_daemon_pods(ds, True)
     limit = _spec(ds).get("revisionHistoryLimit")
     to_keep = _DEFAULT_REVISION_HISTORY_LIMIT if limit is None else int(limit)
     to_kill = len(old) - to_keep
     if to_kill <= 0:
+        # Upstream reads the pods (claiming them) first; manage has just claimed them.
         return
+    node_to_daemon_pods = await dsc.get_nodes_to_daemon_pods(ds, True)
     live_hashes = {h for pods in node_to_daemon_pods.values() for p in pods
                    if (h := (_meta(p).get("labels") or {}).get(
                        DEFAULT_DAEMONSET_UNIQUE_LABEL_KEY))}
