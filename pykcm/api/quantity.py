@@ -1,9 +1,16 @@
 """resource.Quantity values: the number a quantity string stands for.
 
-One parser for every layer that compares quantities (the simulated scheduler's
-requests, the PersistentVolume binder's capacities, the provisioner's sizes):
-``"100m"``, ``"1Gi"``, ``"1e3"``, ``"1.5G"`` or a JSON number, as
-``k8s.io/apimachinery/pkg/api/resource`` reads them, to an exact Decimal.
+The one Quantity parser of every layer. Strict mode (``parse_quantity(q, strict=True)``)
+is Go's grammar, ``k8s.io/apimachinery/pkg/api/resource``'s ParseQuantity (a number
+``[+-]?[0-9.]+``, then a suffix: ``n u m k M G T P E``, ``Ki Mi Gi Ti Pi Ei`` or an
+exponent ``e3``/``E-2``): the API server's body decoder and validation use it, so that
+a quantity Go refuses is refused while decoding ("NaN", "1_000", "Infinity" included).
+The default mode reads what the API server already accepted (the simulated scheduler's
+requests, the PersistentVolume binder's capacities, the provisioner's sizes, the quota
+evaluators' Quantities): Go's grammar first, then, for what Go refuses, Python's Decimal
+syntax with an optional suffix (the pre-merge behaviour of those readers, kept as it was).
+Both read ``"100m"``, ``"1Gi"``, ``"1e3"``, ``"1.5G"`` or a JSON number to an exact
+Decimal, and agree wherever the strict mode accepts (tests/unit/test_quantity_one_parser.py).
 ``Quantity`` adds what the quota evaluators need on top of the value: Go's
 ``Format`` (DecimalSI, BinarySI, DecimalExponent, chosen by the suffix),
 ``Add``/``Sub`` (a zero takes the other operand's format) and the canonical
@@ -13,15 +20,16 @@ Deliberate deviation: values are exact Decimals rounded up to nano units at
 parse time, as Go's; Go's int64 fast path (and its overflow to inf.Dec) is
 not modelled, which changes nothing a user sees.
 """
-
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from decimal import ROUND_UP, Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any, Final
 
-__all__ = ["BINARY_SI", "DECIMAL_EXPONENT", "DECIMAL_SI", "Quantity", "parse_quantity"]
+__all__ = ["BINARY_SI", "DECIMAL_EXPONENT", "DECIMAL_SI", "MEMO_MAX_LEN", "Quantity",
+           "parse_quantity"]
 
 DECIMAL_SI: Final = "DecimalSI"
 BINARY_SI: Final = "BinarySI"
@@ -35,8 +43,39 @@ _DECIMAL: Final = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-
                    "E": Decimal("1e18")}
 
 
+# Go's grammar (resource.ParseQuantity's splitting of number and suffix)
+_GO_QUANTITY: Final = re.compile(
+    r"([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+))([eEinumkKMGTP]*[-+]?[0-9]*)")
+_SUFFIX: Final = {**_DECIMAL, **{k: Decimal(v) for k, v in _BINARY.items()}}
+# Pure functions of a string, called for every container of every write with
+# the same few strings ("100m", "128Mi", an image name): remember them.
+MEMO_MAX_LEN: Final = 512
+
+
+@lru_cache(maxsize=2048)
+def _parse_go(q: str) -> Decimal | None:
+    """Go's grammar: the value, or None for what ParseQuantity refuses."""
+    m = _GO_QUANTITY.fullmatch(q.strip())
+    if not m:
+        return None
+    num, suffix = m.groups()
+    try:
+        value = Decimal(num)
+        if suffix in _SUFFIX:
+            return value * _SUFFIX[suffix]
+        if suffix[:1] in ("e", "E"):
+            return value * (Decimal(10) ** int(suffix[1:]))
+    except (InvalidOperation, ValueError):
+        return None
+    return None
+
+
 @lru_cache(maxsize=1024)
-def _parse_str(s: str) -> Decimal | None:
+def _parse_lenient(s: str) -> Decimal | None:
+    """Go's grammar, else Decimal's syntax with an optional suffix."""
+    value = _parse_go(s) if len(s) <= MEMO_MAX_LEN else _parse_go.__wrapped__(s)
+    if value is not None:
+        return value
     s = s.strip()
     if not s:
         return None
@@ -55,8 +94,11 @@ def _parse_str(s: str) -> Decimal | None:
         return None
 
 
-def parse_quantity(q: Any) -> Decimal | None:
-    """The value of a ``resource.Quantity`` ("100m", "1Gi", "1e3", 2); None if malformed."""
+def parse_quantity(q: Any, *, strict: bool = False) -> Decimal | None:
+    """The value of a ``resource.Quantity`` ("100m", "1Gi", "1e3", 2); None if malformed.
+    ``strict``: only Go's grammar (the body decoder's), else also Decimal's syntax."""
+    if q.__class__ is str and len(q) <= MEMO_MAX_LEN:
+        return _parse_go(q) if strict else _parse_lenient(q)  # Decimals are immutable
     if isinstance(q, bool):
         return None
     if isinstance(q, int):
@@ -64,7 +106,7 @@ def parse_quantity(q: Any) -> Decimal | None:
     if isinstance(q, float):
         return Decimal(str(q))
     if isinstance(q, str):
-        return _parse_str(q)
+        return _parse_go.__wrapped__(q) if strict else _parse_lenient.__wrapped__(q)
     return None
 
 

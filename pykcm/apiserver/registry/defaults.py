@@ -6,18 +6,17 @@ removal (:func:`drop_nulls`).
 
 Each kind's defaulting is its strategy's (registry/<group>/<resource>.py); what
 they share is registry/defaulting.py and registry/core/podspec_defaults.py.
-Deliberate duplicate: pykcm/api/quantity.py has the other layers' Quantity parser;
-this one keeps the decoder's stricter grammar (no "NaN", no "1_000").
+Quantities are read by the one Quantity parser, pykcm/api/quantity.py, in its strict
+mode (Go's grammar: no "NaN", no "1_000").
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
-from decimal import Decimal, InvalidOperation
-from functools import lru_cache
+from decimal import Decimal
 from typing import Any, Final
 
+from pykcm.api.quantity import parse_quantity as _parse_quantity
 from pykcm.apiserver.registry.defaulting import dicts_in
 
 __all__ = ["bad_quantity", "drop_nulls", "parse_quantity", "zero_object_fields"]
@@ -26,49 +25,10 @@ Obj = dict[str, Any]
 
 # --- quantities (just enough for requests/limits and QoS) ---------------------
 
-_QUANTITY_RE: Final = re.compile(r"([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+))([eEinumkKMGTP]*[-+]?[0-9]*)")
-_SUFFIX: Final = {
-    "": Decimal(1), "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"),
-    "k": Decimal("1e3"), "M": Decimal("1e6"), "G": Decimal("1e9"), "T": Decimal("1e12"),
-    "P": Decimal("1e15"), "E": Decimal("1e18"),
-    "Ki": Decimal(2**10), "Mi": Decimal(2**20), "Gi": Decimal(2**30), "Ti": Decimal(2**40),
-    "Pi": Decimal(2**50), "Ei": Decimal(2**60),
-}
-
-
-# Pure functions of a string, called for every container of every write with
-# the same few strings ("100m", "128Mi", an image name): remember them.
-MEMO_MAX_LEN: Final = 512
-
-
-@lru_cache(maxsize=2048)
-def _parse_quantity_str(q: str) -> Decimal | None:
-    m = _QUANTITY_RE.fullmatch(q.strip())
-    if not m:
-        return None
-    num, suffix = m.groups()
-    try:
-        value = Decimal(num)
-        if suffix in _SUFFIX:
-            return value * _SUFFIX[suffix]
-        if suffix[:1] in ("e", "E"):
-            return value * (Decimal(10) ** int(suffix[1:]))
-    except (InvalidOperation, ValueError):
-        return None
-    return None
-
-
 def parse_quantity(q: Any) -> Decimal | None:
-    """The numeric value of a resource.Quantity ("100m", "1Gi", "1e3", 2); None if malformed."""
-    if q.__class__ is str and len(q) <= MEMO_MAX_LEN:
-        return _parse_quantity_str(q)  # Decimals are immutable: safe to share
-    if isinstance(q, bool):
-        return None
-    if isinstance(q, (int, float)):
-        return Decimal(str(q))
-    if not isinstance(q, str):
-        return None
-    return _parse_quantity_str.__wrapped__(q)
+    """The numeric value of a resource.Quantity ("100m", "1Gi", "1e3", 2) as the body
+    decoder reads it (Go's grammar); None if malformed."""
+    return _parse_quantity(q, strict=True)
 
 
 # --- images --------------------------------------------------------------------

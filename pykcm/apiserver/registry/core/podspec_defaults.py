@@ -17,6 +17,7 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Final, TypeGuard
 
+from pykcm.api.quantity import MEMO_MAX_LEN
 from pykcm.apiserver.registry.defaulting import (
     RESOURCES_ORDER,
     TEMPLATE_ORDER,
@@ -25,7 +26,7 @@ from pykcm.apiserver.registry.defaulting import (
     dicts_in,
     set_default,
 )
-from pykcm.apiserver.registry.defaults import MEMO_MAX_LEN, parse_quantity
+from pykcm.apiserver.registry.defaults import parse_quantity
 
 Obj = dict[str, Any]
 
