@@ -61,6 +61,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.cron import CronParseError, load_location, local_zone, parse_standard
 from pykcm.api.owner_refs import get_controller_of, is_controlled_by
 from pykcm.api.pod_util import parse_time
@@ -103,13 +104,10 @@ CRONJOB_KIND: Final = "CronJob"
 _NAMESPACE_TERMINATING_CAUSE: Final = "NamespaceTerminating"
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    m: Mapping[str, Any] = obj.get("metadata") or {}
-    return m
 
 
 def _key(obj: Mapping[str, Any]) -> str:
-    return f"{_meta(obj).get('namespace')}/{_meta(obj).get('name')}"
+    return f"{meta_of(obj).get('namespace')}/{meta_of(obj).get('name')}"
 
 
 def _has_status_cause(exc: BaseException, cause_type: str) -> bool:
@@ -123,7 +121,7 @@ def _rfc1123z(t: datetime) -> str:
 
 def _job_ref(job: Mapping[str, Any]) -> dict[str, Any]:
     """The ObjectReference to a Job that status.active holds."""
-    meta = _meta(job)
+    meta = meta_of(job)
     ref = {"kind": "Job", "namespace": meta.get("namespace"), "name": meta.get("name"),
            "uid": meta.get("uid"), "apiVersion": "batch/v1",
            "resourceVersion": meta.get("resourceVersion")}
@@ -193,26 +191,26 @@ class CronJobController(ControllerHost):
                 str(ref.get("name")))
         except ApiError:
             return None
-        if _meta(cj).get("uid") != ref.get("uid"):
+        if meta_of(cj).get("uid") != ref.get("uid"):
             return None
         return cj
 
     def _enqueue_owner(self, job: Mapping[str, Any], ref: Mapping[str, Any] | None) -> None:
         if ref is None:
             return
-        cj = self.resolve_controller_ref(str(_meta(job).get("namespace") or ""), ref)
+        cj = self.resolve_controller_ref(str(meta_of(job).get("namespace") or ""), ref)
         if cj is not None:
             self.controller.enqueue(cj)
 
     def add_job(self, job: Any) -> None:
-        if _meta(job).get("deletionTimestamp"):
+        if meta_of(job).get("deletionTimestamp"):
             # Seen after a restart already being deleted: no creation.
             self.delete_job(job)
             return
         self._enqueue_owner(job, get_controller_of(job))
 
     def update_job(self, old: Any, cur: Any) -> None:
-        if _meta(cur).get("resourceVersion") == _meta(old).get("resourceVersion"):
+        if meta_of(cur).get("resourceVersion") == meta_of(old).get("resourceVersion"):
             return  # a resync
         cur_ref = get_controller_of(cur)
         old_ref = get_controller_of(old)
@@ -259,9 +257,9 @@ class CronJobController(ControllerHost):
         All Jobs of the namespace are looked at: labels may no longer match
         the template.
         """
-        name = _meta(cj).get("name")
+        name = meta_of(cj).get("name")
         out: list[Mapping[str, Any]] = []
-        for job in self.job_lister.by_namespace(str(_meta(cj).get("namespace") or "")).list():
+        for job in self.job_lister.by_namespace(str(meta_of(cj).get("namespace") or "")).list():
             ref = get_controller_of(job)
             if ref is not None and ref.get("name") == name:
                 out.append(job)
@@ -287,8 +285,8 @@ class CronJobController(ControllerHost):
             log.info("Error reconciling cronjob %s: %s", key, sync_err)
         if update_after_cleanup or update_after_sync:
             got = await self.client.update_status("cronjobs", cj_copy, ns)
-            self._written[key] = (str(_meta(got).get("uid") or ""),
-                                  str(_meta(got).get("resourceVersion") or ""))
+            self._written[key] = (str(meta_of(got).get("uid") or ""),
+                                  str(meta_of(got).get("resourceVersion") or ""))
         if requeue_after is not None:
             return Result(requeue_after=requeue_after)
         if sync_err is not None:
@@ -303,8 +301,8 @@ class CronJobController(ControllerHost):
         if written is None:
             return
         uid, wrote = written
-        read = str(_meta(cj).get("resourceVersion") or "")
-        if uid == str(_meta(cj).get("uid") or "") and _rv_older(read, wrote):
+        read = str(meta_of(cj).get("resourceVersion") or "")
+        if uid == str(meta_of(cj).get("uid") or "") and _rv_older(read, wrote):
             raise StaleCacheError(read, wrote)
         del self._written[key]
 
@@ -318,15 +316,15 @@ class CronJobController(ControllerHost):
         """
         now = self.now()
         update_status = False
-        ns = str(_meta(cj).get("namespace") or "")
+        ns = str(meta_of(cj).get("namespace") or "")
         children: set[str] = set()
         for j in jobs:
-            uid = str(_meta(j).get("uid") or "")
+            uid = str(meta_of(j).get("uid") or "")
             children.add(uid)
             found = in_active_list(cj, uid)
             if not found and not is_job_finished(j):
                 try:
-                    fresh = await self.client.get("cronjobs", str(_meta(cj).get("name")), ns)
+                    fresh = await self.client.get("cronjobs", str(meta_of(cj).get("name")), ns)
                 except ApiError as exc:
                     return cj, None, update_status, exc
                 if in_active_list(fresh, uid):
@@ -336,12 +334,12 @@ class CronJobController(ControllerHost):
                 # stale cache), or made by someone else.
                 self.recorder.event(cj, EVENT_TYPE_WARNING, "UnexpectedJob",
                                     f"Saw a job that the controller did not create or forgot: "
-                                    f"{_meta(j).get('name')}")
+                                    f"{meta_of(j).get('name')}")
             elif is_job_finished(j):
                 if found:
                     delete_from_active_list(cj, uid)
                     self.recorder.event(cj, EVENT_TYPE_NORMAL, "SawCompletedJob",
-                                        f"Saw completed job: {_meta(j).get('name')}, "
+                                        f"Saw completed job: {meta_of(j).get('name')}, "
                                         f"condition: {finished_condition(j)}")
                     update_status = True
                 if is_job_succeeded(j):
@@ -373,7 +371,7 @@ class CronJobController(ControllerHost):
                 delete_from_active_list(cj, str(ref.get("uid")))
                 update_status = True
 
-        if _meta(cj).get("deletionTimestamp"):
+        if meta_of(cj).get("deletionTimestamp"):
             return cj, None, update_status, None  # being deleted: status only
 
         spec = cj.get("spec") or {}
@@ -439,7 +437,7 @@ class CronJobController(ControllerHost):
                     return cj, None, update_status, exc
                 if not await self._delete_job(cj, job):
                     return cj, None, update_status, RuntimeError(
-                        f"could not replace job {ns}/{_meta(job).get('name')}")
+                        f"could not replace job {ns}/{meta_of(job).get('name')}")
                 update_status = True
 
         try:
@@ -465,13 +463,13 @@ class CronJobController(ControllerHost):
                 return cj, None, update_status, get_exc
             if not is_controlled_by(job_resp, cj):
                 return cj, None, update_status, None
-            if in_active_list(cj, str(_meta(job_resp).get("uid"))):
+            if in_active_list(cj, str(meta_of(job_resp).get("uid"))):
                 return cj, None, update_status, None
         if already_exists:
-            log.info("Job already exists: %s/%s", ns, _meta(job_resp).get("name"))
+            log.info("Job already exists: %s/%s", ns, meta_of(job_resp).get("name"))
         else:
             self.recorder.event(cj, EVENT_TYPE_NORMAL, "SuccessfulCreate",
-                                f"Created job {_meta(job_resp).get('name')}")
+                                f"Created job {meta_of(job_resp).get('name')}")
         # The deterministic Job name is the lock that keeps a restart between
         # the create and this status update from starting the time twice.
         status = cj.setdefault("status", {})
@@ -482,15 +480,15 @@ class CronJobController(ControllerHost):
 
     async def _delete_job(self, cj: dict[str, Any], job: Mapping[str, Any]) -> bool:
         """Delete a Job (background propagation) and drop it from the active list."""
-        name = str(_meta(job).get("name"))
+        name = str(meta_of(job).get("name"))
         try:
-            await self.client.delete("jobs", name, str(_meta(job).get("namespace")),
+            await self.client.delete("jobs", name, str(meta_of(job).get("namespace")),
                                      propagation_policy="Background")
         except ApiError as exc:
             self.recorder.event(cj, EVENT_TYPE_WARNING, "FailedDelete", f"Deleted job: {exc}")
             log.error("Error deleting job %s from cronjob %s: %s", name, _key(cj), exc)
             return False
-        delete_from_active_list(cj, str(_meta(job).get("uid")))
+        delete_from_active_list(cj, str(meta_of(job).get("uid")))
         self.recorder.event(cj, EVENT_TYPE_NORMAL, "SuccessfulDelete", f"Deleted job {name}")
         return True
 

@@ -37,6 +37,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.deep_hash import compute_hash
 from pykcm.api.labels import selector_from_label_selector
 from pykcm.api.owner_refs import new_controller_ref
@@ -74,9 +75,6 @@ log = logging.getLogger("pykcm.controllers.daemon")
 _DEFAULT_REVISION_HISTORY_LIMIT = 10
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
 
 
 def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -85,7 +83,7 @@ def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _name(obj: Mapping[str, Any]) -> str:
-    return str(_meta(obj).get("name") or "")
+    return str(meta_of(obj).get("name") or "")
 
 
 # -- rolling update -------------------------------------------------------------------------
@@ -105,7 +103,7 @@ def find_updated_pods_on_node(ds: Mapping[str, Any], pods: Sequence[Mapping[str,
     if generation is _UNSET:
         generation = get_template_generation(ds)
     for pod in pods:
-        if _meta(pod).get("deletionTimestamp"):
+        if meta_of(pod).get("deletionTimestamp"):
             continue
         if is_pod_updated(pod, hash_, generation):
             if new_pod is not None:
@@ -235,7 +233,7 @@ async def rolling_update(dsc: DaemonSetsController, ds: Mapping[str, Any],
     deletable = num_available - desired
     if deletable > 0:
         deletable = min(deletable, len(should_not_run_pods_to_delete))
-        ns = str(_meta(ds).get("namespace") or "")
+        ns = str(meta_of(ds).get("namespace") or "")
         for name in should_not_run_pods_to_delete[:deletable]:
             if dsc.pod_indexer.get_by_key(f"{ns}/{name}") is None:
                 continue
@@ -257,15 +255,15 @@ async def controlled_histories(dsc: DaemonSetsController, ds: Mapping[str, Any]
     """The DaemonSet's ControllerRevisions after adopting and releasing (all of the
     namespace are looked at: a revision may no longer match but still be ours)."""
     selector = selector_from_label_selector(_spec(ds).get("selector"))
-    meta = _meta(ds)
+    meta = meta_of(ds)
     ns, name, uid = str(meta.get("namespace") or ""), _name(ds), meta.get("uid")
     histories = dsc.history_lister.by_namespace(ns).list()
 
     async def fresh() -> Mapping[str, Any]:
         got = await dsc.client.get("daemonsets", name, ns)
-        if _meta(got).get("uid") != uid:
+        if meta_of(got).get("uid") != uid:
             raise RuntimeError(f"original DaemonSet {ns}/{name} is gone: got uid "
-                               f"{_meta(got).get('uid')}, wanted {uid}")
+                               f"{meta_of(got).get('uid')}, wanted {uid}")
         return got
 
     manager = ControllerRevisionControllerRefManager(dsc.client, ds, selector, "apps/v1",
@@ -278,16 +276,16 @@ async def construct_history(dsc: DaemonSetsController, ds: Mapping[str, Any]
                             ) -> tuple[Mapping[str, Any], list[Mapping[str, Any]]]:
     """(the current template's revision, the other revisions): labels missing hashes,
     creates the current revision or raises its number above the others."""
-    ns = str(_meta(ds).get("namespace") or "")
+    ns = str(meta_of(ds).get("namespace") or "")
     want = marshal_go_json(template_patch(ds))
     current: list[Mapping[str, Any]] = []
     old: list[Mapping[str, Any]] = []
     for history in await controlled_histories(dsc, ds):
-        labels = _meta(history).get("labels") or {}
+        labels = meta_of(history).get("labels") or {}
         if DEFAULT_DAEMONSET_UNIQUE_LABEL_KEY not in labels:
             # The name, not a computed hash: no collision to worry about.
             to_update = dict(history)
-            to_update["metadata"] = dict(_meta(history))
+            to_update["metadata"] = dict(meta_of(history))
             to_update["metadata"]["labels"] = {**labels,
                                                DEFAULT_DAEMONSET_UNIQUE_LABEL_KEY: _name(history)}
             history = await dsc.client.update("controllerrevisions", to_update, ns)
@@ -318,13 +316,13 @@ async def cleanup_history(dsc: DaemonSetsController, ds: Mapping[str, Any],
         return
     node_to_daemon_pods = await dsc.get_nodes_to_daemon_pods(ds, True)
     live_hashes = {h for pods in node_to_daemon_pods.values() for p in pods
-                   if (h := (_meta(p).get("labels") or {}).get(
+                   if (h := (meta_of(p).get("labels") or {}).get(
                        DEFAULT_DAEMONSET_UNIQUE_LABEL_KEY))}
-    ns = str(_meta(ds).get("namespace") or "")
+    ns = str(meta_of(ds).get("namespace") or "")
     for history in sorted(old, key=lambda h: int(h.get("revision") or 0)):
         if to_kill <= 0:
             break
-        if (_meta(history).get("labels") or {}).get(DEFAULT_DAEMONSET_UNIQUE_LABEL_KEY) \
+        if (meta_of(history).get("labels") or {}).get(DEFAULT_DAEMONSET_UNIQUE_LABEL_KEY) \
                 in live_hashes:
             continue
         await dsc.client.delete("controllerrevisions", _name(history), ns)
@@ -342,10 +340,10 @@ async def dedup_cur_histories(dsc: DaemonSetsController, ds: Mapping[str, Any],
     for h in cur_histories:
         if int(h.get("revision") or 0) >= max_revision:
             keep, max_revision = h, int(h.get("revision") or 0)
-    keep_hash = (_meta(keep).get("labels") or {}).get(DEFAULT_DAEMONSET_UNIQUE_LABEL_KEY)
-    ns = str(_meta(ds).get("namespace") or "")
+    keep_hash = (meta_of(keep).get("labels") or {}).get(DEFAULT_DAEMONSET_UNIQUE_LABEL_KEY)
+    ns = str(meta_of(ds).get("namespace") or "")
     for pod in await dsc.get_daemon_pods(ds):
-        if (_meta(pod).get("labels") or {}).get(DEFAULT_DAEMONSET_UNIQUE_LABEL_KEY) != keep_hash:
+        if (meta_of(pod).get("labels") or {}).get(DEFAULT_DAEMONSET_UNIQUE_LABEL_KEY) != keep_hash:
             await dsc.client.patch("pods", _name(pod), {"metadata": {"labels": {
                 DEFAULT_DAEMONSET_UNIQUE_LABEL_KEY: keep_hash}}}, "merge", ns)
     for h in cur_histories:
@@ -359,7 +357,7 @@ async def snapshot(dsc: DaemonSetsController, ds: Mapping[str, Any], revision: i
                    ) -> Mapping[str, Any]:
     """Create the revision of the current template; a name taken by another template
     bumps ``status.collisionCount`` and raises (the sync is retried)."""
-    meta = _meta(ds)
+    meta = meta_of(ds)
     ns, ds_name = str(meta.get("namespace") or ""), _name(ds)
     collision_count = (ds.get("status") or {}).get("collisionCount")
     template = _spec(ds).get("template") or {}

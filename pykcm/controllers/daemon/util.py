@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.intstr import get_scaled_value_from_int_or_percent
 from pykcm.api.scheduling import (
     add_or_update_toleration,
@@ -70,9 +71,6 @@ _DAEMON_TOLERATIONS: Final = (
 _NETWORK_UNAVAILABLE: Final = "node.kubernetes.io/network-unavailable"
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
 
 
 def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -241,7 +239,7 @@ def node_should_run_daemon_pod(node: Mapping[str, Any], ds: Mapping[str, Any],
     A pod already there continues running unless a NoExecute taint is not tolerated.
     """
     v = view if view is not None else daemon_pod(ds)
-    name = str(_meta(node).get("name") or "")
+    name = str(meta_of(node).get("name") or "")
     if v.template_node_name and v.template_node_name != name:
         return False, False
     if not required_node_affinity_matches(v.pod, node):
@@ -257,7 +255,7 @@ def node_should_run_daemon_pod(node: Mapping[str, Any], ds: Mapping[str, Any],
 def pod_by_creation_timestamp_and_phase_key(pod: Mapping[str, Any]) -> tuple[int, float, str]:
     """Sort key: scheduled pods first, then the oldest, then by name
     (upstream podByCreationTimestampAndPhase)."""
-    meta = _meta(pod)
+    meta = meta_of(pod)
     ts = parse_time(meta.get("creationTimestamp")) or 0.0
     return (0 if _spec(pod).get("nodeName") else 1, ts, str(meta.get("name") or ""))
 

@@ -40,6 +40,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.labels import selector_from_label_selector
 from pykcm.api.owner_refs import get_controller_of
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
@@ -77,9 +78,6 @@ def _unwrap(obj: Any) -> Any:
     return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
 
 
-def _meta(obj: Obj) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
 
 
 RS_CONTROLLER_INDEX: Final = "deployment/rsController"
@@ -175,30 +173,30 @@ class DeploymentController(ControllerHost):
             d: Obj = self.d_lister.by_namespace(namespace).get(str(ref.get("name", "")))
         except ApiError:
             return None
-        if _meta(d).get("uid") != ref.get("uid"):
+        if meta_of(d).get("uid") != ref.get("uid"):
             # The controller we found isn't the same one the ControllerRef points to.
             return None
         return d
 
     def get_deployments_for_replica_set(self, rs: Obj) -> list[Obj]:
         """Deployments whose selector matches the ReplicaSet's labels (orphan adoption)."""
-        ns = str(_meta(rs).get("namespace", ""))
+        ns = str(meta_of(rs).get("namespace", ""))
         ds = util.get_deployments_for_replica_set(self.d_lister.by_namespace(ns).list(), rs)
         if len(ds) > 1:
             log.info("user error! more than one deployment is selecting replica set %s/%s "
-                     "with labels %r", ns, _meta(rs).get("name"), _meta(rs).get("labels"))
+                     "with labels %r", ns, meta_of(rs).get("name"), meta_of(rs).get("labels"))
         return ds
 
     def add_replica_set(self, obj: Any) -> None:
         rs = obj
-        if _meta(rs).get("deletionTimestamp"):
+        if meta_of(rs).get("deletionTimestamp"):
             # On a restart of the controller manager an object may show up
             # already pending deletion: treat it as a delete.
             self.delete_replica_set(rs)
             return
         ref = get_controller_of(rs)
         if ref is not None:
-            d = self.resolve_controller_ref(str(_meta(rs).get("namespace", "")), ref)
+            d = self.resolve_controller_ref(str(meta_of(rs).get("namespace", "")), ref)
             if d is not None:
                 self.enqueue(d)
             return
@@ -207,7 +205,7 @@ class DeploymentController(ControllerHost):
             self.enqueue(d)
 
     def update_replica_set(self, old: Any, cur: Any) -> None:
-        if _meta(cur).get("resourceVersion") == _meta(old).get("resourceVersion"):
+        if meta_of(cur).get("resourceVersion") == meta_of(old).get("resourceVersion"):
             # A periodic resync: two versions of one object always differ in resourceVersion.
             return
         cur_ref = get_controller_of(cur)
@@ -215,16 +213,16 @@ class DeploymentController(ControllerHost):
         ref_changed = cur_ref != old_ref
         if ref_changed and old_ref is not None:
             # The ControllerRef changed: the old controller syncs to notice the loss.
-            d = self.resolve_controller_ref(str(_meta(old).get("namespace", "")), old_ref)
+            d = self.resolve_controller_ref(str(meta_of(old).get("namespace", "")), old_ref)
             if d is not None:
                 self.enqueue(d)
         if cur_ref is not None:
-            d = self.resolve_controller_ref(str(_meta(cur).get("namespace", "")), cur_ref)
+            d = self.resolve_controller_ref(str(meta_of(cur).get("namespace", "")), cur_ref)
             if d is not None:
                 self.enqueue(d)
             return
         # An orphan: if anything that matters changed, matching Deployments may adopt it.
-        if ref_changed or _meta(cur).get("labels") != _meta(old).get("labels"):
+        if ref_changed or meta_of(cur).get("labels") != meta_of(old).get("labels"):
             for d in self.get_deployments_for_replica_set(cur):
                 self.enqueue(d)
 
@@ -237,7 +235,7 @@ class DeploymentController(ControllerHost):
         if ref is None:
             # No controller cares about orphans being deleted.
             return
-        d = self.resolve_controller_ref(str(_meta(rs).get("namespace", "")), ref)
+        d = self.resolve_controller_ref(str(meta_of(rs).get("namespace", "")), ref)
         if d is not None:
             self.enqueue(d)
 
@@ -248,12 +246,12 @@ class DeploymentController(ControllerHost):
         ref = get_controller_of(pod)
         if ref is None or ref.get("kind") != "ReplicaSet":
             return None
-        ns = str(_meta(pod).get("namespace", ""))
+        ns = str(meta_of(pod).get("namespace", ""))
         try:
             rs: Obj = self.rs_lister.by_namespace(ns).get(str(ref.get("name", "")))
         except ApiError:
             return None
-        if _meta(rs).get("uid") != ref.get("uid"):
+        if meta_of(rs).get("uid") != ref.get("uid"):
             return None
         rs_ref = get_controller_of(rs)
         if rs_ref is None:
@@ -271,8 +269,8 @@ class DeploymentController(ControllerHost):
             return
         # Upstream lists the ReplicaSets from the API server here; a handler must
         # not block, so the cache's ReplicaSets controlled by ``d`` are used.
-        ns = str(_meta(d).get("namespace", ""))
-        rs_list = self.rs_indexer.by_index(RS_CONTROLLER_INDEX, f"{ns}/{_meta(d).get('uid', '')}")
+        ns = str(meta_of(d).get("namespace", ""))
+        rs_list = self.rs_indexer.by_index(RS_CONTROLLER_INDEX, f"{ns}/{meta_of(d).get('uid', '')}")
         pod_map = self.get_pod_map_for_deployment(d, rs_list)
         if sum(len(p) for p in pod_map.values()) == 0:
             self.enqueue(d)
@@ -281,7 +279,7 @@ class DeploymentController(ControllerHost):
 
     async def get_replica_sets_for_deployment(self, d: Obj) -> list[Obj]:
         """The ReplicaSets ``d`` owns after adopting matching orphans and releasing the rest."""
-        meta = _meta(d)
+        meta = meta_of(d)
         ns = str(meta.get("namespace", ""))
         # Those we control (also any that no longer match our selector, so the
         # claim releases them) and the orphans of the namespace (which it may
@@ -308,7 +306,7 @@ class DeploymentController(ControllerHost):
         Read through the pod controller index (no scan of the namespace);
         Recreate uses it to wait until no old pod is left.
         """
-        return {str(_meta(rs).get("uid")): filter_pods_by_owner(self.pod_indexer, rs,
+        return {str(meta_of(rs).get("uid")): filter_pods_by_owner(self.pod_indexer, rs,
                                                                 "ReplicaSet", False)
                 for rs in rs_list}
 
@@ -328,7 +326,7 @@ class DeploymentController(ControllerHost):
         got = await self.client.update_status(DEPLOYMENTS, d)
         meta = d.setdefault("metadata", {})
         want = (meta.get("annotations") or {}).get(util.REVISION_ANNOTATION)
-        have = (_meta(got).get("annotations") or {}).get(util.REVISION_ANNOTATION)
+        have = (meta_of(got).get("annotations") or {}).get(util.REVISION_ANNOTATION)
         if want is not None and want != have:
             # kube-apiserver keeps annotations from a Deployment status write; an
             # API server resetting metadata on /status drops them: write the
@@ -390,7 +388,7 @@ class DeploymentController(ControllerHost):
                                        "This deployment is selecting all pods. "
                                        "A non-empty selector is required.")
             status = d.setdefault("status", {})
-            generation = int(_meta(d).get("generation") or 0)
+            generation = int(meta_of(d).get("generation") or 0)
             if int(status.get("observedGeneration") or 0) < generation:
                 status["observedGeneration"] = generation
                 await self.write_deployment_status(d)
@@ -400,7 +398,7 @@ class DeploymentController(ControllerHost):
         # The pod map serves Recreate (no old pods may run when the new ones start).
         pod_map = self.get_pod_map_for_deployment(d, rs_list)
 
-        if _meta(d).get("deletionTimestamp"):
+        if meta_of(d).get("deletionTimestamp"):
             await sync.sync_status_only(self, d, rs_list)
             return
 

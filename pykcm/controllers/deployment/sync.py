@@ -28,9 +28,10 @@ Data flow::
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.owner_refs import get_controller_of, new_controller_ref
 from pykcm.client.errors import ApiError, has_status_cause, is_already_exists, is_not_found
 from pykcm.controllers.deployment import util
@@ -62,9 +63,6 @@ MAX_REV_HISTORY_LENGTH_IN_CHARS: Final = 2000
 """The revision-history annotation is cut to about this many characters (~100 revisions)."""
 
 
-def _meta(obj: Obj | None) -> Mapping[str, Any]:
-    m = obj.get("metadata") if obj is not None else None
-    return m if isinstance(m, Mapping) else {}
 
 
 async def sync_status_only(dc: DeploymentController, d: dict[str, Any],
@@ -235,7 +233,7 @@ async def get_new_replica_set(dc: DeploymentController, d: dict[str, Any], rs_li
                     raise exc from None
                 raise
             ref = get_controller_of(rs)
-            if (ref is not None and ref.get("uid") == _meta(d).get("uid")
+            if (ref is not None and ref.get("uid") == meta_of(d).get("uid")
                     and util.equal_ignore_hash(spec.get("template"),
                                                (rs.get("spec") or {}).get("template"))):
                 created = rs
@@ -261,7 +259,7 @@ async def get_new_replica_set(dc: DeploymentController, d: dict[str, Any], rs_li
                     pass
             dc.event_recorder.event(d, "Warning", util.FAILED_RS_CREATE_REASON, msg)
             raise
-    created_name = _meta(created).get("name")
+    created_name = meta_of(created).get("name")
     if not already_exists and new_replicas > 0:
         dc.event_recorder.eventf(d, "Normal", "ScalingReplicaSet",
                                  "Scaled up replica set %s from 0 to %d", created_name,
@@ -317,7 +315,7 @@ async def scale(dc: DeploymentController, d: dict[str, Any], new_rs: Obj | None,
         all_rss = util.sort_by_size_older(all_rss)
     sizes = proportional_sizes(all_rss, d, to_add)
     for rs in all_rss:
-        await scale_replica_set(dc, rs, sizes[str(_meta(rs).get("name"))], d)
+        await scale_replica_set(dc, rs, sizes[str(meta_of(rs).get("name"))], d)
 
 
 def proportional_sizes(all_rss: list[Obj], d: Obj, to_add: int) -> dict[str, int]:
@@ -329,7 +327,7 @@ def proportional_sizes(all_rss: list[Obj], d: Obj, to_add: int) -> dict[str, int
     added = 0
     sizes: dict[str, int] = {}
     for rs in all_rss:
-        name = str(_meta(rs).get("name"))
+        name = str(meta_of(rs).get("name"))
         if to_add != 0:
             proportion = util.get_proportion(rs, d, to_add, added)
             sizes[name] = util.spec_replicas(rs) + proportion
@@ -337,7 +335,7 @@ def proportional_sizes(all_rss: list[Obj], d: Obj, to_add: int) -> dict[str, int
         else:
             sizes[name] = util.spec_replicas(rs)
     if all_rss and to_add != 0:
-        first = str(_meta(all_rss[0]).get("name"))
+        first = str(meta_of(all_rss[0]).get("name"))
         sizes[first] = max(0, sizes[first] + to_add - added)
     return sizes
 
@@ -372,7 +370,7 @@ async def scale_replica_set(dc: DeploymentController, rs: Obj, new_scale: int,
         op = "up" if old_scale < new_scale else "down"
         dc.event_recorder.eventf(d, "Normal", "ScalingReplicaSet",
                                  "Scaled %s replica set %s from %d to %d", op,
-                                 _meta(updated).get("name"), old_scale, new_scale)
+                                 meta_of(updated).get("name"), old_scale, new_scale)
     return size_needs_update, updated
 
 
@@ -381,13 +379,13 @@ async def cleanup_deployment(dc: DeploymentController, old_rss: list[Obj], d: Ob
     if not util.has_revision_history_limit(d):
         return
     # Not those already being deleted.
-    cleanable = [rs for rs in old_rss if not _meta(rs).get("deletionTimestamp")]
+    cleanable = [rs for rs in old_rss if not meta_of(rs).get("deletionTimestamp")]
     limit = int((d.get("spec") or {})["revisionHistoryLimit"])
     diff = len(cleanable) - limit
     if diff <= 0:
         return
     for rs in util.sort_by_revision(cleanable)[:diff]:
-        meta = _meta(rs)
+        meta = meta_of(rs)
         st = rs.get("status") or {}
         # Never delete one that still has (or is about to have) pods, or whose
         # latest spec its controller has not seen yet.
@@ -428,7 +426,7 @@ def calculate_status(all_rss: Sequence[Obj | None], new_rs: Obj | None, d: Obj,
     unavailable = max(0, total - available)
     old_status = d.get("status") or {}
     counts = {
-        "observedGeneration": int(_meta(d).get("generation") or 0),
+        "observedGeneration": int(meta_of(d).get("generation") or 0),
         "replicas": util.get_actual_replica_count(rss),
         "updatedReplicas": util.get_actual_replica_count([new_rs]),
         "readyReplicas": util.get_ready_replica_count(rss),

@@ -34,6 +34,7 @@ from typing import Any, Final
 import orjson
 
 from pykcm.api import protobuf as pb
+from pykcm.api.accessors import meta_of
 from pykcm.api.intstr import get_scaled_value_from_int_or_percent
 from pykcm.api.labels import selector_from_label_selector
 from pykcm.api.strconv import parse_int, parse_uint
@@ -122,9 +123,6 @@ def deep_copy(obj: Obj) -> dict[str, Any]:
 
 # The accessors test ``type(x) is dict`` first: isinstance against the Mapping ABC costs
 # a __instancecheck__ call, and these run for every ReplicaSet of every sync.
-def _meta(obj: Obj | None) -> Mapping[str, Any]:
-    m = obj.get("metadata") if obj is not None else None
-    return m if type(m) is dict or isinstance(m, Mapping) else {}
 
 
 def _spec(obj: Obj | None) -> Mapping[str, Any]:
@@ -147,7 +145,7 @@ def spec_replicas(obj: Obj | None) -> int:
 
 
 def _annotations(obj: Obj | None) -> Mapping[str, str]:
-    a = _meta(obj).get("annotations")
+    a = meta_of(obj or {}).get("annotations")
     return a if isinstance(a, Mapping) else {}
 
 
@@ -160,7 +158,7 @@ def now_rfc3339(now: float | None = None) -> str:
 
 
 def _created_key(rs: Obj) -> tuple[float, str]:
-    m = _meta(rs)
+    m = meta_of(rs)
     return (parse_time(m.get("creationTimestamp")) or 0.0, str(m.get("name", "")))
 
 
@@ -229,7 +227,7 @@ def max_revision(rss: Iterable[Obj | None]) -> int:
         try:
             v = revision(rs)
         except ValueError:
-            log.info("Couldn't parse revision for ReplicaSet %s", _meta(rs).get("name"))
+            log.info("Couldn't parse revision for ReplicaSet %s", meta_of(rs).get("name"))
             continue
         best = max(best, v)
     return best
@@ -351,7 +349,7 @@ def _int_from_annotation(rs: Obj, key: str) -> tuple[int, bool]:
         n = -1
     if not 0 <= n <= _MAX_INT32:
         log.info("Cannot convert the value %r with annotation key %r for the replica set %r",
-                 v, key, _meta(rs).get("name"))
+                 v, key, meta_of(rs).get("name"))
         return 0, False
     return n, True
 
@@ -576,11 +574,11 @@ def find_new_replica_set(d: Obj, rs_list: Sequence[Obj]) -> Obj | None:
 def find_old_replica_sets(d: Obj, rs_list: Sequence[Obj]) -> tuple[list[Obj], list[Obj]]:
     """(old ReplicaSets with pods, all old ReplicaSets): every one but the new one."""
     new_rs = find_new_replica_set(d, rs_list)
-    new_uid = _meta(new_rs).get("uid") if new_rs is not None else None
+    new_uid = meta_of(new_rs).get("uid") if new_rs is not None else None
     required: list[Obj] = []
     all_old: list[Obj] = []
     for rs in rs_list:
-        if new_rs is not None and _meta(rs).get("uid") == new_uid:
+        if new_rs is not None and meta_of(rs).get("uid") == new_uid:
             continue
         all_old.append(rs)
         if spec_replicas(rs) != 0:
@@ -605,13 +603,13 @@ def find_active_or_latest(new_rs: Obj | None, old_rss: Sequence[Obj]) -> Obj | N
 
 def get_deployments_for_replica_set(deployments: Iterable[Obj], rs: Obj) -> list[Obj]:
     """The Deployments (of the ReplicaSet's namespace) whose selector matches its labels."""
-    labels = _meta(rs).get("labels")
+    labels = meta_of(rs).get("labels")
     if not labels:
         return []
     out = []
-    ns = _meta(rs).get("namespace")
+    ns = meta_of(rs).get("namespace")
     for d in deployments:
-        if _meta(d).get("namespace") != ns:
+        if meta_of(d).get("namespace") != ns:
             continue
         try:
             sel = selector_from_label_selector(_spec(d).get("selector"))
@@ -809,7 +807,7 @@ def deployment_complete(d: Obj, new_status: Obj) -> bool:
             and _int(new_status.get("replicas")) == replicas
             and _int(new_status.get("availableReplicas")) == replicas
             and _int(new_status.get("observedGeneration"))
-            >= _int(_meta(d).get("generation")))
+            >= _int(meta_of(d).get("generation")))
 
 
 def deployment_progressing(d: Obj, new_status: Obj) -> bool:

@@ -44,6 +44,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.endpoints import (
     ENDPOINTS_LABEL_MANAGED_BY,
     ENDPOINTS_LAST_CHANGE_TRIGGER_TIME,
@@ -93,9 +94,6 @@ STALE_CACHE_POLL: Final = 0.005
 NAMESPACE_TERMINATING_CAUSE: Final = "NamespaceTerminating"
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
 
 
 def _endpoint_address(svc: Mapping[str, Any], pod: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -112,7 +110,7 @@ def _endpoint_address(svc: Mapping[str, Any], pod: Mapping[str, Any]) -> dict[st
     for p in status.get("podIPs") or ():
         parsed = parse_ip_sloppy(str(p.get("ip") or ""))
         if parsed is not None and parsed[1] == want_v6:
-            m = _meta(pod)
+            m = meta_of(pod)
             return {"ip": parsed[0], "nodeName": (pod.get("spec") or {}).get("nodeName") or "",
                     "targetRef": {"kind": "Pod", "namespace": m.get("namespace"),
                                   "name": m.get("name"), "uid": m.get("uid")}}
@@ -146,8 +144,8 @@ def pod_entries(svc: Mapping[str, Any], pod: Mapping[str, Any]) -> tuple[Entry, 
         return ()
     address = _endpoint_address(svc, pod)
     if address is None:
-        log.debug("Failed to find endpoint for service %s on pod %s", _meta(svc).get("name"),
-                  _meta(pod).get("name"))
+        log.debug("Failed to find endpoint for service %s on pod %s", meta_of(svc).get("name"),
+                  meta_of(pod).get("name"))
         return ()
     if should_set_hostname(pod, svc):
         address["hostname"] = (pod.get("spec") or {}).get("hostname")
@@ -161,7 +159,7 @@ def pod_entries(svc: Mapping[str, Any], pod: Mapping[str, Any]) -> tuple[Entry, 
         try:
             number = find_port(pod, svc_port)
         except PortNotFound as exc:
-            log.debug("Failed to find port for service %s: %s", _meta(svc).get("name"), exc)
+            log.debug("Failed to find port for service %s: %s", meta_of(svc).get("name"), exc)
             continue
         out.append((ready, address, _endpoint_port(svc_port, number)))
     return tuple(out)
@@ -183,7 +181,7 @@ def compute_subsets(svc: Mapping[str, Any], pods: list[Mapping[str, Any]],
     if memo is not None:
         memo.clear()
     for pod in pods:
-        m = _meta(pod)
+        m = meta_of(pod)
         name, rv = str(m.get("name") or ""), str(m.get("resourceVersion") or "")
         known = previous.get(name)
         if known is not None and known[0] == rv and rv:
@@ -312,7 +310,7 @@ class EndpointController(ControllerHost):
     def _on_pod(self, old: Any, new: Any) -> None:
         pod = new if new is not None else old
         pod = pod.obj if isinstance(pod, DeletedFinalStateUnknown) else pod
-        ns = str(_meta(pod).get("namespace") or "")
+        ns = str(meta_of(pod).get("namespace") or "")
         services = self.service_lister.by_namespace(ns).list()
         for key in services_to_update(services, old, new):
             self.controller.queue.add_after(key, self.batch_period)
@@ -330,7 +328,7 @@ class EndpointController(ControllerHost):
         while not self._endpoints_synced():
             await asyncio.sleep(0.1)
         for ep in self.endpoints_lister.list():
-            if LEADER_ELECTION_RECORD_ANNOTATION in (_meta(ep).get("annotations") or {}):
+            if LEADER_ELECTION_RECORD_ANNOTATION in (meta_of(ep).get("annotations") or {}):
                 continue  # a leader-election lock of an old component
             self.controller.enqueue_key(meta_namespace_key(ep))
 
@@ -347,7 +345,7 @@ class EndpointController(ControllerHost):
         """The cache still holds the version our last PUT replaced (upstream's
         staleEndpointsTracker)."""
         return cached is not None and \
-            self._stale.get((ns, name)) == _meta(cached).get("resourceVersion")
+            self._stale.get((ns, name)) == meta_of(cached).get("resourceVersion")
 
     async def _await_own_write(self, ns: str, name: str, key: str) -> Mapping[str, Any] | None:
         """The cached Endpoints once it holds our last write. Upstream fails the sync at
@@ -393,25 +391,25 @@ class EndpointController(ControllerHost):
             cached = await self._await_own_write(ns, name, key)
         pods = self.pod_lister.by_namespace(ns).list(selector_from_set(spec["selector"]))
         trigger_time = self.trigger_times.compute(ns, svc, pods)
-        svc_rv = str(_meta(svc).get("resourceVersion") or "")
+        svc_rv = str(meta_of(svc).get("resourceVersion") or "")
         memo_rv, memo = self._memo.get((ns, name), ("", {}))
         if memo_rv != svc_rv or not svc_rv:
             memo = {}
         self._memo[(ns, name)] = (svc_rv, memo)
         subsets, ready_n, not_ready_n = compute_subsets(svc, pods, memo)
-        svc_labels = dict(_meta(svc).get("labels") or {})
+        svc_labels = dict(meta_of(svc).get("labels") or {})
         # A copy of the top level and metadata is enough: below, every change to `new`
         # assigns a fresh value (subsets, labels, annotations), never edits a cached one.
         current: dict[str, Any] | None = None if cached is None else {
-            **cached, "metadata": dict(_meta(cached))}
+            **cached, "metadata": dict(meta_of(cached))}
         if current is not None:
             cur_subsets = current.get("subsets") or []
             want = _canonical_subsets(subsets)
             # (repack_subsets copies what it keeps: the cached subsets stay untouched)
             if ((_canonical_subsets(cur_subsets) == want
                  or _canonical_subsets(repack_subsets(cur_subsets)) == want)
-                    and _labels_correct(_meta(current).get("labels") or {}, svc_labels)
-                    and _capacity_annotation_correct(_meta(current).get("annotations") or {},
+                    and _labels_correct(meta_of(current).get("labels") or {}, svc_labels)
+                    and _capacity_annotation_correct(meta_of(current).get("annotations") or {},
                                                      cur_subsets)):
                 return
             new = current
@@ -448,8 +446,8 @@ class EndpointController(ControllerHost):
                 await self.client.create("endpoints", new, ns)
             else:
                 updated = await self.client.update("endpoints", new, ns)
-                old_rv = _meta(current).get("resourceVersion")
-                if _meta(updated).get("resourceVersion") != old_rv:
+                old_rv = meta_of(current).get("resourceVersion")
+                if meta_of(updated).get("resourceVersion") != old_rv:
                     self._stale[(ns, name)] = str(old_rv)
         except ApiError as exc:
             if current is None and is_forbidden(exc) and has_status_cause(

@@ -48,6 +48,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.endpoints import LABEL_MANAGED_BY, LABEL_SERVICE_NAME
 from pykcm.api.labels import selector_from_set
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
@@ -81,9 +82,6 @@ STALE_CACHE_WAIT: Final = 0.25
 STALE_CACHE_POLL: Final = 0.005
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
 
 
 def _unwrap(obj: Any) -> Any:
@@ -134,12 +132,12 @@ class EndpointSliceController(ControllerHost):
 
     def _on_pod(self, old: Any, new: Any) -> None:
         pod = _unwrap(new if new is not None else old)
-        ns = str(_meta(pod).get("namespace") or "")
+        ns = str(meta_of(pod).get("namespace") or "")
         for key in services_to_update(self.service_lister.by_namespace(ns).list(), old, new):
             self.controller.queue.add_after(key, self.batch_period)
 
     def _queue_service_for(self, slice_: Mapping[str, Any]) -> None:
-        m = _meta(slice_)
+        m = meta_of(slice_)
         svc = (m.get("labels") or {}).get(LABEL_SERVICE_NAME)
         if not svc:
             log.warning("EndpointSlice %s/%s missing %s label", m.get("namespace"),
@@ -154,8 +152,8 @@ class EndpointSliceController(ControllerHost):
             self._queue_service_for(s)
 
     def _on_slice_update(self, old: Any, new: Any) -> None:
-        svc = (_meta(new).get("labels") or {}).get(LABEL_SERVICE_NAME)
-        prev = (_meta(old).get("labels") or {}).get(LABEL_SERVICE_NAME)
+        svc = (meta_of(new).get("labels") or {}).get(LABEL_SERVICE_NAME)
+        prev = (meta_of(old).get("labels") or {}).get(LABEL_SERVICE_NAME)
         if svc != prev:
             self._queue_service_for(new)
             self._queue_service_for(old)
@@ -206,7 +204,7 @@ class EndpointSliceController(ControllerHost):
         """The Service's slices of this controller in the cache, not being deleted."""
         return [s for s in self.slice_lister.by_namespace(ns).list(selector_from_set(
             {LABEL_SERVICE_NAME: name, LABEL_MANAGED_BY: CONTROLLER_NAME}))
-            if not _meta(s).get("deletionTimestamp")]
+            if not meta_of(s).get("deletionTimestamp")]
 
     async def _await_own_writes(self, ns: str, name: str) -> list[Mapping[str, Any]]:
         """The slices once the cache holds our last writes; StaleInformerCache if it still

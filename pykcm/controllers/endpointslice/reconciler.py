@@ -44,6 +44,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.endpoints import (
     ENDPOINT_SLICES,
     ENDPOINTS_LAST_CHANGE_TRIGGER_TIME,
@@ -93,9 +94,6 @@ CLOSE_TRAFFIC_DISTRIBUTIONS: Final = ("PreferClose", "PreferSameZone", "PreferSa
 PortKey = tuple[tuple[Any, ...], ...]
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
 
 
 def port_map_key(ports: Sequence[Mapping[str, Any]] | None) -> PortKey:
@@ -134,7 +132,7 @@ def _endpoint_ports(svc: Mapping[str, Any], pod: Mapping[str, Any]) -> list[dict
         try:
             number = find_port(pod, sp)
         except PortNotFound as exc:
-            log.debug("Failed to find port for service %s: %s", _meta(svc).get("name"), exc)
+            log.debug("Failed to find port for service %s: %s", meta_of(svc).get("name"), exc)
             continue
         port: dict[str, Any] = {"name": sp.get("name") or "", "protocol": sp.get("protocol")
                                 or "TCP", "port": number}
@@ -148,7 +146,7 @@ def pod_to_endpoint(pod: Mapping[str, Any], node: Mapping[str, Any] | None,
                     svc: Mapping[str, Any], address_type: str) -> dict[str, Any]:
     """The discovery/v1 Endpoint of a pod (upstream podToEndpoint)."""
     serving = is_pod_ready(pod)
-    terminating = bool(_meta(pod).get("deletionTimestamp"))
+    terminating = bool(meta_of(pod).get("deletionTimestamp"))
     ready = bool((svc.get("spec") or {}).get("publishNotReadyAddresses")) or (
         serving and not terminating)
     want_v6 = address_type == ADDRESS_TYPE_IPV6
@@ -157,7 +155,7 @@ def pod_to_endpoint(pod: Mapping[str, Any], node: Mapping[str, Any] | None,
         parsed = parse_ip_sloppy(str(p.get("ip") or ""))
         if parsed is not None and parsed[1] == want_v6:
             addresses.append(parsed[0])
-    m = _meta(pod)
+    m = meta_of(pod)
     ep: dict[str, Any] = {
         "addresses": addresses,
         "conditions": {"ready": ready, "serving": serving, "terminating": terminating},
@@ -167,7 +165,7 @@ def pod_to_endpoint(pod: Mapping[str, Any], node: Mapping[str, Any] | None,
     node_name = (pod.get("spec") or {}).get("nodeName")
     if node_name:
         ep["nodeName"] = node_name
-    zone = ((_meta(node).get("labels") or {}).get(LABEL_TOPOLOGY_ZONE) if node else None)
+    zone = ((meta_of(node).get("labels") or {}).get(LABEL_TOPOLOGY_ZONE) if node else None)
     if zone:
         ep["zone"] = zone
     if should_set_hostname(pod, svc):
@@ -183,22 +181,22 @@ def slice_labels(slice_: Mapping[str, Any], svc: Mapping[str, Any], controller_n
                  ) -> tuple[dict[str, str], bool]:
     """(the labels the slice should have, whether its non-reserved ones differ from the
     Service's): upstream setEndpointSliceLabels."""
-    ep_labels = {k: v for k, v in (_meta(slice_).get("labels") or {}).items()
+    ep_labels = {k: v for k, v in (meta_of(slice_).get("labels") or {}).items()
                  if not _is_reserved_label(k)}
-    svc_labels = {k: v for k, v in (_meta(svc).get("labels") or {}).items()
+    svc_labels = {k: v for k, v in (meta_of(svc).get("labels") or {}).items()
                   if not _is_reserved_label(k)}
     updated = ep_labels != svc_labels
     if not is_service_ip_set(svc):
         svc_labels[IS_HEADLESS_SERVICE] = ""
-    svc_labels[LABEL_SERVICE_NAME] = str(_meta(svc).get("name"))
+    svc_labels[LABEL_SERVICE_NAME] = str(meta_of(svc).get("name"))
     svc_labels[LABEL_MANAGED_BY] = controller_name
     return svc_labels, updated
 
 
 def _owned_by(slice_: Mapping[str, Any], svc: Mapping[str, Any]) -> bool:
-    uid = _meta(svc).get("uid")
+    uid = meta_of(svc).get("uid")
     return any(o.get("uid") == uid and o.get("kind") == "Service" and o.get("apiVersion") == "v1"
-               for o in _meta(slice_).get("ownerReferences") or ())
+               for o in meta_of(slice_).get("ownerReferences") or ())
 
 
 def _hints_enabled(annotations: Mapping[str, str]) -> bool:
@@ -224,7 +222,7 @@ class Reconciler:
         self.prefer_same = prefer_same_traffic_distribution
 
     def managed_by_controller(self, slice_: Mapping[str, Any]) -> bool:
-        return bool((_meta(slice_).get("labels") or {}).get(LABEL_MANAGED_BY)
+        return bool((meta_of(slice_).get("labels") or {}).get(LABEL_MANAGED_BY)
                     == self.controller_name)
 
     def _valid_traffic_distribution(self, value: Any) -> bool:
@@ -234,7 +232,7 @@ class Reconciler:
 
     def new_endpoint_slice(self, svc: Mapping[str, Any], ports: list[dict[str, Any]],
                            address_type: str) -> dict[str, Any]:
-        m = _meta(svc)
+        m = meta_of(svc)
         slice_: dict[str, Any] = {
             "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
             "metadata": {"generateName": endpoint_slice_prefix(str(m.get("name"))),
@@ -267,14 +265,14 @@ class Reconciler:
                                                       trigger_time, address_type)
             except (ApiError, RuntimeError) as exc:
                 errors.append(str(exc))
-        ns = str(_meta(svc).get("namespace"))
+        ns = str(meta_of(svc).get("namespace"))
         for s in to_delete:
-            name = str(_meta(s).get("name"))
+            name = str(meta_of(s).get("name"))
             try:
                 await self.client.delete(ENDPOINT_SLICES, name, ns)
             except ApiError as exc:
                 errors.append(f"error deleting {name} EndpointSlice for Service "
-                              f"{ns}/{_meta(svc).get('name')}: {exc}")
+                              f"{ns}/{meta_of(svc).get('name')}: {exc}")
             else:
                 self.tracker.expect_deletion(s)
         if errors:
@@ -315,10 +313,10 @@ class Reconciler:
                 node = None
             if node is None and not publish_not_ready:
                 log.info("skipping Pod %s for Service %s/%s, Node %s not found",
-                         _meta(pod).get("name"), _meta(svc).get("namespace"),
-                         _meta(svc).get("name"), node_name)
-                errors.append(f"skipping Pod {_meta(pod).get('name')} for Service "
-                              f"{_meta(svc).get('namespace')}/{_meta(svc).get('name')}: "
+                         meta_of(pod).get("name"), meta_of(svc).get("namespace"),
+                         meta_of(svc).get("name"), node_name)
+                errors.append(f"skipping Pod {meta_of(pod).get('name')} for Service "
+                              f"{meta_of(svc).get('namespace')}/{meta_of(svc).get('name')}: "
                               f"Node {node_name} Not Found")
                 continue
             ep = pod_to_endpoint(pod, node, svc, address_type)
@@ -341,7 +339,7 @@ class Reconciler:
                 to_create.append(placeholder)
         unchanged = self._unchanged(existing, to_update, to_delete)
         td = (svc.get("spec") or {}).get("trafficDistribution")
-        annotations = _meta(svc).get("annotations") or {}
+        annotations = meta_of(svc).get("annotations") or {}
         use_td = self._valid_traffic_distribution(td) and not _hints_enabled(annotations)
         if not use_td:
             # no hints (neither topology-aware ones, see the module doc, nor trafficDistribution)
@@ -373,16 +371,16 @@ class Reconciler:
     def _is_placeholder_like(s: Mapping[str, Any], placeholder: Mapping[str, Any]) -> bool:
         """upstream placeholderSliceCompare: namespace, labels, address type, no ports and
         no endpoints."""
-        return (_meta(s).get("namespace") == _meta(placeholder).get("namespace")
-                and (_meta(s).get("labels") or {}) == (_meta(placeholder).get("labels") or {})
+        return (meta_of(s).get("namespace") == meta_of(placeholder).get("namespace")
+                and (meta_of(s).get("labels") or {}) == (meta_of(placeholder).get("labels") or {})
                 and s.get("addressType") == placeholder.get("addressType")
                 and not s.get("ports") and not s.get("endpoints"))
 
     @staticmethod
     def _unchanged(existing: list[Mapping[str, Any]], to_update: list[dict[str, Any]],
                    to_delete: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-        changed = {_meta(s).get("name") for s in [*to_update, *to_delete]}
-        return [s for s in existing if _meta(s).get("name") not in changed]
+        changed = {meta_of(s).get("name") for s in [*to_update, *to_delete]}
+        return [s for s in existing if meta_of(s).get("name") not in changed]
 
     def _reconcile_by_port_mapping(self, svc: Mapping[str, Any],
                                    existing: list[Mapping[str, Any]], desired: EndpointSet,
@@ -395,7 +393,7 @@ class Reconciler:
         to_delete: list[str] = []
         # 1. keep what is still desired; note slices to update or delete
         for s in existing:
-            name = str(_meta(s).get("name"))
+            name = str(meta_of(s).get("name"))
             by_name[name] = s
             kept: list[dict[str, Any]] = []
             changed = False
@@ -438,14 +436,14 @@ class Reconciler:
                 best = self._slice_to_fill([by_name[n] for n in unchanged], len(desired))
                 if best is not None:
                     fill = _copy_slice(best)
-                    by_name[str(_meta(fill).get("name"))] = fill
+                    by_name[str(meta_of(fill).get("name"))] = fill
             if fill is None:
                 fill = self.new_endpoint_slice(svc, copy.deepcopy(ports), address_type)
             eps = list(fill.get("endpoints") or [])
             fill["endpoints"] = eps
             while len(desired) and len(eps) < self.max_endpoints:
                 eps.append(desired.pop_any())
-            fill_name = _meta(fill).get("name")
+            fill_name = meta_of(fill).get("name")
             if fill_name:
                 to_update.append(str(fill_name))
                 unchanged.remove(str(fill_name))
@@ -472,15 +470,15 @@ class Reconciler:
         while i < len(to_delete) and to_create:
             old, new = to_delete[i], to_create[-1]
             if old.get("addressType") == new.get("addressType") and _owned_by(old, svc):
-                new["metadata"]["name"] = _meta(old).get("name")  # an unconditional update
+                new["metadata"]["name"] = meta_of(old).get("name")  # an unconditional update
                 to_create.pop()
                 to_update.append(new)
                 del to_delete[i]
             else:
                 i += 1
-        ns = str(_meta(svc).get("namespace"))
-        svc_name = _meta(svc).get("name")
-        if not _meta(svc).get("deletionTimestamp"):
+        ns = str(meta_of(svc).get("namespace"))
+        svc_name = meta_of(svc).get("name")
+        if not meta_of(svc).get("deletionTimestamp"):
             for s in to_create:
                 _set_trigger_time(s, trigger_time)
                 try:
@@ -496,11 +494,11 @@ class Reconciler:
             try:
                 updated = await self.client.update(ENDPOINT_SLICES, s, ns)
             except ApiError as exc:
-                raise RuntimeError(f"failed to update {_meta(s).get('name')} EndpointSlice for "
+                raise RuntimeError(f"failed to update {meta_of(s).get('name')} EndpointSlice for "
                                    f"Service {ns}/{svc_name}: {exc}") from exc
             self.tracker.update(updated)
         for old in to_delete:
-            name = _meta(old).get("name")
+            name = meta_of(old).get("name")
             try:
                 await self.client.delete(ENDPOINT_SLICES, str(name), ns)
             except ApiError as exc:
@@ -513,7 +511,7 @@ def _copy_slice(s: Mapping[str, Any]) -> dict[str, Any]:
     """A cached slice made safe to edit as this module does: its metadata dict, its
     endpoints list and each endpoint's top level (hints) are new; the rest is shared
     with the cache. A deep copy of 100 endpoints cost more than the rest of a sync."""
-    out = {**s, "metadata": dict(_meta(s))}
+    out = {**s, "metadata": dict(meta_of(s))}
     if isinstance(s.get("endpoints"), list):
         out["endpoints"] = [dict(ep) for ep in s["endpoints"]]
     return out

@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any, Final
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.pod_util import get_pod_ready_condition, is_pod_ready
 from pykcm.api.timestamps import parse_datetime
 from pykcm.cache.keys import DeletedFinalStateUnknown
@@ -41,9 +42,6 @@ __all__ = [
 DELETION_EXPECTED: Final = -1
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
 
 
 def _unwrap(obj: Any) -> Any:
@@ -60,13 +58,13 @@ def _selects(svc: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
 
 
 def _services_for(services: list[Mapping[str, Any]], labels: Mapping[str, str]) -> set[str]:
-    return {f"{_meta(s).get('namespace')}/{_meta(s).get('name')}"
+    return {f"{meta_of(s).get('namespace')}/{meta_of(s).get('name')}"
             for s in services if _selects(s, labels)}
 
 
 def _pod_endpoints_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[bool, bool]:
     """(pod changed, labels or hostname/subdomain changed)."""
-    om, nm = _meta(old), _meta(new)
+    om, nm = meta_of(old), meta_of(new)
     os_, ns_ = old.get("spec") or {}, new.get("spec") or {}
     labels_changed = ((om.get("labels") or {}) != (nm.get("labels") or {})
                       or os_.get("hostname") != ns_.get("hostname")
@@ -90,16 +88,16 @@ def services_to_update(services_in_namespace: list[Mapping[str, Any]], old: Any,
         return set()
     if old is None or new is None:
         pod = new if new is not None else old
-        return _services_for(services_in_namespace, _meta(pod).get("labels") or {})
-    if _meta(old).get("resourceVersion") == _meta(new).get("resourceVersion"):
+        return _services_for(services_in_namespace, meta_of(pod).get("labels") or {})
+    if meta_of(old).get("resourceVersion") == meta_of(new).get("resourceVersion"):
         return set()
     pod_changed, labels_changed = _pod_endpoints_changed(old, new)
     if not pod_changed and not labels_changed:
         return set()
-    now = _services_for(services_in_namespace, _meta(new).get("labels") or {})
+    now = _services_for(services_in_namespace, meta_of(new).get("labels") or {})
     if not labels_changed:
         return now
-    before = _services_for(services_in_namespace, _meta(old).get("labels") or {})
+    before = _services_for(services_in_namespace, meta_of(old).get("labels") or {})
     return now | before if pod_changed else now ^ before
 
 
@@ -117,7 +115,7 @@ class TriggerTimeTracker:
     def compute(self, namespace: str, service: Mapping[str, Any],
                 pods: list[Mapping[str, Any]]) -> datetime | None:
         """The trigger time to export for this sync (None: none; remove the annotation)."""
-        key = (namespace, str(_meta(service).get("name")))
+        key = (namespace, str(meta_of(service).get("name")))
         known = key in self._states
         last_svc, last_pods = self._states.get(key, (None, {}))
         min_changed: datetime | None = None
@@ -127,7 +125,7 @@ class TriggerTimeTracker:
             raw = cond.get("lastTransitionTime") if cond else None
             if not isinstance(raw, str):
                 continue
-            name = str(_meta(pod).get("name"))
+            name = str(meta_of(pod).get("name"))
             prev = last_pods.get(name)
             if prev is not None and prev[0] == raw:
                 pod_times[name] = prev  # unchanged: not newer than itself
@@ -138,7 +136,7 @@ class TriggerTimeTracker:
             pod_times[name] = (raw, t)
             if prev is None or t > prev[1]:
                 min_changed = t if min_changed is None or t < min_changed else min_changed
-        svc_time = parse_datetime(_meta(service).get("creationTimestamp"))
+        svc_time = parse_datetime(meta_of(service).get("creationTimestamp"))
         if svc_time is not None and (last_svc is None or svc_time > last_svc):
             min_changed = svc_time if min_changed is None or svc_time < min_changed \
                 else min_changed
@@ -154,13 +152,13 @@ class TriggerTimeTracker:
 # -- EndpointSlices this controller wrote ----------------------------------------------------
 
 def _service_of(slice_: Mapping[str, Any]) -> tuple[str, str]:
-    m = _meta(slice_)
+    m = meta_of(slice_)
     return (str(m.get("namespace") or ""),
             str((m.get("labels") or {}).get("kubernetes.io/service-name") or ""))
 
 
 def _generation(slice_: Mapping[str, Any]) -> int:
-    return int(_meta(slice_).get("generation") or 0)
+    return int(meta_of(slice_).get("generation") or 0)
 
 
 class EndpointSliceTracker:
@@ -171,14 +169,14 @@ class EndpointSliceTracker:
 
     def has(self, slice_: Mapping[str, Any]) -> bool:
         gens = self._by_service.get(_service_of(slice_))
-        return gens is not None and str(_meta(slice_).get("uid")) in gens
+        return gens is not None and str(meta_of(slice_).get("uid")) in gens
 
     def should_sync(self, slice_: Mapping[str, Any]) -> bool:
         """Not written by us, or newer than what we wrote."""
         gens = self._by_service.get(_service_of(slice_))
         if gens is None:
             return True
-        g = gens.get(str(_meta(slice_).get("uid")))
+        g = gens.get(str(meta_of(slice_).get("uid")))
         return g is None or _generation(slice_) > g
 
     def stale_slices(self, namespace: str, name: str, slices: list[Mapping[str, Any]]) -> bool:
@@ -188,7 +186,7 @@ class EndpointSliceTracker:
             return False
         provided: dict[str, int] = {}
         for s in slices:
-            uid = str(_meta(s).get("uid"))
+            uid = str(meta_of(s).get("uid"))
             provided[uid] = _generation(s)
             g = gens.get(uid)
             if g is not None and (g == DELETION_EXPECTED or g > _generation(s)):
@@ -197,17 +195,17 @@ class EndpointSliceTracker:
 
     def update(self, slice_: Mapping[str, Any]) -> None:
         self._by_service.setdefault(_service_of(slice_), {})[
-            str(_meta(slice_).get("uid"))] = _generation(slice_)
+            str(meta_of(slice_).get("uid"))] = _generation(slice_)
 
     def expect_deletion(self, slice_: Mapping[str, Any]) -> None:
         self._by_service.setdefault(_service_of(slice_), {})[
-            str(_meta(slice_).get("uid"))] = DELETION_EXPECTED
+            str(meta_of(slice_).get("uid"))] = DELETION_EXPECTED
 
     def handle_deletion(self, slice_: Mapping[str, Any]) -> bool:
         """Forget the slice; True if its deletion was ours (expected)."""
         gens = self._by_service.get(_service_of(slice_))
         if gens is not None:
-            g = gens.pop(str(_meta(slice_).get("uid")), None)
+            g = gens.pop(str(meta_of(slice_).get("uid")), None)
             if g is not None and g != DELETION_EXPECTED:
                 return False
         return True

@@ -45,6 +45,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.endpoints import (
     ENDPOINT_SLICES,
     ENDPOINTS_LAST_CHANGE_TRIGGER_TIME,
@@ -84,9 +85,6 @@ MAX_RETRIES: Final = 15
 NAMESPACE_TERMINATING_CAUSE: Final = "NamespaceTerminating"
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
 
 
 def _unwrap(obj: Any) -> Any:
@@ -96,7 +94,7 @@ def _unwrap(obj: Any) -> Any:
 def _should_mirror(ep: Mapping[str, Any] | None) -> bool:
     if ep is None:
         return False
-    m = _meta(ep)
+    m = meta_of(ep)
     if (m.get("labels") or {}).get(LABEL_SKIP_MIRROR) == "true":
         return False
     return LEADER_ELECTION_RECORD_ANNOTATION not in (m.get("annotations") or {})
@@ -193,10 +191,10 @@ class EndpointSliceMirroringController(ControllerHost):
 
     @staticmethod
     def _managed(s: Mapping[str, Any]) -> bool:
-        return bool((_meta(s).get("labels") or {}).get(LABEL_MANAGED_BY) == CONTROLLER_NAME)
+        return bool((meta_of(s).get("labels") or {}).get(LABEL_MANAGED_BY) == CONTROLLER_NAME)
 
     def _queue_for(self, s: Mapping[str, Any]) -> None:
-        m = _meta(s)
+        m = meta_of(s)
         name = (m.get("labels") or {}).get(LABEL_SERVICE_NAME)
         if not name:
             log.warning("EndpointSlice %s/%s missing %s label", m.get("namespace"),
@@ -209,8 +207,8 @@ class EndpointSliceMirroringController(ControllerHost):
             self._queue_for(s)
 
     def _on_slice_update(self, old: Any, new: Any) -> None:
-        if (_meta(new).get("labels") or {}).get(LABEL_SERVICE_NAME) != \
-                (_meta(old).get("labels") or {}).get(LABEL_SERVICE_NAME):
+        if (meta_of(new).get("labels") or {}).get(LABEL_SERVICE_NAME) != \
+                (meta_of(old).get("labels") or {}).get(LABEL_SERVICE_NAME):
             self._queue_for(new)
             self._queue_for(old)
             return
@@ -235,7 +233,7 @@ class EndpointSliceMirroringController(ControllerHost):
         errors = []
         for s in slices:
             try:
-                await self.client.delete(ENDPOINT_SLICES, str(_meta(s).get("name")), ns)
+                await self.client.delete(ENDPOINT_SLICES, str(meta_of(s).get("name")), ns)
             except ApiError as exc:
                 errors.append(exc)
         if errors:
@@ -297,8 +295,8 @@ class EndpointSliceMirroringController(ControllerHost):
                         invalid += 1
                         log.info("Address in Endpoints %s/%s is not a valid IP, it will not "
                                  "be mirrored to an EndpointSlice: %s",
-                                 _meta(endpoints).get("namespace"),
-                                 _meta(endpoints).get("name"), address.get("ip"))
+                                 meta_of(endpoints).get("namespace"),
+                                 meta_of(endpoints).get("name"), address.get("ip"))
                         continue
                     endpoints_by_key[keys[got[1]]].insert(got[0])
                     added += 1
@@ -340,20 +338,20 @@ class EndpointSliceMirroringController(ControllerHost):
         if existing:
             to_delete = list(existing[1:])
             first = existing[0]
-            em = _meta(endpoints)
+            em = meta_of(endpoints)
             compare_annotations = {k: v for k, v in (em.get("annotations") or {}).items()
                                    if k not in (ENDPOINTS_LAST_CHANGE_TRIGGER_TIME,
                                                 LAST_APPLIED_CONFIG_ANNOTATION)}
-            compare_labels = {k: v for k, v in (_meta(first).get("labels") or {}).items()
+            compare_labels = {k: v for k, v in (meta_of(first).get("labels") or {}).items()
                               if k not in (LABEL_MANAGED_BY, LABEL_SERVICE_NAME)}
             if (not self._changes(first, desired)
                     and (em.get("labels") or {}) == compare_labels
-                    and compare_annotations == (_meta(first).get("annotations") or {})
+                    and compare_annotations == (meta_of(first).get("annotations") or {})
                     and not self._needs_rebuild(endpoints, first)):
                 if not self.tracker.has(first):
                     self.tracker.update(first)
                 return [], [], to_delete
-        name = str(_meta(existing[0]).get("name")) if existing else ""
+        name = str(meta_of(existing[0]).get("name")) if existing else ""
         new = self._new_slice(endpoints, copy.deepcopy(ports), address_type, name)
         while len(desired) and len(new["endpoints"]) < self.max_per_subset:
             new["endpoints"].append(desired.pop_any())
@@ -376,15 +374,15 @@ class EndpointSliceMirroringController(ControllerHost):
 
     @staticmethod
     def _needs_rebuild(endpoints: Mapping[str, Any], s: Mapping[str, Any]) -> bool:
-        em = _meta(endpoints)
+        em = meta_of(endpoints)
         return any(o.get("kind") == "Endpoints" and o.get("name") == em.get("name")
                    and o.get("uid") != em.get("uid")
-                   for o in _meta(s).get("ownerReferences") or ())
+                   for o in meta_of(s).get("ownerReferences") or ())
 
     @staticmethod
     def _new_slice(endpoints: Mapping[str, Any], ports: list[dict[str, Any]],
                    address_type: str, name: str) -> dict[str, Any]:
-        em = _meta(endpoints)
+        em = meta_of(endpoints)
         labels = dict(em.get("labels") or {})
         labels[LABEL_SERVICE_NAME] = str(em.get("name"))
         labels[LABEL_MANAGED_BY] = CONTROLLER_NAME
@@ -415,9 +413,9 @@ class EndpointSliceMirroringController(ControllerHost):
             for new, old in zip(creates, deletes, strict=False):
                 to_create.remove(new)
                 to_delete.remove(old)
-                new["metadata"]["name"] = _meta(old).get("name")  # generateName kept, as upstream
+                new["metadata"]["name"] = meta_of(old).get("name")  # generateName kept, as upstream
                 to_update.append(new)
-        em = _meta(endpoints)
+        em = meta_of(endpoints)
         ns = str(em.get("namespace"))
         what = f"Endpoints {ns}/{em.get('name')}"
         if not em.get("deletionTimestamp"):
@@ -434,13 +432,13 @@ class EndpointSliceMirroringController(ControllerHost):
             try:
                 updated = await self.client.update(ENDPOINT_SLICES, s, ns)
             except ApiError as exc:
-                raise RuntimeError(f"failed to update {_meta(s).get('name')} EndpointSlice for "
+                raise RuntimeError(f"failed to update {meta_of(s).get('name')} EndpointSlice for "
                                    f"{what}: {exc}") from exc
             self.tracker.update(updated)
         for old in to_delete:
             try:
-                await self.client.delete(ENDPOINT_SLICES, str(_meta(old).get("name")), ns)
+                await self.client.delete(ENDPOINT_SLICES, str(meta_of(old).get("name")), ns)
             except ApiError as exc:
-                raise RuntimeError(f"failed to delete {_meta(old).get('name')} EndpointSlice "
+                raise RuntimeError(f"failed to delete {meta_of(old).get('name')} EndpointSlice "
                                    f"for {what}: {exc}") from exc
             self.tracker.expect_deletion(old)

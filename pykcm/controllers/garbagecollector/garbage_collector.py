@@ -45,6 +45,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any, Final
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.resources import ResourceInfo
 from pykcm.client import Client, is_not_found
 from pykcm.controller.event_recorder import EventBroadcaster, EventRecorder
@@ -92,13 +93,10 @@ class _NamespacedOwnerOfClusterScopedObject(Exception):
     """A cluster-scoped object names a namespaced owner: retrying cannot fix it."""
 
 
-def _meta(obj: dict[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
 
 
 def _has_finalizer(obj: dict[str, Any], finalizer: str) -> bool:
-    return finalizer in (_meta(obj).get("finalizers") or ())
+    return finalizer in (meta_of(obj).get("finalizers") or ())
 
 
 class GarbageCollector:
@@ -336,7 +334,7 @@ class GarbageCollector:
                 self.absent_owner_cache.add(key)
                 return True, None
             raise
-        if _meta(owner).get("uid") != reference.uid:
+        if meta_of(owner).get("uid") != reference.uid:
             # Same name, another object: the owner named by the reference is gone.
             self.absent_owner_cache.add(key)
             return True, None
@@ -353,7 +351,7 @@ class GarbageCollector:
             is_dangling, owner = await self.is_dangling(ref, item)
             if is_dangling or owner is None:
                 dangling.append(ref)
-            elif (_meta(owner).get("deletionTimestamp") is not None
+            elif (meta_of(owner).get("deletionTimestamp") is not None
                   and _has_finalizer(owner, FINALIZER_DELETE_DEPENDENTS)):
                 waiting.append(ref)
             else:
@@ -376,7 +374,7 @@ class GarbageCollector:
                 self.graph_builder.enqueue_virtual_delete_event(item.identity)
                 raise _EnqueuedVirtualDeleteEvent from None
             raise
-        latest_meta = _meta(latest)
+        latest_meta = meta_of(latest)
         if latest_meta.get("uid") != item.identity.uid:
             self.graph_builder.enqueue_virtual_delete_event(item.identity)
             raise _EnqueuedVirtualDeleteEvent

@@ -39,10 +39,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.resources import ResourceInfo, preferred_resources
 from pykcm.api.timestamps import format_time, parse_time
 from pykcm.client import (
@@ -245,9 +246,6 @@ async def discover_namespaced_resources(client: Client) -> list[ResourceInfo]:
     return [r for r in preferred_resources(resources) if r.namespaced]
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
 
 
 _PODS: Final = ("", "pods")
@@ -288,7 +286,7 @@ class NamespacedResourcesDeleter:
             if is_not_found(exc):
                 return
             raise
-        if not _meta(namespace).get("deletionTimestamp"):
+        if not meta_of(namespace).get("deletionTimestamp"):
             return
         log.debug("namespace controller - syncNamespace - namespace: %s, finalizerToken: %s",
                   ns_name, self.finalizer_token)
@@ -298,7 +296,7 @@ class NamespacedResourcesDeleter:
             if is_not_found(exc):
                 return
             raise
-        if not _meta(namespace).get("deletionTimestamp"):
+        if not meta_of(namespace).get("deletionTimestamp"):
             return
         if not (namespace.get("spec") or {}).get("finalizers"):
             return  # finalized already: the API server removes it
@@ -323,13 +321,13 @@ class NamespacedResourcesDeleter:
             except Exception as exc:
                 if not is_conflict(exc):
                     raise
-            prev_uid = _meta(latest).get("uid")
-            latest = await self.client.get("namespaces", str(_meta(latest).get("name")))
-            if _meta(latest).get("uid") != prev_uid:
+            prev_uid = meta_of(latest).get("uid")
+            latest = await self.client.get("namespaces", str(meta_of(latest).get("name")))
+            if meta_of(latest).get("uid") != prev_uid:
                 raise RuntimeError("namespace uid has changed across retries")
 
     async def _update_namespace_status(self, namespace: dict[str, Any]) -> dict[str, Any]:
-        if not _meta(namespace).get("deletionTimestamp") or \
+        if not meta_of(namespace).get("deletionTimestamp") or \
                 (namespace.get("status") or {}).get("phase") == "Terminating":
             return namespace
         new = dict(namespace)
@@ -393,7 +391,7 @@ class NamespacedResourcesDeleter:
             return
         for item in items:
             try:
-                await self.client.delete(info, str(_meta(item).get("name")), namespace,
+                await self.client.delete(info, str(meta_of(item).get("name")), namespace,
                                          propagation_policy="Background")
             except Exception as exc:
                 if not (is_not_found(exc) or is_method_not_supported(exc)):
@@ -440,7 +438,7 @@ class NamespacedResourcesDeleter:
             return GVRDeletionMetadata(), None
         by_finalizer: dict[str, int] = {}
         for item in items:
-            for f in _meta(item).get("finalizers") or []:
+            for f in meta_of(item).get("finalizers") or []:
                 by_finalizer[f] = by_finalizer.get(f, 0) + 1
         if estimate:
             return GVRDeletionMetadata(estimate, len(items), by_finalizer), None
@@ -458,7 +456,7 @@ class NamespacedResourcesDeleter:
         Always writes the conditions when they changed; raises the errors
         (aggregated) after doing all it could.
         """
-        ns_meta = _meta(namespace)
+        ns_meta = meta_of(namespace)
         name = str(ns_meta.get("name"))
         deleted_at = parse_time(ns_meta.get("deletionTimestamp")) or self._clock()
         errors: list[BaseException] = []
@@ -526,7 +524,7 @@ class NamespacedResourcesDeleter:
             updated = await self.client.update_status("namespaces", new)
         except Exception as exc:  # noqa: BLE001 - the next sync writes them again
             log.warning("couldn't update status condition for namespace %r: %s",
-                        _meta(namespace).get("name"), exc)
+                        meta_of(namespace).get("name"), exc)
             return
         # Later writes (finalize) need the new resourceVersion.
         namespace.clear()

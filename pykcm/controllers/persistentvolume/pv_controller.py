@@ -51,6 +51,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.pv_helpers import (
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
@@ -93,16 +94,14 @@ def _m(v: Any) -> Mapping[str, Any]:
     return v if isinstance(v, Mapping) else {}
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return _m(obj.get("metadata"))
 
 
 def _ann(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return _m(_meta(obj).get("annotations"))
+    return _m(meta_of(obj).get("annotations"))
 
 
 def _claim_key(claim: Mapping[str, Any]) -> str:
-    meta = _meta(claim)
+    meta = meta_of(claim)
     return f"{meta.get('namespace')}/{meta.get('name')}"
 
 
@@ -144,7 +143,7 @@ class PersistentVolumeController(ControllerHost):
             obj = obj.obj
         if not isinstance(obj, Mapping):
             return
-        key = _claim_key(obj) if prefix == _CLAIM else str(_meta(obj).get("name"))
+        key = _claim_key(obj) if prefix == _CLAIM else str(meta_of(obj).get("name"))
         self.controller.enqueue_key(prefix + key)
 
     def _updated(self, prefix: str, old: Any, new: Any) -> None:
@@ -205,7 +204,7 @@ class PersistentVolumeController(ControllerHost):
     # -- claims ----------------------------------------------------------------------------
 
     async def sync_claim(self, claim: dict[str, Any]) -> None:
-        if _meta(claim).get("deletionTimestamp") and not _m(claim.get("spec")).get(
+        if meta_of(claim).get("deletionTimestamp") and not _m(claim.get("spec")).get(
                 "volumeName"):
             return
         if _ann(claim).get(ANN_BIND_COMPLETED) is None:
@@ -270,7 +269,7 @@ class PersistentVolumeController(ControllerHost):
                 or annotations.get(ANN_STORAGE_PROVISIONER_BETA) != provisioner):
             _set_ann(claim, ANN_STORAGE_PROVISIONER, provisioner)
             _set_ann(claim, ANN_STORAGE_PROVISIONER_BETA, provisioner)
-            meta = _meta(claim)
+            meta = meta_of(claim)
             claim = await self.client.update("persistentvolumeclaims", claim,
                                              str(meta.get("namespace")))
         self.recorder.event(
@@ -295,7 +294,7 @@ class PersistentVolumeController(ControllerHost):
             return
         volume = thaw(volume)
         ref = _m(_m(volume.get("spec")).get("claimRef"))
-        if not ref or ref.get("uid") == _meta(claim).get("uid"):
+        if not ref or ref.get("uid") == meta_of(claim).get("uid"):
             await self._bind(volume, claim)
             return
         await self._claim_lost(claim, "ClaimMisbound",
@@ -323,14 +322,14 @@ class PersistentVolumeController(ControllerHost):
             return claim
         claim["status"] = want
         out: dict[str, Any] = await self.client.update_status(
-            "persistentvolumeclaims", claim, str(_meta(claim).get("namespace")))
+            "persistentvolumeclaims", claim, str(meta_of(claim).get("namespace")))
         return out
 
     # -- binding ---------------------------------------------------------------------------
 
     async def _bind(self, volume: dict[str, Any], claim: dict[str, Any]) -> None:
         """bind(): volume claimRef, volume phase, claim volumeName, claim status."""
-        cmeta = _meta(claim)
+        cmeta = meta_of(claim)
         vspec = volume.setdefault("spec", {})
         ref = _m(vspec.get("claimRef"))
         want_ref = {"kind": "PersistentVolumeClaim", "namespace": cmeta.get("namespace"),
@@ -348,7 +347,7 @@ class PersistentVolumeController(ControllerHost):
             volume.get("status", {}).pop("reason", None)
             volume = await self.client.update_status("persistentvolumes", volume)
         cspec = claim.setdefault("spec", {})
-        vname = _meta(volume).get("name")
+        vname = meta_of(volume).get("name")
         changed = False
         if cspec.get("volumeName") != vname:
             cspec["volumeName"] = vname
@@ -371,7 +370,7 @@ class PersistentVolumeController(ControllerHost):
             await self._volume_phase(volume, "Available")
             return
         claim = self._get_claim(str(ref.get("namespace")), str(ref.get("name")))
-        if claim is not None and _meta(claim).get("uid") != ref.get("uid"):
+        if claim is not None and meta_of(claim).get("uid") != ref.get("uid"):
             claim = None  # deleted and made again: not ours
         if claim is None:
             await self._released(volume)
@@ -382,7 +381,7 @@ class PersistentVolumeController(ControllerHost):
             # being bound (the claim's write comes next): the claim's sync finishes it
             self.controller.enqueue_key(_CLAIM + _claim_key(claim))
             return
-        if cvol == _meta(volume).get("name"):
+        if cvol == meta_of(volume).get("name"):
             await self._volume_phase(volume, "Bound")
             return
         # the claim bound another volume
@@ -398,7 +397,7 @@ class PersistentVolumeController(ControllerHost):
         if phase == "Failed":
             return
         policy = _m(volume.get("spec")).get("persistentVolumeReclaimPolicy") or "Retain"
-        name = _meta(volume).get("name")
+        name = meta_of(volume).get("name")
         if policy == "Retain":
             return
         if policy == "Delete":
@@ -437,7 +436,7 @@ class PersistentVolumeController(ControllerHost):
             out: dict[str, Any] = await self.client.update_status("persistentvolumes", volume)
         except Exception as exc:
             if is_conflict(exc) or is_not_found(exc):
-                self.controller.enqueue_key(_VOLUME + str(_meta(volume).get("name")))
+                self.controller.enqueue_key(_VOLUME + str(meta_of(volume).get("name")))
                 return volume
             raise
         return out

@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.timestamps import format_time, parse_time
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.client import Client
@@ -47,9 +48,6 @@ OUT_OF_SERVICE_TAINT: Final = "node.kubernetes.io/out-of-service"
 _KEY: Final = "gc"
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
 
 
 def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -68,8 +66,8 @@ def _is_evicted(pod: Mapping[str, Any]) -> bool:
 
 def eviction_and_creation_key(pod: Mapping[str, Any]) -> tuple[int, float, str]:
     """Evicted pods first, then the oldest, then by name (upstream byEvictionAndCreationTimestamp)."""
-    return (0 if _is_evicted(pod) else 1, parse_time(_meta(pod).get("creationTimestamp")) or 0.0,
-            str(_meta(pod).get("name") or ""))
+    return (0 if _is_evicted(pod) else 1, parse_time(meta_of(pod).get("creationTimestamp")) or 0.0,
+            str(meta_of(pod).get("name") or ""))
 
 
 def _node_ready(node: Mapping[str, Any]) -> bool:
@@ -130,7 +128,7 @@ class PodGCController(ControllerHost):
                 raise
             except Exception as exc:  # noqa: BLE001 - logged, retried at the next pass
                 log.error("Failed to delete %s pod %s/%s: %s", what,
-                          _meta(pod).get("namespace"), _meta(pod).get("name"), exc)
+                          meta_of(pod).get("namespace"), meta_of(pod).get("name"), exc)
         await asyncio.gather(*(one(p) for p in pods))
 
     async def gc_terminated(self, pods: Sequence[Mapping[str, Any]]) -> None:
@@ -145,7 +143,7 @@ class PodGCController(ControllerHost):
     async def gc_terminating(self, pods: Sequence[Mapping[str, Any]]) -> None:
         out: list[Mapping[str, Any]] = []
         for pod in pods:
-            if not _meta(pod).get("deletionTimestamp"):
+            if not meta_of(pod).get("deletionTimestamp"):
                 continue
             node = self.node_indexer.get_by_key(str((pod.get("spec") or {}).get("nodeName")
                                                     or ""))
@@ -161,7 +159,7 @@ class PodGCController(ControllerHost):
 
     async def gc_orphaned(self, pods: Sequence[Mapping[str, Any]],
                           nodes: Sequence[Mapping[str, Any]]) -> None:
-        existing = {str(_meta(n).get("name")) for n in nodes}
+        existing = {str(meta_of(n).get("name")) for n in nodes}
         now = self.clock()
         for pod in pods:
             node_name = str((pod.get("spec") or {}).get("nodeName") or "")
@@ -187,21 +185,21 @@ class PodGCController(ControllerHost):
             if str((pod.get("spec") or {}).get("nodeName") or "") not in deleted:
                 continue
             log.info("Found orphaned Pod %s/%s assigned to the Node %s, deleting",
-                     _meta(pod).get("namespace"), _meta(pod).get("name"),
+                     meta_of(pod).get("namespace"), meta_of(pod).get("name"),
                      (pod.get("spec") or {}).get("nodeName"))
             condition = {"type": "DisruptionTarget", "status": "True",
                          "reason": "DeletionByPodGC", "message": "PodGC: node no longer exists"}
             await self._delete_all([pod], "orphaned", condition)
 
     async def gc_unscheduled_terminating(self, pods: Sequence[Mapping[str, Any]]) -> None:
-        out = [p for p in pods if _meta(p).get("deletionTimestamp")
+        out = [p for p in pods if meta_of(p).get("deletionTimestamp")
                and not (p.get("spec") or {}).get("nodeName")]
         if out:
             await self._delete_all(out, "unscheduled terminating")
 
     async def mark_failed_and_delete_pod(self, pod: Mapping[str, Any],
                                          condition: Mapping[str, Any] | None = None) -> None:
-        meta = _meta(pod)
+        meta = meta_of(pod)
         ns, name = str(meta.get("namespace") or ""), str(meta.get("name"))
         log.info("PodGC is force deleting Pod %s/%s", ns, name)
         if _status(pod).get("phase") not in ("Succeeded", "Failed"):

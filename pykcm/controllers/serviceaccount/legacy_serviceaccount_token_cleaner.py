@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.serviceaccount import (
     INVALID_SINCE_LABEL_KEY,
     LAST_USED_LABEL_KEY,
@@ -57,9 +58,6 @@ DEFAULT_SYNC_INTERVAL: Final = 24 * 3600.0
 DATE_FORMAT: Final = "%Y-%m-%d"
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
 
 
 def _parse_date(text: Any) -> datetime | None:
@@ -152,7 +150,7 @@ class LegacySATokenCleaner:
         for secret in self.secret_lister.list():
             if secret.get("type") != SECRET_TYPE_SERVICE_ACCOUNT_TOKEN:
                 continue
-            m = _meta(secret)
+            m = meta_of(secret)
             created = parse_datetime(m.get("creationTimestamp"))
             if created is None or not created < preserve_created_after:
                 continue
@@ -204,16 +202,16 @@ class LegacySATokenCleaner:
                     log.error("Deleting legacy service account token %s/%s: %s", ns, name, exc)
 
     def _service_account(self, secret: Mapping[str, Any]) -> Mapping[str, Any] | None:
-        ann = _meta(secret).get("annotations") or {}
+        ann = meta_of(secret).get("annotations") or {}
         sa_name = ann.get(SERVICE_ACCOUNT_NAME_KEY)
         if not sa_name:
             return None
         try:
             sa: Mapping[str, Any] = self.sa_lister.by_namespace(
-                str(_meta(secret).get("namespace"))).get(sa_name)
+                str(meta_of(secret).get("namespace"))).get(sa_name)
         except ApiError as exc:
             if is_not_found(exc):
                 return None
             raise
         uid = ann.get(SERVICE_ACCOUNT_UID_KEY)
-        return sa if not uid or uid == _meta(sa).get("uid") else None
+        return sa if not uid or uid == meta_of(sa).get("uid") else None

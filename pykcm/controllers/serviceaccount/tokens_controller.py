@@ -38,6 +38,7 @@ import random
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.serviceaccount import (
     SECRET_TYPE_SERVICE_ACCOUNT_TOKEN,
     SERVICE_ACCOUNT_NAME_KEY,
@@ -67,9 +68,6 @@ REMOVE_TOKEN_BACKOFF: Final = (10, 0.1, 1.0)
 """RetryOnConflict of removing a reference: steps, duration, jitter (upstream RemoveTokenBackoff)."""
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
 
 
 def _data(secret: Mapping[str, Any], key: str) -> bytes:
@@ -107,14 +105,14 @@ class TokensController(ControllerHost):
 
         def queue_sa(obj: Any) -> None:
             o = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-            m = _meta(o)
+            m = meta_of(o)
             self.sa_controller.enqueue_key(json.dumps(
                 [m.get("namespace") or "", m.get("name") or "", m.get("uid") or ""]))
 
         def queue_secret(obj: Any) -> None:
             if isinstance(obj, DeletedFinalStateUnknown):
                 return  # upstream's handler ignores tombstones
-            m = _meta(obj)
+            m = meta_of(obj)
             ann = m.get("annotations") or {}
             self.secret_controller.enqueue_key(json.dumps(
                 [m.get("namespace") or "", m.get("name") or "", m.get("uid") or "",
@@ -189,7 +187,7 @@ class TokensController(ControllerHost):
         for secret in self.secret_lister.by_namespace(ns).list():
             if not is_service_account_token(secret, sa):
                 continue
-            m = _meta(secret)
+            m = meta_of(secret)
             r, err = await self._delete_token(ns, str(m.get("name")), str(m.get("uid") or ""))
             retry = retry or r
             if err is not None:
@@ -261,10 +259,10 @@ class TokensController(ControllerHost):
         """Fill the Secret in; True when a failure should be retried (ApiError: the GET)."""
         if not any(self._update_needed(cached)):
             return False
-        m = _meta(cached)
+        m = meta_of(cached)
         ns, name = str(m.get("namespace")), str(m.get("name"))
         live = await self.client.get("secrets", name, ns)
-        if _meta(live).get("resourceVersion") != m.get("resourceVersion"):
+        if meta_of(live).get("resourceVersion") != m.get("resourceVersion"):
             log.debug("Secret is not up to date, skipping token population: %s/%s", ns, name)
             return False
         needs_ca, needs_ns, needs_token = self._update_needed(live)
@@ -283,8 +281,8 @@ class TokensController(ControllerHost):
             data[SERVICE_ACCOUNT_TOKEN_KEY] = base64.b64encode(token.encode()).decode()
         meta = live.setdefault("metadata", {})
         ann = meta.get("annotations") or {}
-        ann[SERVICE_ACCOUNT_NAME_KEY] = _meta(sa).get("name")
-        ann[SERVICE_ACCOUNT_UID_KEY] = _meta(sa).get("uid")
+        ann[SERVICE_ACCOUNT_NAME_KEY] = meta_of(sa).get("name")
+        ann[SERVICE_ACCOUNT_UID_KEY] = meta_of(sa).get("uid")
         meta["annotations"] = ann
         try:
             await self.client.update("secrets", live, ns)
@@ -305,7 +303,7 @@ class TokensController(ControllerHost):
                 if is_not_found(exc):
                     return
                 raise
-            if sa_uid and sa_uid != _meta(sa).get("uid"):
+            if sa_uid and sa_uid != meta_of(sa).get("uid"):
                 return
             refs = sa.get("secrets") or []
             if not any(r.get("name") == secret_name for r in refs):
@@ -332,7 +330,7 @@ class TokensController(ControllerHost):
             if not is_not_found(exc):
                 raise
             sa = None
-        if sa is not None and (not uid or uid == _meta(sa).get("uid")):
+        if sa is not None and (not uid or uid == meta_of(sa).get("uid")):
             return copy.deepcopy(dict(sa))
         if not fetch_on_cache_miss:
             return None
@@ -342,7 +340,7 @@ class TokensController(ControllerHost):
             if is_not_found(exc):
                 return None
             raise
-        if not uid or uid == _meta(live).get("uid"):
+        if not uid or uid == meta_of(live).get("uid"):
             return live
         return None
 
@@ -353,6 +351,6 @@ class TokensController(ControllerHost):
             if is_not_found(exc):
                 return None
             raise
-        if not uid or uid == _meta(secret).get("uid"):
+        if not uid or uid == meta_of(secret).get("uid"):
             return secret
         return None

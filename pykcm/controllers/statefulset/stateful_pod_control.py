@@ -28,6 +28,7 @@ import random
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pykcm.api.accessors import meta_of
 from pykcm.client import Client
 from pykcm.client.errors import is_already_exists, is_conflict, is_not_found
 from pykcm.controller.consistency import ConsistencyStoreLike, NoopConsistencyStore
@@ -57,9 +58,6 @@ log = logging.getLogger("pykcm.controllers.statefulset")
 _DEFAULT_BACKOFF: Final = (0.01, 5.0, 4)  # client-go retry.DefaultBackoff: 10ms, x5, 4 steps
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
 
 
 class StatefulPodControl:
@@ -77,10 +75,10 @@ class StatefulPodControl:
 
     def _wrote(self, set_: Mapping[str, Any], resource: str, obj: Mapping[str, Any]) -> None:
         """A pod or claim written for ``set_``: its next sync waits for the cache to see it."""
-        meta = _meta(set_)
+        meta = meta_of(set_)
         self.consistency.wrote_at(f"{meta.get('namespace')}/{meta.get('name')}",
                                   str(meta.get("uid") or ""), resource,
-                                  str(_meta(obj).get("resourceVersion") or ""))
+                                  str(meta_of(obj).get("resourceVersion") or ""))
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -95,7 +93,7 @@ class StatefulPodControl:
     def record_pod_event(self, verb: str, set_: Mapping[str, Any], pod: Mapping[str, Any],
                          err: BaseException | None) -> None:
         title = verb.title()
-        pod_name, set_name = _meta(pod).get("name"), _meta(set_).get("name")
+        pod_name, set_name = meta_of(pod).get("name"), meta_of(set_).get("name")
         if err is None:
             self.recorder.event(set_, EVENT_TYPE_NORMAL, f"Successful{title}",
                                 f"{title} Pod {pod_name} in StatefulSet {set_name} successful")
@@ -107,8 +105,8 @@ class StatefulPodControl:
     def record_claim_event(self, verb: str, set_: Mapping[str, Any], pod: Mapping[str, Any],
                            claim: Mapping[str, Any], err: BaseException | None) -> None:
         title = verb.title()
-        claim_name = _meta(claim).get("name")
-        pod_name, set_name = _meta(pod).get("name"), _meta(set_).get("name")
+        claim_name = meta_of(claim).get("name")
+        pod_name, set_name = meta_of(pod).get("name"), meta_of(set_).get("name")
         if err is None:
             self.recorder.event(set_, EVENT_TYPE_NORMAL, f"Successful{title}",
                                 f"{title} Claim {claim_name} Pod {pod_name} in StatefulSet "
@@ -131,7 +129,7 @@ class StatefulPodControl:
         err: BaseException | None = None
         try:
             self._wrote(set_, "pods", await self.client.create(
-                "pods", pod, str(_meta(pod).get("namespace") or "")))
+                "pods", pod, str(meta_of(pod).get("namespace") or "")))
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -176,13 +174,13 @@ class StatefulPodControl:
                 attempted = True
                 try:
                     self._wrote(set_, "pods", await self.client.update(
-                        "pods", pod, str(_meta(pod).get("namespace") or "")))
+                        "pods", pod, str(meta_of(pod).get("namespace") or "")))
                     break
                 except asyncio.CancelledError:
                     raise
                 except Exception:
                     cached = self.pod_indexer.get_by_key(
-                        f"{_meta(set_).get('namespace')}/{_meta(pod).get('name')}")
+                        f"{meta_of(set_).get('namespace')}/{meta_of(pod).get('name')}")
                     if cached is not None:
                         pod = copy.deepcopy(dict(cached))
                     raise
@@ -212,8 +210,8 @@ class StatefulPodControl:
 
     async def delete_stateful_pod(self, set_: Mapping[str, Any], pod: Mapping[str, Any]) -> None:
         try:
-            await self.client.delete("pods", str(_meta(pod).get("name")),
-                                     str(_meta(pod).get("namespace") or ""))
+            await self.client.delete("pods", str(meta_of(pod).get("name")),
+                                     str(meta_of(pod).get("namespace") or ""))
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -227,7 +225,7 @@ class StatefulPodControl:
     async def claims_match_retention_policy(self, set_: Mapping[str, Any],
                                             pod: Mapping[str, Any]) -> bool:
         ordinal = get_ordinal(pod)
-        ns = str(_meta(set_).get("namespace") or "")
+        ns = str(meta_of(set_).get("namespace") or "")
         for template in (set_.get("spec") or {}).get("volumeClaimTemplates") or ():
             claim = self.get_claim(ns, get_persistent_volume_claim_name(set_, template, ordinal))
             if claim is None:
@@ -239,7 +237,7 @@ class StatefulPodControl:
     async def update_pod_claim_for_retention_policy(self, set_: Mapping[str, Any],
                                                     pod: Mapping[str, Any]) -> None:
         ordinal = get_ordinal(pod)
-        ns = str(_meta(set_).get("namespace") or "")
+        ns = str(meta_of(set_).get("namespace") or "")
         for template in (set_.get("spec") or {}).get("volumeClaimTemplates") or ():
             name = get_persistent_volume_claim_name(set_, template, ordinal)
             claim = self.get_claim(ns, name)
@@ -305,7 +303,7 @@ class StatefulPodControl:
                         self.record_claim_event("create", set_, pod, claim, exc)
                     continue
                 self.record_claim_event("create", set_, pod, claim, None)
-            elif _meta(existing).get("deletionTimestamp"):
+            elif meta_of(existing).get("deletionTimestamp"):
                 errs.append(RuntimeError(f"pvc {name} is being deleted"))
         if len(errs) == 1:
             raise errs[0]
