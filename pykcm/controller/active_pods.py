@@ -86,6 +86,7 @@ __all__ = [
     "pod_controller_index_key",
     "pod_ready_time",
     "sort_pods_for_deletion",
+    "split_active_and_terminating",
 ]
 
 Pod = Mapping[str, Any]
@@ -191,6 +192,21 @@ def filter_active_pods(pods: Iterable[Any]) -> list[Any]:
 def filter_terminating_pods(pods: Iterable[Any]) -> list[Any]:
     """The pods being deleted that are still running (status.terminatingReplicas)."""
     return [p for p in pods if is_pod_terminating(p)]
+
+
+def split_active_and_terminating(pods: Iterable[Any]) -> tuple[list[Any], list[Any]]:
+    """(filter_active_pods(pods), filter_terminating_pods(pods)) in one pass, each pod's
+    phase and deletionTimestamp read once (a sync partitions all its pods this way)."""
+    active: list[Any] = []
+    terminating: list[Any] = []
+    for p in pods:
+        if (p.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        if (p.get("metadata") or {}).get("deletionTimestamp"):
+            terminating.append(p)
+        else:
+            active.append(p)
+    return active, terminating
 
 
 def filter_claimed_pods(owner: Mapping[str, Any], selector: LabelSelector,

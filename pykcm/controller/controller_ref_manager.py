@@ -307,9 +307,22 @@ class BaseControllerRefManager:
                          ) -> list[Mapping[str, Any]]:
         claimed: list[Mapping[str, Any]] = []
         errors: list[BaseException] = []
+        uid = meta_of(self.controller).get("uid")
         for obj in objs:
+            # claim_object's first branch without its coroutine: an object already
+            # controlled (ours and matching: claimed; someone else's: skipped) needs no
+            # write, and that is nearly every object of nearly every claim.
+            ref = get_controller_of(obj)
+            obj_match = match
+            if ref is not None:
+                if ref.get("uid") != uid:
+                    continue
+                if match(obj):
+                    claimed.append(obj)
+                    continue
+                obj_match = _no_match  # answered: ours, not matching (released below)
             try:
-                if await self.claim_object(obj, match, adopt, release):
+                if await self.claim_object(obj, obj_match, adopt, release):
                     claimed.append(obj)
             except asyncio.CancelledError:
                 raise
@@ -318,6 +331,10 @@ class BaseControllerRefManager:
         if errors:
             raise AggregateError(errors)
         return claimed
+
+
+def _no_match(obj: Mapping[str, Any]) -> bool:
+    return False
 
 
 class PodControllerRefManager(BaseControllerRefManager):
@@ -349,7 +366,8 @@ class PodControllerRefManager(BaseControllerRefManager):
         def match(pod: Mapping[str, Any]) -> bool:
             return self.labels_match(pod) and all(f(pod) for f in filters)
 
-        return await self._claim_all(pods, match, self.adopt_pod, self.release_pod)
+        return await self._claim_all(pods, match if filters else self.labels_match,
+                                     self.adopt_pod, self.release_pod)
 
     async def adopt_pod(self, pod: Mapping[str, Any]) -> None:
         """Patch the pod to add our controller reference (after ``can_adopt``)."""

@@ -29,6 +29,7 @@ from pykcm.controller.active_pods import (
     next_pod_availability_check,
     pod_controller_index_key,
     sort_pods_for_deletion,
+    split_active_and_terminating,
 )
 
 NOW = 1_800_000_000.0
@@ -252,6 +253,10 @@ def test_filters() -> None:
     assert is_pod_terminating(terminating) and not is_pod_terminating(finished_deleting)
     assert filter_claimed_pods(rs, selector_from_set({"app": "a"}),
                                filter_terminating_pods(pods)) == [terminating]
+    # the one-pass split a sync uses answers both filters at once
+    assert split_active_and_terminating(pods) == (filter_active_pods(pods),
+                                                  filter_terminating_pods(pods))
+    assert split_active_and_terminating([]) == ([], [])
 
 
 def test_pod_controller_index() -> None:

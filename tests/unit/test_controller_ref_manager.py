@@ -161,6 +161,22 @@ async def test_filters_run_after_selector_and_all_must_pass() -> None:
     assert fake.patches == [delete_owner_ref_strategic_merge_patch("inactive-uid", [RS_UID])]
 
 
+async def test_claim_of_owned_and_foreign_pods_writes_nothing_and_keeps_order() -> None:
+    """The claim's fast path (already ours and matching: claimed; another controller's:
+    skipped) agrees with the full rules, and pods are handed back in their order."""
+    fake = FakePodControl()
+    can_adopt = Counter()
+    m = PodControllerRefManager(fake, controller(), SELECTOR, "apps/v1", "ReplicaSet", can_adopt)
+    pods = [pod("b", owner=RS_UID), pod("foreign", owner="other-uid"), pod("a", owner=RS_UID),
+            pod("orphan"), pod("mine-relabelled", {"x": "y"}, owner=RS_UID)]
+    claimed = await m.claim_pods(pods)
+    assert [p["metadata"]["name"] for p in claimed] == ["b", "a", "orphan"]
+    assert can_adopt.calls == 1                      # for the orphan only
+    assert fake.patches[-1] == delete_owner_ref_strategic_merge_patch("mine-relabelled-uid",
+                                                                      [RS_UID])
+    assert len(fake.patches) == 2                    # the adoption, the release
+
+
 async def test_can_adopt_called_once_and_its_refusal_fails_every_adoption() -> None:
     fake = FakePodControl()
     can_adopt = Counter(RuntimeError("default/web has just been deleted at x"))

@@ -69,12 +69,11 @@ from pykcm.client import Client, ResourceRef
 from pykcm.client.errors import has_status_cause, is_not_found
 from pykcm.controller.active_pods import (
     add_pod_controller_indexer,
-    filter_active_pods,
     filter_claimed_pods,
     filter_pods_by_owner,
-    filter_terminating_pods,
     find_min_next_pod_availability_check,
     get_pods_ranked_by_related_pods_on_same_node,
+    split_active_and_terminating,
 )
 from pykcm.controller.consistency import (
     ConsistencyStore,
@@ -546,11 +545,11 @@ class ReplicaSetController(ControllerHost):
         # Its own pods and the orphans (which it may adopt), from the index:
         # also the pods that no longer match but still carry its reference.
         all_rs_pods = filter_pods_by_owner(self.pod_indexer, rs, self.controller_kind, True)
-        active_pods = list(await self.claim_pods(rs, selector, filter_active_pods(all_rs_pods)))
+        active, terminating = split_active_and_terminating(all_rs_pods)
+        active_pods = list(await self.claim_pods(rs, selector, active))
         terminating_pods: list[Any] = []
         if self.enable_status_terminating_replicas:
-            terminating_pods = filter_claimed_pods(rs, selector,
-                                                   filter_terminating_pods(all_rs_pods))
+            terminating_pods = filter_claimed_pods(rs, selector, terminating)
 
         manage_err: BaseException | None = None
         if rs_needs_sync and not meta_of(rs).get("deletionTimestamp"):

@@ -36,8 +36,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from pykcm.api.pod_util import is_pod_available, is_pod_ready
-from pykcm.api.timestamps import format_time
+from pykcm.api.timestamps import format_time, parse_time
 from pykcm.client import Client, ResourceRef
 
 __all__ = [
@@ -121,6 +120,14 @@ def remove_condition(status: dict[str, Any], type_: str) -> None:
         status.pop("conditions", None)
 
 
+def _ready_condition(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    for cond in (pod.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == "Ready":
+            found: Mapping[str, Any] = cond
+            return found
+    return None
+
+
 def calculate_status(rs: Mapping[str, Any], active_pods: Sequence[Mapping[str, Any]],
                      terminating_pods: Sequence[Mapping[str, Any]] | None,
                      manage_replicas_err: BaseException | None, *,
@@ -148,13 +155,25 @@ def calculate_status(rs: Mapping[str, Any], active_pods: Sequence[Mapping[str, A
     template_labels = list((((spec.get("template") or {}).get("metadata") or {})
                             .get("labels") or {}).items())
     fully_labeled = ready = available = 0
+    # One pass, each pod's metadata and status read once (podutil.IsPodReady and
+    # IsPodAvailable on the Ready condition found once): this loop runs over every
+    # pod of the ReplicaSet at every sync.
     for pod in active_pods:
         labels = (pod.get("metadata") or {}).get("labels") or {}
-        if all(labels.get(k) == v for k, v in template_labels):
+        for k, v in template_labels:
+            if labels.get(k) != v:
+                break
+        else:
             fully_labeled += 1
-        if is_pod_ready(pod):
-            ready += 1
-            if is_pod_available(pod, min_ready, t):
+        cond = _ready_condition(pod)
+        if cond is None or cond.get("status") != "True":
+            continue
+        ready += 1
+        if min_ready == 0:
+            available += 1
+        else:
+            since = parse_time(cond.get("lastTransitionTime"))
+            if since is not None and since + min_ready <= t:
                 available += 1
 
     failure = get_condition(old, REPLICA_SET_REPLICA_FAILURE)
