@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/workloads.py [--quick] [--runs N] [--nodes N] [--replicas N]
                                         [--qps 20/30] [--setups kube/kube,kube/pykcm,pykcm/pykcm]
-                                        [--no-record]
+                                        [--profile] [--no-record]
 
 Issue 13's acceptance benchmark: a DaemonSet on 100 simulated nodes, created
 and then rolled to a new image, and a StatefulSet of 100 replicas in Parallel
@@ -27,12 +27,17 @@ order on one cluster, each timed from its first request to a watch seeing:
               of R replicas created, until readyReplicas == availableReplicas ==
               R and the current revision is the update revision
 
-Per phase: wall time, the controller manager's CPU seconds, its own requests
+Per phase: wall time, when a pod watch first saw one of the phase's new pods
+(the first create, as seen; the log line adds the last pod seen and the last
+pod Ready), the time from the last pod seen Ready to the end of the phase (the
+controller's status write, as seen), the controller manager's CPU seconds, its own requests
 (rest_client_requests_total) and the requests on the API server that are not
 the driver's (apiserver_request_total). Medians over the runs; ratios to the
 real kube-controller-manager on the real kube-apiserver. Prints a Markdown
 section and appends it to bench/RESULTS.md (--no-record to skip). --quick:
-10 nodes, 10 replicas, 1 run.
+10 nodes, 10 replicas, 1 run. --profile attaches py-spy (when installed) to
+pykcm's controller manager during every phase of the last kube/pykcm run (else
+pykcm/pykcm) and adds the profiles to the section.
 """
 
 from __future__ import annotations
@@ -42,7 +47,9 @@ import asyncio
 import datetime as _dt
 import math
 import os
+import shutil
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -59,6 +66,7 @@ from controllers import (
     git_state,
     machine,
     med,
+    summarize_pyspy,
 )
 
 NS = "bench-workloads"
@@ -123,6 +131,31 @@ def ss_state(obj: dict[str, Any]) -> tuple[Any, ...]:
             st.get("currentRevision"), st.get("updateRevision"))
 
 
+class PodTimeline:
+    """When each pod of the namespace was first seen and first seen Ready (perf_counter)."""
+
+    def __init__(self) -> None:
+        self.added: dict[str, float] = {}
+        self.ready: dict[str, float] = {}
+
+    def keep(self, obj: dict[str, Any]) -> None:
+        now = time.perf_counter()
+        name = obj["metadata"]["name"]
+        self.added.setdefault(name, now)
+        if name not in self.ready and any(
+                c.get("type") == "Ready" and c.get("status") == "True"
+                for c in (obj.get("status") or {}).get("conditions") or ()):
+            self.ready[name] = now
+
+    def between(self, t0: float, t1: float) -> dict[str, float]:
+        """First/last pod seen and last pod Ready in [t0, t1], in s after t0 (nan if none)."""
+        added = [t - t0 for t in self.added.values() if t0 <= t <= t1]
+        ready = [t - t0 for t in self.ready.values() if t0 <= t <= t1]
+        nan = float("nan")
+        return {"first_pod": min(added, default=nan), "last_pod": max(added, default=nan),
+                "last_ready": max(ready, default=nan)}
+
+
 def ss_done(s: tuple[Any, ...] | None, replicas: int) -> bool:
     return s is not None and s[1] >= s[0] and s[2] == s[3] == replicas and \
         bool(s[4]) and s[4] == s[5]
@@ -149,7 +182,10 @@ class WorkloadRun(Run):
                         ds_state)
             ssw = Watch(drv, "statefulsets.apps",
                         f"/apis/apps/v1/namespaces/{NS}/statefulsets", ss_state)
-            watches = [dsw, ssw]
+            pods = PodTimeline()
+            pw = Watch(drv, "pods", f"/api/v1/namespaces/{NS}/pods", pods.keep)
+            watches = [dsw, ssw, pw]
+            starts: dict[str, float] = {}
             for w in watches:
                 w.start()
             for w in watches:
@@ -163,6 +199,7 @@ class WorkloadRun(Run):
                     f"desired {s[2]}, available {s[3]}, updated {s[4]} of {nodes}"
 
             async def ds_create() -> None:
+                starts["ds-create"] = time.perf_counter()
                 await drv.request("POST", "daemonsets.apps", "POST",
                                   f"/apis/apps/v1/namespaces/{NS}/daemonsets",
                                   daemonset("fluentd:1.16"))
@@ -172,6 +209,7 @@ class WorkloadRun(Run):
             async def ds_rollout() -> None:
                 patch = {"spec": {"template": {"spec": {"containers": [
                     {"name": "agent", "image": "fluentd:1.17", "resources": RESOURCES}]}}}}
+                starts["ds-rollout"] = time.perf_counter()
                 await drv.request("PATCH", "daemonsets.apps", "PATCH",
                                   f"/apis/apps/v1/namespaces/{NS}/daemonsets/agent", patch,
                                   ctype="application/merge-patch+json")
@@ -179,6 +217,7 @@ class WorkloadRun(Run):
                                a.timeout, ds_progress, stack.check)
 
             async def ss_parallel() -> None:
+                starts["ss-parallel"] = time.perf_counter()
                 await drv.request("POST", "statefulsets.apps", "POST",
                                   f"/apis/apps/v1/namespaces/{NS}/statefulsets",
                                   statefulset(replicas))
@@ -186,9 +225,17 @@ class WorkloadRun(Run):
                                lambda o: f"ready {o['db'][2] if 'db' in o else 0}/{replicas}",
                                stack.check)
 
-            await self.measure("ds-create", stack, drv, ds_create)
-            await self.measure("ds-rollout", stack, drv, ds_rollout)
-            await self.measure("ss-parallel", stack, drv, ss_parallel)
+            prof = bool(self.profile_dir)
+            await self.measure("ds-create", stack, drv, ds_create, profile=prof)
+            await self.measure("ds-rollout", stack, drv, ds_rollout, profile=prof)
+            await self.measure("ss-parallel", stack, drv, ss_parallel, profile=prof)
+            for ph, t0 in starts.items():
+                if ph in self.phases:
+                    t1 = t0 + self.phases[ph]["wall"]
+                    self.phases[ph]["timeline"] = tl = pods.between(t0, t1)
+                    log(f"bench: [{self.label}] {ph}: pods first seen {tl['first_pod']:.2f} s, "
+                        f"last {tl['last_pod']:.2f} s, last Ready {tl['last_ready']:.2f} s "
+                        "after the first request")
             return {"phases": self.phases, "tree": tree, "failures": list(drv.failures)}
         except BenchError as exc:
             log(f"bench: [{self.label}] failed: {exc}")
@@ -228,13 +275,16 @@ def _figures(r: dict[str, Any], ph: str) -> dict[str, float] | None:
     p = r["phases"].get(ph)
     if p is None:
         return None
+    tl = p.get("timeline") or {}
     return {"wall": p["wall"], "cpu": p["cpu"].get("controller-manager", float("nan")),
+            "first_pod": tl.get("first_pod", float("nan")),
+            "tail": p["wall"] - tl.get("last_ready", float("nan")),
             "cm": float(sum(p["cm_requests"].values())),
             "server": float(sum(p["requests"].values()))}
 
 
 def report(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]],
-           wall: float) -> str:
+           wall: float, profiles: dict[str, list[tuple[str, float]]] | None = None) -> str:
     when = _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     setups = list(results)
     L = [f"## DaemonSet and StatefulSet, side by side with kube-controller-manager — {when}"
@@ -257,7 +307,9 @@ def report(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]],
     head += [f"{s} ÷ {REF}" for s in others if REF in setups]
     L.append("| " + " | ".join(head) + " |")
     L.append("|---|---|" + "---:|" * (len(head) - 2))
-    names = {"wall": "wall (s)", "cpu": "controller manager CPU s",
+    names = {"wall": "wall (s)", "first_pod": "first pod seen (s after the first request)",
+             "tail": "from the last pod Ready to the status seen (s)",
+             "cpu": "controller manager CPU s",
              "cm": "the manager's own requests", "server": "requests on the API server "
              "(not the driver's)"}
     for ph in PHASES:
@@ -270,7 +322,8 @@ def report(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]],
             for s in setups:
                 v = vals[s]
                 cells.append("failed" if math.isnan(v) else (
-                    f"{v:.2f}" if fig in ("wall", "cpu") else f"{v:,.0f}"))
+                    f"{v:.2f}" if fig in ("wall", "cpu", "first_pod", "tail")
+                    else f"{v:,.0f}"))
             if REF in setups:
                 for s in others:
                     ref, v = vals[REF], vals[s]
@@ -282,6 +335,13 @@ def report(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]],
               if r.get("error")]
     if errors:
         L += ["Failed runs: " + "; ".join(errors) + ".", ""]
+    for name, summ in (profiles or {}).items():
+        if not summ:
+            continue
+        L += [(f"Profile of pykcm's controller manager ({args.profiled}), {name} (py-spy "
+               "--native, 100 Hz, share of samples; leaf Python frame, then inclusive):"), ""]
+        L += [f"- {share * 100:.1f}% {frame}" for frame, share in summ]
+        L.append("")
     return "\n".join(L)
 
 
@@ -297,12 +357,23 @@ async def main_async(args: argparse.Namespace) -> int:
         log(f"bench: {args.kube_note}")
         setups = [s for s in setups if s == "pykcm/pykcm"]
     results: dict[str, list[dict[str, Any]]] = {s: [] for s in setups}
+    prof_dir = tempfile.mkdtemp(prefix="pykcm-bench-prof-") if args.profile else None
+    args.profiled = next((s for s in ("kube/pykcm", "pykcm/pykcm") if s in setups), "")
     t0 = time.perf_counter()
     for i in range(args.runs):
         for s in setups:  # interleaved: load changes spread over every setup
-            r = await WorkloadRun(args, qps, burst, f"{s}#{i + 1}", None, s, kit).run()
+            profile = prof_dir if s == args.profiled and i == args.runs - 1 else None
+            r = await WorkloadRun(args, qps, burst, f"{s}#{i + 1}", profile, s, kit).run()
             results[s].append(r)
-    text = report(args, results, time.perf_counter() - t0)
+    profiles: dict[str, list[tuple[str, float]]] = {}
+    if prof_dir:
+        for ph in PHASES:
+            profiles[ph] = summarize_pyspy(os.path.join(prof_dir, f"{ph}.txt"))
+        if args.keep_logs:
+            shutil.copytree(prof_dir, os.path.join(args.keep_logs, "profiles"),
+                            dirs_exist_ok=True)
+        shutil.rmtree(prof_dir, ignore_errors=True)
+    text = report(args, results, time.perf_counter() - t0, profiles)
     print(text)
     if not args.no_record:
         append_results(text)
@@ -321,6 +392,8 @@ def main() -> int:
     p.add_argument("--setups", default=",".join(SETUPS))
     p.add_argument("--timeout", type=float, default=600.0, help="per phase (s)")
     p.add_argument("--keep-logs", metavar="DIR", help="copy each run's logs to DIR")
+    p.add_argument("--profile", action="store_true",
+                   help="py-spy on pykcm's controller manager in the last run")
     p.add_argument("--no-record", action="store_true")
     args = p.parse_args()
     if args.quick:
