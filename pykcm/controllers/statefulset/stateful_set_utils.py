@@ -33,7 +33,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Mapping, Sequence
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, Final
 
 from pykcm.api.accessors import meta_of, spec_of, status_of
@@ -71,6 +71,7 @@ __all__ = [
     "new_stateful_set_pod",
     "new_versioned_stateful_set_pod",
     "next_revision",
+    "parse_pod_name",
     "pod_in_ordinal_range",
     "status_to_wire",
     "storage_matches",
@@ -96,6 +97,8 @@ SET_GROUP_RESOURCE: Final = "statefulsets.apps"
 CLAIMS_GROUP_RESOURCE: Final = "persistentvolumeclaims"
 
 _POD_NAME_RE: Final = re.compile(r"^(.*)-([0-9]+)$", re.DOTALL)
+_POD_NAME_CACHE_SIZE: Final = 16384
+"""Pod names whose parse is remembered (least recently used dropped)."""
 _INT32_MAX: Final = (1 << 31) - 1
 _RETAIN: Final = "Retain"
 _DELETE: Final = "Delete"
@@ -108,7 +111,17 @@ _DELETE: Final = "Delete"
 
 def get_parent_name_and_ordinal(pod: Mapping[str, Any]) -> tuple[str, int]:
     """(the set's name, the ordinal) a pod's name encodes; ("", -1) if none."""
-    m = _POD_NAME_RE.match(str(meta_of(pod).get("name") or ""))
+    return parse_pod_name(str(meta_of(pod).get("name") or ""))
+
+
+@lru_cache(maxsize=_POD_NAME_CACHE_SIZE)
+def parse_pod_name(name: str) -> tuple[str, int]:
+    """(the set's name, the ordinal) ``name`` encodes; ("", -1) if none.
+
+    A pure function of the name, memoised: a sync reads the ordinal of each of the
+    set's pods about six times (membership, range, sorting, identity, storage,
+    status), and the regular expression was a fifth of a steady-state sync."""
+    m = _POD_NAME_RE.match(name)
     if m is None:
         return "", -1
     digits = m.group(2)
