@@ -20,6 +20,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from pykcm.api.accessors import name_of
 from pykcm.api.labels import selector_from_label_selector
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.client import Client
@@ -44,20 +45,16 @@ def _rule(rule: Mapping[str, Any]) -> dict[str, list[str]]:
     return out
 
 
-def _name(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("name") or "")
-
-
 def aggregated_rules(role: Mapping[str, Any],
                      cluster_roles: Iterable[Mapping[str, Any]]) -> list[dict[str, list[str]]]:
     """The rules ``role``'s aggregationRule selects from ``cluster_roles`` (syncClusterRole)."""
-    roles = sorted(cluster_roles, key=_name)
+    roles = sorted(cluster_roles, key=name_of)
     rules: list[dict[str, list[str]]] = []
     agg = role.get("aggregationRule") or {}
     for selector in agg.get("clusterRoleSelectors") or []:
         sel = selector_from_label_selector(selector)
         for other in roles:
-            if _name(other) == _name(role):
+            if name_of(other) == name_of(role):
                 continue
             labels = (other.get("metadata") or {}).get("labels") or {}
             if not sel.matches(labels):
@@ -88,7 +85,7 @@ class ClusterRoleAggregationController(ControllerHost):
         """Every aggregated ClusterRole, whatever changed (upstream does the same)."""
         for role in self.indexer.list():
             if role.get("aggregationRule") is not None:
-                self.queue.add(_name(role))
+                self.queue.add(name_of(role))
 
     async def sync_cluster_role(self, key: str) -> None:
         role = self.indexer.get_by_key(key)

@@ -104,8 +104,6 @@ CRONJOB_KIND: Final = "CronJob"
 _NAMESPACE_TERMINATING_CAUSE: Final = "NamespaceTerminating"
 
 
-
-
 def _key(obj: Mapping[str, Any]) -> str:
     return f"{meta_of(obj).get('namespace')}/{meta_of(obj).get('name')}"
 

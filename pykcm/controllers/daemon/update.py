@@ -37,7 +37,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pykcm.api.accessors import meta_of
+from pykcm.api.accessors import meta_of, name_of
 from pykcm.api.deep_hash import compute_hash
 from pykcm.api.labels import selector_from_label_selector
 from pykcm.api.owner_refs import new_controller_ref
@@ -75,15 +75,9 @@ log = logging.getLogger("pykcm.controllers.daemon")
 _DEFAULT_REVISION_HISTORY_LIMIT = 10
 
 
-
-
 def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     s = obj.get("spec")
     return s if isinstance(s, Mapping) else {}
-
-
-def _name(obj: Mapping[str, Any]) -> str:
-    return str(meta_of(obj).get("name") or "")
 
 
 # -- rolling update -------------------------------------------------------------------------
@@ -129,7 +123,7 @@ def updated_desired_node_counts(dsc: DaemonSetsController, ds: Mapping[str, Any]
         if not want:
             continue
         desired += 1
-        node_to_daemon_pods.setdefault(_name(node), [])
+        node_to_daemon_pods.setdefault(name_of(node), [])
     try:
         max_unavailable = unavailable_count(ds, desired)
     except ValueError as exc:
@@ -178,12 +172,12 @@ async def rolling_update(dsc: DaemonSetsController, ds: Mapping[str, Any],
             else:
                 assert old_pod is not None
                 if not is_pod_available(old_pod, min_ready, now):
-                    allowed_replacements.append(_name(old_pod))
+                    allowed_replacements.append(name_of(old_pod))
                     num_unavailable += 1
                 elif num_unavailable >= max_unavailable:
                     continue
                 else:
-                    candidates.append(_name(old_pod))
+                    candidates.append(name_of(old_pod))
         remaining = max(0, max_unavailable - num_unavailable)
         remaining = min(remaining, len(candidates))
         await dsc.sync_nodes(ds, allowed_replacements + candidates[:remaining], [], hash_)
@@ -214,12 +208,12 @@ async def rolling_update(dsc: DaemonSetsController, ds: Mapping[str, Any],
             should_run, _ = dsc.placement.should_run(node, ds)
             if not is_pod_available(old_pod, min_ready, now):
                 if not should_run:
-                    old_pods_to_delete.append(_name(old_pod))
+                    old_pods_to_delete.append(name_of(old_pod))
                     continue
                 allowed_new_nodes.append(node_name)
             else:
                 if not should_run:
-                    should_not_run_pods_to_delete.append(_name(old_pod))
+                    should_not_run_pods_to_delete.append(name_of(old_pod))
                     continue
                 if num_surge >= max_surge:
                     continue
@@ -228,7 +222,7 @@ async def rolling_update(dsc: DaemonSetsController, ds: Mapping[str, Any],
             if not is_pod_available(new_pod, min_ready, now):
                 num_surge += 1
                 continue
-            old_pods_to_delete.append(_name(old_pod))
+            old_pods_to_delete.append(name_of(old_pod))
     remaining_surge = max_surge - num_surge
     deletable = num_available - desired
     if deletable > 0:
@@ -256,7 +250,7 @@ async def controlled_histories(dsc: DaemonSetsController, ds: Mapping[str, Any]
     namespace are looked at: a revision may no longer match but still be ours)."""
     selector = selector_from_label_selector(_spec(ds).get("selector"))
     meta = meta_of(ds)
-    ns, name, uid = str(meta.get("namespace") or ""), _name(ds), meta.get("uid")
+    ns, name, uid = str(meta.get("namespace") or ""), name_of(ds), meta.get("uid")
     histories = dsc.history_lister.by_namespace(ns).list()
 
     async def fresh() -> Mapping[str, Any]:
@@ -287,7 +281,7 @@ async def construct_history(dsc: DaemonSetsController, ds: Mapping[str, Any]
             to_update = dict(history)
             to_update["metadata"] = dict(meta_of(history))
             to_update["metadata"]["labels"] = {**labels,
-                                               DEFAULT_DAEMONSET_UNIQUE_LABEL_KEY: _name(history)}
+                                               DEFAULT_DAEMONSET_UNIQUE_LABEL_KEY: name_of(history)}
             history = await dsc.client.update("controllerrevisions", to_update, ns)
         if revision_data_bytes(history) == want:
             current.append(history)
@@ -325,7 +319,7 @@ async def cleanup_history(dsc: DaemonSetsController, ds: Mapping[str, Any],
         if (meta_of(history).get("labels") or {}).get(DEFAULT_DAEMONSET_UNIQUE_LABEL_KEY) \
                 in live_hashes:
             continue
-        await dsc.client.delete("controllerrevisions", _name(history), ns)
+        await dsc.client.delete("controllerrevisions", name_of(history), ns)
         to_kill -= 1
 
 
@@ -344,12 +338,12 @@ async def dedup_cur_histories(dsc: DaemonSetsController, ds: Mapping[str, Any],
     ns = str(meta_of(ds).get("namespace") or "")
     for pod in await dsc.get_daemon_pods(ds):
         if (meta_of(pod).get("labels") or {}).get(DEFAULT_DAEMONSET_UNIQUE_LABEL_KEY) != keep_hash:
-            await dsc.client.patch("pods", _name(pod), {"metadata": {"labels": {
+            await dsc.client.patch("pods", name_of(pod), {"metadata": {"labels": {
                 DEFAULT_DAEMONSET_UNIQUE_LABEL_KEY: keep_hash}}}, "merge", ns)
     for h in cur_histories:
-        if _name(h) == _name(keep):
+        if name_of(h) == name_of(keep):
             continue
-        await dsc.client.delete("controllerrevisions", _name(h), ns)
+        await dsc.client.delete("controllerrevisions", name_of(h), ns)
     return keep
 
 
@@ -358,7 +352,7 @@ async def snapshot(dsc: DaemonSetsController, ds: Mapping[str, Any], revision: i
     """Create the revision of the current template; a name taken by another template
     bumps ``status.collisionCount`` and raises (the sync is retried)."""
     meta = meta_of(ds)
-    ns, ds_name = str(meta.get("namespace") or ""), _name(ds)
+    ns, ds_name = str(meta.get("namespace") or ""), name_of(ds)
     collision_count = (ds.get("status") or {}).get("collisionCount")
     template = _spec(ds).get("template") or {}
     hash_ = compute_hash(template, collision_count)

@@ -71,8 +71,6 @@ _DAEMON_TOLERATIONS: Final = (
 _NETWORK_UNAVAILABLE: Final = "node.kubernetes.io/network-unavailable"
 
 
-
-
 def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     s = obj.get("spec")
     return s if isinstance(s, Mapping) else {}

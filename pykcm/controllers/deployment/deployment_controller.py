@@ -78,8 +78,6 @@ def _unwrap(obj: Any) -> Any:
     return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
 
 
-
-
 RS_CONTROLLER_INDEX: Final = "deployment/rsController"
 """ReplicaSets by ``namespace/<controller uid>``; ``namespace/`` for orphans."""
 

@@ -63,8 +63,6 @@ MAX_REV_HISTORY_LENGTH_IN_CHARS: Final = 2000
 """The revision-history annotation is cut to about this many characters (~100 revisions)."""
 
 
-
-
 async def sync_status_only(dc: DeploymentController, d: dict[str, Any],
                            rs_list: list[Obj]) -> None:
     """Only update the status (a Deployment being deleted)."""

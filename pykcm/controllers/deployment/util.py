@@ -157,9 +157,18 @@ def now_rfc3339(now: float | None = None) -> str:
 # -- sorting (upstream controller.ReplicaSetsBy*) ------------------------------------------
 
 
+@functools.lru_cache(maxsize=8192)
+def _created_at(timestamp: str | None) -> float:
+    # Memoised: every sync sorts its ReplicaSets by creation time several times, and a
+    # ReplicaSet's creationTimestamp never changes.
+    return parse_time(timestamp) or 0.0
+
+
 def _created_key(rs: Obj) -> tuple[float, str]:
     m = meta_of(rs)
-    return (parse_time(m.get("creationTimestamp")) or 0.0, str(m.get("name", "")))
+    ts = m.get("creationTimestamp")
+    return (_created_at(ts) if ts is None or type(ts) is str else parse_time(ts) or 0.0,
+            str(m.get("name", "")))
 
 
 def sort_by_creation_timestamp(rss: Iterable[Obj]) -> list[Obj]:

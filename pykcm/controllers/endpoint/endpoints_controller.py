@@ -94,8 +94,6 @@ STALE_CACHE_POLL: Final = 0.005
 NAMESPACE_TERMINATING_CAUSE: Final = "NamespaceTerminating"
 
 
-
-
 def _endpoint_address(svc: Mapping[str, Any], pod: Mapping[str, Any]) -> dict[str, Any] | None:
     """upstream podToEndpointAddressForService: the pod's IP of the Service's family."""
     spec, status = svc.get("spec") or {}, pod.get("status") or {}

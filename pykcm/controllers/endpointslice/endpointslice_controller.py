@@ -82,8 +82,6 @@ STALE_CACHE_WAIT: Final = 0.25
 STALE_CACHE_POLL: Final = 0.005
 
 
-
-
 def _unwrap(obj: Any) -> Any:
     return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
 

@@ -94,8 +94,6 @@ CLOSE_TRAFFIC_DISTRIBUTIONS: Final = ("PreferClose", "PreferSameZone", "PreferSa
 PortKey = tuple[tuple[Any, ...], ...]
 
 
-
-
 def port_map_key(ports: Sequence[Mapping[str, Any]] | None) -> PortKey:
     """Identifies a set of slice ports (upstream ``NewPortMapKey``, order-independent)."""
     return tuple(sorted(

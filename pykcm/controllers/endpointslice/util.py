@@ -42,8 +42,6 @@ __all__ = [
 DELETION_EXPECTED: Final = -1
 
 
-
-
 def _unwrap(obj: Any) -> Any:
     return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
 

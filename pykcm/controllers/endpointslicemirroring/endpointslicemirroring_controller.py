@@ -85,8 +85,6 @@ MAX_RETRIES: Final = 15
 NAMESPACE_TERMINATING_CAUSE: Final = "NamespaceTerminating"
 
 
-
-
 def _unwrap(obj: Any) -> Any:
     return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
 

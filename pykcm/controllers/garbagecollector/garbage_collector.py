@@ -93,8 +93,6 @@ class _NamespacedOwnerOfClusterScopedObject(Exception):
     """A cluster-scoped object names a namespaced owner: retrying cannot fix it."""
 
 
-
-
 def _has_finalizer(obj: dict[str, Any], finalizer: str) -> bool:
     return finalizer in (meta_of(obj).get("finalizers") or ())
 

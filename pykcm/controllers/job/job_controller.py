@@ -65,7 +65,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from pykcm.api.accessors import meta_of
+from pykcm.api.accessors import meta_of, uid_of
 from pykcm.api.labels import LabelSelector, SelectorParseError, selector_from_label_selector
 from pykcm.api.owner_refs import get_controller_of, is_controlled_by, new_controller_ref
 from pykcm.api.pod_util import is_pod_ready, parse_time
@@ -195,10 +195,6 @@ REASON_COMPLETIONS_REACHED: Final = "CompletionsReached"
 _NAMESPACE_TERMINATING_CAUSE: Final = "NamespaceTerminating"
 
 Pod = Mapping[str, Any]
-
-
-def _uid(obj: Mapping[str, Any]) -> str:
-    return str(meta_of(obj).get("uid") or "")
 
 
 def _has_status_cause(exc: BaseException, cause_type: str) -> bool:
@@ -475,8 +471,8 @@ class JobController:
         job = deleted_object(obj)
         if job is None:
             return
-        self.consistency.clear(_job_key(job), _uid(job))
-        self.finished_job_expectations.discard(_uid(job))
+        self.consistency.clear(_job_key(job), uid_of(job))
+        self.finished_job_expectations.discard(uid_of(job))
         self.cleanup_pod_finalizers(job)
 
     def cleanup_pod_finalizers(self, job: Mapping[str, Any]) -> None:
@@ -526,7 +522,7 @@ class JobController:
             if job is None:
                 continue
             if finalizer_removed:
-                self.finalizer_expectations.finalizer_removal_observed(_job_key(job), _uid(cur))
+                self.finalizer_expectations.finalizer_removal_observed(_job_key(job), uid_of(cur))
             self.enqueue_sync_job_batched(job)
         if get_controller_of(cur) is not None:
             return
@@ -559,7 +555,7 @@ class JobController:
         # The final delete removes the finalizer with the pod; an update
         # setting the deletion timestamp only counts if it is already gone.
         if final or not has_finalizer:
-            self.finalizer_expectations.finalizer_removal_observed(key, _uid(pod))
+            self.finalizer_expectations.finalizer_removal_observed(key, uid_of(pod))
         self.enqueue_sync_job_batched(job)
 
     # -- orphan pods -----------------------------------------------------------------------
@@ -604,7 +600,7 @@ class JobController:
         # The Job's own pods and the namespace's orphans: pods controlled by
         # anything else would be ignored by the claim anyway.
         candidates = filter_pods_by_owner(self.pod_indexer, job, JOB_KIND, True)
-        uid = _uid(job)
+        uid = uid_of(job)
         cm = PodControllerRefManager(self.pod_control, job, selector, JOB_API_VERSION, JOB_KIND,
                                      recheck_live_controller(self.client, "jobs", job, JOB_KIND),
                                      finalizers=(JOB_TRACKING_FINALIZER,))
@@ -648,10 +644,10 @@ class JobController:
         job: dict[str, Any] = dict(copy.deepcopy(shared))
         if is_job_finished(job):
             self.backoff_store.remove_backoff_record(key)
-            self.consistency.clear(key, _uid(job))
-            self.finished_job_expectations.discard(_uid(job))
+            self.consistency.clear(key, uid_of(job))
+            self.finished_job_expectations.discard(uid_of(job))
             return
-        if _uid(job) in self.finished_job_expectations:
+        if uid_of(job) in self.finished_job_expectations:
             log.debug("Skip syncing the job %s as its marked finished but the corresponding "
                       "update event is not yet received", key)
             return
@@ -831,7 +827,7 @@ class JobController:
         indexed = is_indexed_job(ctx.job)
         completions = _int((ctx.job.get("spec") or {}).get("completions"))
         for p in ctx.pods:
-            uid = _uid(p)
+            uid = uid_of(p)
             if (not has_job_tracking_finalizer(p) or uid in uncounted
                     or uid in ctx.expected_rm_finalizers):
                 continue
@@ -1112,14 +1108,14 @@ class JobController:
         if indexed:
             # Completed indexes are introduced in order.
             ctx.pods = sort_by_completion_index(ctx.pods)
-        uids_with_finalizer = {_uid(p) for p in ctx.pods if has_job_tracking_finalizer(p)
-                               and _uid(p) not in ctx.expected_rm_finalizers}
+        uids_with_finalizer = {uid_of(p) for p in ctx.pods if has_job_tracking_finalizer(p)
+                               and uid_of(p) not in ctx.expected_rm_finalizers}
         if clean_uncounted_pods_without_finalizers(status, uids_with_finalizer):
             needs_flush = True
         uncounted_status = status["uncountedTerminatedPods"]
         reached_max_uncounted = False
         for pod in ctx.pods:
-            uid = _uid(pod)
+            uid = uid_of(pod)
             if not has_job_tracking_finalizer(pod) or uid in ctx.expected_rm_finalizers:
                 continue  # counted by an earlier sync
             consider_failed = is_pod_failed(pod, job)
@@ -1201,7 +1197,7 @@ class JobController:
                 raise _wrap(exc, "removing uncounted pods from status") from exc
             if job_finished and ctx.finished_condition is not None:
                 self._record_job_finished(ctx.job, ctx.finished_condition)
-                self.finished_job_expectations.add(_uid(ctx.job))
+                self.finished_job_expectations.add(uid_of(ctx.job))
 
     def _can_remove_finalizer(self, ctx: _SyncJobCtx, pod: Pod, consider_failed: bool) -> bool:
         """Whether the pod's finalizer may go now (canRemoveFinalizer).
@@ -1219,7 +1215,7 @@ class JobController:
             ix = pod_completion_index(pod)
             if ix != UNKNOWN_COMPLETION_INDEX:
                 p = ctx.pods_with_delayed_deletion_per_index.get(ix)
-                if p is not None and _uid(p) == _uid(pod):
+                if p is not None and uid_of(p) == uid_of(pod):
                     return False
         return True
 
@@ -1246,7 +1242,7 @@ class JobController:
                 _job_key(ctx.job), pods_to_remove_finalizer)
             for removed, p in zip(ok, pods_to_remove_finalizer, strict=True):
                 if removed:
-                    uids_with_finalizer.discard(_uid(p))
+                    uids_with_finalizer.discard(uid_of(p))
         if clean_uncounted_pods_without_finalizers(ctx.job.setdefault("status", {}),
                                                    uids_with_finalizer):
             needs_flush = True
@@ -1265,7 +1261,7 @@ class JobController:
     async def _remove_tracking_finalizer_from_pods(self, key: str, pods: Sequence[Pod]
                                                    ) -> tuple[list[bool], BaseException | None]:
         """Patch the finalizer away; per pod whether that worked (a pod gone counts)."""
-        self.finalizer_expectations.expect_finalizers_removed(key, [_uid(p) for p in pods])
+        self.finalizer_expectations.expect_finalizers_removed(key, [uid_of(p) for p in pods])
         errors: list[BaseException] = []
 
         async def one(pod: Pod) -> bool:
@@ -1279,7 +1275,7 @@ class JobController:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure: reported after the other patches
                 # No pod update will show the removal: stop expecting it.
-                self.finalizer_expectations.finalizer_removal_observed(key, _uid(pod))
+                self.finalizer_expectations.finalizer_removal_observed(key, uid_of(pod))
                 if not is_not_found(exc):
                     log.error("removing tracking finalizer: %s", exc)
                     errors.append(exc)
@@ -1329,7 +1325,7 @@ class JobController:
         meta = meta_of(job)
         body = {**job, "status": go_job_status(job.get("status") or {})}
         written = await self.client.update_status("jobs", body, str(meta.get("namespace")))
-        self.consistency.wrote_at(_job_key(written), _uid(written), JOB_GROUP_RESOURCE,
+        self.consistency.wrote_at(_job_key(written), uid_of(written), JOB_GROUP_RESOURCE,
                                   str(meta_of(written).get("resourceVersion") or ""))
         return written
 

@@ -246,8 +246,6 @@ async def discover_namespaced_resources(client: Client) -> list[ResourceInfo]:
     return [r for r in preferred_resources(resources) if r.namespaced]
 
 
-
-
 _PODS: Final = ("", "pods")
 
 

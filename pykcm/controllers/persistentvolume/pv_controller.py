@@ -94,8 +94,6 @@ def _m(v: Any) -> Mapping[str, Any]:
     return v if isinstance(v, Mapping) else {}
 
 
-
-
 def _ann(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return _m(meta_of(obj).get("annotations"))
 

@@ -48,8 +48,6 @@ OUT_OF_SERVICE_TAINT: Final = "node.kubernetes.io/out-of-service"
 _KEY: Final = "gc"
 
 
-
-
 def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     s = obj.get("status")
     return s if isinstance(s, Mapping) else {}

@@ -58,8 +58,6 @@ DEFAULT_SYNC_INTERVAL: Final = 24 * 3600.0
 DATE_FORMAT: Final = "%Y-%m-%d"
 
 
-
-
 def _parse_date(text: Any) -> datetime | None:
     if not isinstance(text, str):
         return None

@@ -68,8 +68,6 @@ REMOVE_TOKEN_BACKOFF: Final = (10, 0.1, 1.0)
 """RetryOnConflict of removing a reference: steps, duration, jitter (upstream RemoveTokenBackoff)."""
 
 
-
-
 def _data(secret: Mapping[str, Any], key: str) -> bytes:
     raw = (secret.get("data") or {}).get(key)
     if not raw:

@@ -58,8 +58,6 @@ log = logging.getLogger("pykcm.controllers.statefulset")
 _DEFAULT_BACKOFF: Final = (0.01, 5.0, 4)  # client-go retry.DefaultBackoff: 10ms, x5, 4 steps
 
 
-
-
 class StatefulPodControl:
     """Creates, updates and deletes a StatefulSet's pods and claims, recording events."""
 
