@@ -19,8 +19,9 @@ metrics API: a cpu and an External metric fail with the same conditions and even
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -160,6 +161,29 @@ async def _if(value: Any, pred: Callable[[dict[str, Any]], bool]) -> dict[str, A
     return v if pred(v) else None
 
 
+@contextlib.asynccontextmanager
+async def pykcm_hpa_controller(client: Client) -> AsyncIterator[HorizontalController]:
+    """pykcm's HPA controller on ``client``'s server, with the flags of ``FLAGS``."""
+    factory = SharedInformerFactory(client, name="")
+    broadcaster = EventBroadcaster(client)
+    broadcaster.start()
+    ctl = HorizontalController(
+        client=client, hpa_informer=factory.for_resource(
+            "autoscaling", "v2", "horizontalpodautoscalers"),
+        pod_informer=factory.core_v1.pods,
+        recorder=broadcaster.new_recorder("horizontal-pod-autoscaler"),
+        sync_period=1.0, downscale_stabilization=3.0)
+    factory.start()
+    task = asyncio.create_task(ctl.run())
+    try:
+        yield ctl
+    finally:
+        ctl.shutdown()
+        await task
+        await factory.shutdown()
+        await broadcaster.shutdown()
+
+
 async def test_same_replicas_conditions_and_events(kube_kit: KubeKit, tmp_path: Any) -> None:
     real_server = ServerThread().start()
     ours_server = ServerThread().start()
@@ -169,26 +193,9 @@ async def test_same_replicas_conditions_and_events(kube_kit: KubeKit, tmp_path: 
         extra_flags=FLAGS).start()
     try:
         async with Client(load_kube_config(real_server.kubeconfig_path)) as real, \
-                Client(load_kube_config(ours_server.kubeconfig_path)) as ours:
-            factory = SharedInformerFactory(ours, name="")
-            broadcaster = EventBroadcaster(ours)
-            broadcaster.start()
-            ctl = HorizontalController(
-                client=ours, hpa_informer=factory.for_resource(
-                    "autoscaling", "v2", "horizontalpodautoscalers"),
-                pod_informer=factory.core_v1.pods,
-                recorder=broadcaster.new_recorder("horizontal-pod-autoscaler"),
-                sync_period=1.0, downscale_stabilization=3.0)
-            factory.start()
-            task = asyncio.create_task(ctl.run())
-            try:
-                got_real, got_ours = await asyncio.gather(run_scenario(real),
-                                                          run_scenario(ours))
-            finally:
-                ctl.shutdown()
-                await task
-                await factory.shutdown()
-                await broadcaster.shutdown()
+                Client(load_kube_config(ours_server.kubeconfig_path)) as ours, \
+                pykcm_hpa_controller(ours):
+            got_real, got_ours = await asyncio.gather(run_scenario(real), run_scenario(ours))
     finally:
         kcm.stop()
         log = kcm.log()
@@ -247,26 +254,9 @@ async def test_same_failures_on_kube_apiserver_without_a_metrics_api(kube_kit: K
         service_account_key=False, extra_flags=FLAGS).start()
     try:
         async with Client(load_kube_config(real_cp.kubeconfig_path)) as real, \
-                Client(load_kube_config(ours_cp.kubeconfig_path)) as ours:
-            factory = SharedInformerFactory(ours, name="")
-            broadcaster = EventBroadcaster(ours)
-            broadcaster.start()
-            ctl = HorizontalController(
-                client=ours, hpa_informer=factory.for_resource(
-                    "autoscaling", "v2", "horizontalpodautoscalers"),
-                pod_informer=factory.core_v1.pods,
-                recorder=broadcaster.new_recorder("horizontal-pod-autoscaler"),
-                sync_period=1.0, downscale_stabilization=3.0)
-            factory.start()
-            task = asyncio.create_task(ctl.run())
-            try:
-                got_real, got_ours = await asyncio.gather(run_without_metrics(real),
-                                                          run_without_metrics(ours))
-            finally:
-                ctl.shutdown()
-                await task
-                await factory.shutdown()
-                await broadcaster.shutdown()
+                Client(load_kube_config(ours_cp.kubeconfig_path)) as ours, \
+                pykcm_hpa_controller(ours):
+            got_real, got_ours = await asyncio.gather(run_without_metrics(real), run_without_metrics(ours))
     finally:
         kcm.stop()
         log = kcm.log()
