@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pykcm.api.protobuf_encode import parse_go_duration
+from pykcm.api.go_duration import parse_go_duration_seconds
 from pykcm.api.timestamps import parse_time
 from pykcm.client import Client
 from pykcm.client.errors import ApiError
@@ -37,7 +37,7 @@ def _window(v: Any) -> float:
     if not isinstance(v, str) or not v:
         return _DEFAULT_WINDOW
     try:
-        return parse_go_duration(v) / 1e9
+        return parse_go_duration_seconds(v)
     except ValueError:
         return _DEFAULT_WINDOW
 
