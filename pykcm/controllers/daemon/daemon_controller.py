@@ -23,7 +23,9 @@ Data flow::
         expectations not satisfied → status only (observedGeneration unchanged)
         manage: per node, should it run a pod (nodeSelector, required node affinity,
             taints vs the template's tolerations + the daemon tolerations; template
-            nodeName) vs the pods there (by nodeName or their matchFields affinity):
+            nodeName; memoised per template and node resourceVersion by
+            placement_cache.py) vs the pods there (by nodeName or their matchFields
+            affinity; claimed and grouped once while the cache hands out the same pods):
             create on nodes without one (slow start, ≤ 250 per sync; pods carry a
             required node affinity metadata.name In [node] so the scheduler binds them
             there), delete failed (with backoff) and succeeded pods, extras beyond the
@@ -41,7 +43,11 @@ deleted), SelectingAll (an empty selector).
 
 Deviations: nodes are walked in name order where upstream walks a Go map
 (random order): which old pods a rolling update replaces first among equals
-is therefore deterministic here and random upstream. The daemonset metrics
+is therefore deterministic here and random upstream. Placement answers are
+memoised (upstream evaluates them afresh; the answers are the same), and the
+pods are read once per sync where upstream reads them up to four times: the
+reads that follow the first are served from its result while the pod cache hands
+out the very same objects and claiming them wrote nothing. The daemonset metrics
 are not implemented, nor OpenShift's project node selectors (a fork carry).
 
 The v1.36 consistency store (KEP-5647, StaleControllerConsistencyDaemonSet, on
