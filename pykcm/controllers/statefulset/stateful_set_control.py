@@ -16,7 +16,8 @@ Data flow of :meth:`DefaultStatefulSetControl.update_stateful_set`::
         │  OrderedReady ("monotonic"): one replica at a time, in ordinal order: delete a
         │  failed/succeeded one, create a missing one (claims first) and stop, stop at one
         │  that is terminating, not running and ready, or not available; fix identity and
-        │  storage of the others. Parallel: every replica at once (slow-start batches).
+        │  storage of the others. Parallel: every replica at once (slow-start batches;
+        │  a replica with nothing to do, replica_settled, counts without a task).
         │  Then the condemned, highest ordinal first: delete, (OrderedReady) only when every
         │  other pod is healthy or it is the first unhealthy one.
         ▼
