@@ -281,7 +281,8 @@ class Controller:
         start = time.monotonic()
         try:
             res = self._reconcile(key)
-            if inspect.isawaitable(res):
+            # None and Result are the plain function's answers: no awaitable test for them.
+            if res is not None and type(res) is not Result and inspect.isawaitable(res):
                 res = await res
         except asyncio.CancelledError:
             raise
