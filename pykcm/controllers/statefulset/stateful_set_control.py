@@ -46,6 +46,7 @@ import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
+from pykcm.api.accessors import meta_of, name_of
 from pykcm.api.labels import selector_from_label_selector
 from pykcm.client import Client
 from pykcm.client.errors import is_conflict
@@ -96,18 +97,9 @@ MAX_BATCH_SIZE: Final = 500
 _DEFAULT_RETRY: Final = (0.01, 1.0, 5)  # client-go retry.DefaultRetry: 10ms, x1, 5 steps
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
-
-
 def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     s = obj.get("spec")
     return s if isinstance(s, Mapping) else {}
-
-
-def _name(obj: Mapping[str, Any] | None) -> str:
-    return str(_meta(obj).get("name") or "") if obj is not None else ""
 
 
 def _strip_nulls(v: Any) -> Any:
@@ -203,7 +195,7 @@ class DefaultStatefulSetControl:
             update_revision, collision_count = await self.history.create_controller_revision(
                 set_, update_revision, collision_count)
         current_name = (set_.get("status") or {}).get("currentRevision")
-        current = next((r for r in revisions if _name(r) == current_name), None)
+        current = next((r for r in revisions if name_of(r) == current_name), None)
         return (current if current is not None else update_revision), update_revision, \
             collision_count
 
@@ -218,8 +210,9 @@ class DefaultStatefulSetControl:
                                current: Mapping[str, Any] | None,
                                update: Mapping[str, Any] | None) -> None:
         """Delete the oldest revisions nothing uses beyond revisionHistoryLimit."""
-        live = {_name(current), _name(update)} | {get_pod_revision(p) for p in pods}
-        history = [r for r in revisions if _name(r) not in live]
+        live = {name_of(current or {}), name_of(update or {})} | {get_pod_revision(p)
+                                                                 for p in pods}
+        history = [r for r in revisions if name_of(r) not in live]
         limit = _spec(set_).get("revisionHistoryLimit")
         history_limit = 10 if limit is None else int(limit)
         if history_limit < 0 or len(history) <= history_limit:
@@ -271,7 +264,7 @@ class DefaultStatefulSetControl:
         if err is not None:
             if status_err is not None:
                 log.error("Could not update status of StatefulSet %s/%s: %s",
-                          _meta(set_).get("namespace"), _name(set_), status_err)
+                          meta_of(set_).get("namespace"), name_of(set_), status_err)
             raise err
         if status_err is not None:
             raise status_err
@@ -297,17 +290,17 @@ class DefaultStatefulSetControl:
         if is_pending(pod):
             await pc.create_missing_persistent_volume_claims(set_, pod)
         if is_terminating(pod) and monotonic:
-            log.debug("StatefulSet %s is waiting for Pod %s to Terminate", _name(set_),
-                      _name(pod))
+            log.debug("StatefulSet %s is waiting for Pod %s to Terminate", name_of(set_),
+                      name_of(pod))
             return True
         min_ready = int(_spec(set_).get("minReadySeconds") or 0)
         if not is_running_and_ready(pod) and monotonic:
             log.debug("StatefulSet %s is waiting for Pod %s to be Running and Ready",
-                      _name(set_), _name(pod))
+                      name_of(set_), name_of(pod))
             return True
         if not is_running_and_available(pod, min_ready, now) and monotonic:
-            log.debug("StatefulSet %s is waiting for Pod %s to be Available", _name(set_),
-                      _name(pod))
+            log.debug("StatefulSet %s is waiting for Pod %s to be Available", name_of(set_),
+                      name_of(pod))
             return True
         try:
             retention_match = await pc.claims_match_retention_policy(update_set, pod)
@@ -332,8 +325,8 @@ class DefaultStatefulSetControl:
         if not is_running_and_available(pod, min_ready, now) and monotonic and \
                 pod is not first_unhealthy:
             return True
-        log.info("Pod %s of StatefulSet %s is terminating for scale down", _name(pod),
-                 _name(set_))
+        log.info("Pod %s of StatefulSet %s is terminating for scale down", name_of(pod),
+                 name_of(set_))
         await self.pod_control.delete_stateful_pod(set_, pod)
         return True
 
@@ -372,10 +365,10 @@ class DefaultStatefulSetControl:
         update_set = apply_revision(set_, update_revision)
         min_ready = int(_spec(set_).get("minReadySeconds") or 0)
         status: dict[str, Any] = {
-            "observedGeneration": int(_meta(set_).get("generation") or 0),
-            "currentRevision": _name(current_revision), "updateRevision": _name(update_revision),
+            "observedGeneration": int(meta_of(set_).get("generation") or 0),
+            "currentRevision": name_of(current_revision), "updateRevision": name_of(update_revision),
             "collisionCount": collision_count}
-        cur_name, upd_name = _name(current_revision), _name(update_revision)
+        cur_name, upd_name = name_of(current_revision), name_of(update_revision)
 
         def update_status(*lists: Sequence[Mapping[str, Any]]) -> None:
             counts = {"replicas": 0, "readyReplicas": 0, "availableReplicas": 0,
@@ -420,7 +413,7 @@ class DefaultStatefulSetControl:
             if is_unavailable(p, min_ready, now) and first_unavailable is None:
                 first_unavailable = p
 
-        if _meta(set_).get("deletionTimestamp"):
+        if meta_of(set_).get("deletionTimestamp"):
             return status, None
         monotonic = not allows_burst(set_)
 
@@ -471,8 +464,8 @@ class DefaultStatefulSetControl:
             for target in range(len(replicas) - 1, update_min - 1, -1):
                 pod = replicas[target]
                 if get_pod_revision(pod) != upd_name and not is_terminating(pod):
-                    log.info("Pod %s of StatefulSet %s is terminating for update", _name(pod),
-                             _name(set_))
+                    log.info("Pod %s of StatefulSet %s is terminating for update", name_of(pod),
+                             name_of(set_))
                     await self.pod_control.delete_stateful_pod(set_, pod)
                     status["currentReplicas"] -= 1
                     return status, None
@@ -517,8 +510,8 @@ class DefaultStatefulSetControl:
         if not inconsistent_status(set_, status):
             return
         to_update: dict[str, Any] = dict(set_)
-        meta = _meta(set_)
-        ns, name = str(meta.get("namespace") or ""), _name(set_)
+        meta = meta_of(set_)
+        ns, name = str(meta.get("namespace") or ""), name_of(set_)
         delay, factor, steps = _DEFAULT_RETRY
         for step in range(steps):
             to_update["status"] = status_to_wire(status)
@@ -527,9 +520,9 @@ class DefaultStatefulSetControl:
                 # The next sync waits until the set's cache holds this status: one
                 # computed from the older set would be refused with 409 Conflict.
                 self.consistency.wrote_at(f"{ns}/{name}",
-                                          str(_meta(written).get("uid") or ""),
+                                          str(meta_of(written).get("uid") or ""),
                                           SET_GROUP_RESOURCE,
-                                          str(_meta(written).get("resourceVersion") or ""))
+                                          str(meta_of(written).get("resourceVersion") or ""))
                 return
             except asyncio.CancelledError:
                 raise
