@@ -33,6 +33,7 @@ import ipaddress
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from pykcm.api.accessors import meta_of
 from pykcm.api.go_spew import GoLayout
 from pykcm.api.resources import BUILTIN_RESOURCES, ResourceInfo
 
@@ -81,10 +82,6 @@ LEADER_ELECTION_RECORD_ANNOTATION: Final = "control-plane.alpha.kubernetes.io/le
 
 # -- pods and services ----------------------------------------------------------------------
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
-
 
 def is_service_ip_set(svc: Mapping[str, Any]) -> bool:
     """A ClusterIP is allocated (not headless, not empty)."""
@@ -104,14 +101,14 @@ def should_pod_be_in_endpoints(pod: Mapping[str, Any], include_terminating: bool
         return False
     if not status.get("podIP") and not status.get("podIPs"):
         return False
-    return include_terminating or not _meta(pod).get("deletionTimestamp")
+    return include_terminating or not meta_of(pod).get("deletionTimestamp")
 
 
 def should_set_hostname(pod: Mapping[str, Any], svc: Mapping[str, Any]) -> bool:
     """The pod's hostname is published when its subdomain is the Service's name."""
     spec = pod.get("spec") or {}
-    return bool(spec.get("hostname")) and spec.get("subdomain") == _meta(svc).get("name") \
-        and _meta(svc).get("namespace") == _meta(pod).get("namespace")
+    return bool(spec.get("hostname")) and spec.get("subdomain") == meta_of(svc).get("name") \
+        and meta_of(svc).get("namespace") == meta_of(pod).get("namespace")
 
 
 class PortNotFound(ValueError):
@@ -134,7 +131,7 @@ def find_port(pod: Mapping[str, Any], service_port: Mapping[str, Any]) -> int:
             for p in c.get("ports") or ():
                 if p.get("name") == target and (p.get("protocol") or "TCP") == protocol:
                     return int(p["containerPort"])
-    raise PortNotFound(f"no suitable port for manifest: {_meta(pod).get('uid', '')}")
+    raise PortNotFound(f"no suitable port for manifest: {meta_of(pod).get('uid', '')}")
 
 
 @functools.lru_cache(maxsize=65536)

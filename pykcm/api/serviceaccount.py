@@ -45,6 +45,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
+from pykcm.api.accessors import meta_of
+
 __all__ = [
     "ALL_SERVICE_ACCOUNTS_GROUP",
     "EXPIRATION_EXTENSION_SECONDS",
@@ -128,30 +130,25 @@ def split_username(username: str) -> tuple[str, str] | None:
     return parts[0], parts[1]
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
-
-
 def is_service_account_token(secret: Mapping[str, Any], sa: Mapping[str, Any]) -> bool:
     """A token Secret of ``sa``: its type, the account's name, and its UID when annotated."""
     if secret.get("type") != SECRET_TYPE_SERVICE_ACCOUNT_TOKEN:
         return False
-    ann = _meta(secret).get("annotations") or {}
-    if ann.get(SERVICE_ACCOUNT_NAME_KEY, "") != _meta(sa).get("name"):
+    ann = meta_of(secret).get("annotations") or {}
+    if ann.get(SERVICE_ACCOUNT_NAME_KEY, "") != meta_of(sa).get("name"):
         return False
     uid = ann.get(SERVICE_ACCOUNT_UID_KEY, "")
-    return not uid or uid == _meta(sa).get("uid")
+    return not uid or uid == meta_of(sa).get("uid")
 
 
 def legacy_claims(sa: Mapping[str, Any], secret: Mapping[str, Any]
                   ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The registered and private claims of the legacy token of ``secret`` for ``sa``."""
-    sm = _meta(sa)
+    sm = meta_of(sa)
     ns, name = str(sm.get("namespace") or ""), str(sm.get("name") or "")
     return ({"sub": make_username(ns, name)},
             {"kubernetes.io/serviceaccount/namespace": ns,
-             "kubernetes.io/serviceaccount/secret.name": str(_meta(secret).get("name") or ""),
+             "kubernetes.io/serviceaccount/secret.name": str(meta_of(secret).get("name") or ""),
              "kubernetes.io/serviceaccount/service-account.name": name,
              "kubernetes.io/serviceaccount/service-account.uid": str(sm.get("uid") or "")})
 
@@ -249,7 +246,7 @@ def bound_claims(sa: Mapping[str, Any], *, audiences: list[str], expiration_seco
     one (``node`` then names it); ``warn_after`` (seconds from now) is set for the
     extended tokens of projected volumes.
     """
-    sm = _meta(sa)
+    sm = meta_of(sa)
     ns, name = str(sm.get("namespace") or ""), str(sm.get("name") or "")
     claims: dict[str, Any] = {"sub": make_username(ns, name), "iat": now, "nbf": now,
                               "exp": now + expiration_seconds, "jti": jti}
@@ -258,13 +255,13 @@ def bound_claims(sa: Mapping[str, Any], *, audiences: list[str], expiration_seco
     k8s: dict[str, Any] = {"namespace": ns} if ns else {}
     k8s["serviceaccount"] = _ref(sm)
     if pod is not None:
-        k8s["pod"] = _ref(_meta(pod))
+        k8s["pod"] = _ref(meta_of(pod))
         if node is not None:
-            k8s["node"] = _ref(_meta(node))
+            k8s["node"] = _ref(meta_of(node))
     elif secret is not None:
-        k8s["secret"] = _ref(_meta(secret))
+        k8s["secret"] = _ref(meta_of(secret))
     elif node is not None:
-        k8s["node"] = _ref(_meta(node))
+        k8s["node"] = _ref(meta_of(node))
     if warn_after:
         k8s["warnafter"] = now + warn_after
     return claims, {"kubernetes.io": k8s}

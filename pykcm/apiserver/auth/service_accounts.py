@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from pykcm.api import serviceaccount as sa_api
+from pykcm.api.accessors import meta_of
 from pykcm.api.timestamps import format_time
 from pykcm.api.validation import go_quote
 from pykcm.apiserver import errors
@@ -90,11 +91,6 @@ class ObjectGetter(Protocol):
     """The store's committed object ``resource`` (core/v1 plural) ``namespace/name``, or None."""
 
     def __call__(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None: ...
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
 
 
 @dataclass
@@ -254,7 +250,7 @@ class _JWTAuthenticator:
 def _deleted_before(obj: Mapping[str, Any], before: float) -> bool:
     from pykcm.api.timestamps import parse_time
 
-    ts = parse_time(_meta(obj).get("deletionTimestamp"))
+    ts = parse_time(meta_of(obj).get("deletionTimestamp"))
     return ts is not None and ts < before
 
 
@@ -292,7 +288,7 @@ class LegacyTokenAuthenticator(_JWTAuthenticator):
         if sa_api.split_username(sub) != (ns, name):
             raise TokenError("sub claim is invalid")
         secret = self._get("secrets", ns, secret_name)
-        if secret is None or _meta(secret).get("deletionTimestamp"):
+        if secret is None or meta_of(secret).get("deletionTimestamp"):
             raise TokenError("Token has been invalidated")
         stored = (secret.get("data") or {}).get(sa_api.SERVICE_ACCOUNT_TOKEN_KEY) or ""
         try:
@@ -302,12 +298,12 @@ class LegacyTokenAuthenticator(_JWTAuthenticator):
         if not hmac.compare_digest(stored_bytes, token.encode()):
             raise TokenError("Token does not match server's copy")
         sa = self._service_account(ns, name)
-        if _meta(sa).get("deletionTimestamp"):
+        if meta_of(sa).get("deletionTimestamp"):
             raise TokenError(f"ServiceAccount {ns}/{name} has been deleted")
-        if str(_meta(sa).get("uid") or "") != uid:
-            raise TokenError(f"ServiceAccount UID ({_meta(sa).get('uid') or ''}) does not match "
+        if str(meta_of(sa).get("uid") or "") != uid:
+            raise TokenError(f"ServiceAccount UID ({meta_of(sa).get('uid') or ''}) does not match "
                              f"claim ({uid})")
-        labels = _meta(secret).get("labels") or {}
+        labels = meta_of(secret).get("labels") or {}
         if labels.get(sa_api.INVALID_SINCE_LABEL_KEY):
             self._used(secret)
             raise TokenError(
@@ -331,7 +327,7 @@ class LegacyTokenAuthenticator(_JWTAuthenticator):
         now = time.time()
         today = time.strftime("%Y-%m-%d", time.gmtime(now))
         tomorrow = time.strftime("%Y-%m-%d", time.gmtime(now + 86400))
-        last = (_meta(secret).get("labels") or {}).get(sa_api.LAST_USED_LABEL_KEY)
+        last = (meta_of(secret).get("labels") or {}).get(sa_api.LAST_USED_LABEL_KEY)
         if last not in (today, tomorrow):
             self.on_used(secret)
 
@@ -371,8 +367,8 @@ class BoundTokenAuthenticator(_JWTAuthenticator):
         sa_name, sa_uid = ref("serviceaccount") or ("", "")
         before = now - LEEWAY
         sa = self._service_account(ns, sa_name)
-        if str(_meta(sa).get("uid") or "") != sa_uid:
-            raise TokenError(f"service account UID ({_meta(sa).get('uid') or ''}) does not "
+        if str(meta_of(sa).get("uid") or "") != sa_uid:
+            raise TokenError(f"service account UID ({meta_of(sa).get('uid') or ''}) does not "
                              f"match claim ({sa_uid})")
         if _deleted_before(sa, before):
             raise TokenError(f"service account {ns}/{sa_name} has been deleted")
@@ -381,8 +377,8 @@ class BoundTokenAuthenticator(_JWTAuthenticator):
             secret = self._get("secrets", ns, secret_ref[0])
             if secret is None:
                 raise TokenError("service account token has been invalidated")
-            if str(_meta(secret).get("uid") or "") != secret_ref[1]:
-                raise TokenError(f"secret UID ({_meta(secret).get('uid') or ''}) does not "
+            if str(meta_of(secret).get("uid") or "") != secret_ref[1]:
+                raise TokenError(f"secret UID ({meta_of(secret).get('uid') or ''}) does not "
                                  f"match service account secret ref claim ({secret_ref[1]})")
             if _deleted_before(secret, before):
                 raise TokenError("service account token has been invalidated")
@@ -391,8 +387,8 @@ class BoundTokenAuthenticator(_JWTAuthenticator):
             pod = self._get("pods", ns, pod_ref[0])
             if pod is None:
                 raise TokenError("service account token has been invalidated")
-            if str(_meta(pod).get("uid") or "") != pod_ref[1]:
-                raise TokenError(f"pod UID ({_meta(pod).get('uid') or ''}) does not match "
+            if str(meta_of(pod).get("uid") or "") != pod_ref[1]:
+                raise TokenError(f"pod UID ({meta_of(pod).get('uid') or ''}) does not match "
                                  f"service account pod ref claim ({pod_ref[1]})")
             if _deleted_before(pod, before):
                 raise TokenError("service account token has been invalidated")
@@ -404,8 +400,8 @@ class BoundTokenAuthenticator(_JWTAuthenticator):
                 node = self._get("nodes", "", node_ref[0])
                 if node is None:
                     raise TokenError("service account token has been invalidated")
-                if str(_meta(node).get("uid") or "") != node_ref[1]:
-                    raise TokenError(f"node UID ({_meta(node).get('uid') or ''}) does not "
+                if str(meta_of(node).get("uid") or "") != node_ref[1]:
+                    raise TokenError(f"node UID ({meta_of(node).get('uid') or ''}) does not "
                                      f"match service account node ref claim ({node_ref[1]})")
                 if _deleted_before(node, before):
                     raise TokenError("service account token has been invalidated")
@@ -461,7 +457,7 @@ def issue_token(tokens: ServiceAccountTokens, getter: ObjectGetter, namespace: s
     sa = getter("serviceaccounts", namespace, name)
     if sa is None:
         raise errors.not_found("serviceaccounts", "", name)
-    sa_uid = str(_meta(sa).get("uid") or "")
+    sa_uid = str(meta_of(sa).get("uid") or "")
     req_uid = str(meta.get("uid") or "")
     if req_uid and req_uid != sa_uid:
         raise errors.conflict(*_TOKEN_REQUEST, name,
@@ -510,7 +506,7 @@ def issue_token(tokens: ServiceAccountTokens, getter: ObjectGetter, namespace: s
                 raise errors.bad_request(
                     f'cannot bind token for serviceaccount "{name}" to pod running with '
                     "different serviceaccount name.")
-            uid = str(_meta(pod).get("uid") or "")
+            uid = str(meta_of(pod).get("uid") or "")
             node_name = (pod.get("spec") or {}).get("nodeName") or ""
             if node_name:
                 node = getter("nodes", "", node_name) or {"metadata": {"name": node_name}}
@@ -518,12 +514,12 @@ def issue_token(tokens: ServiceAccountTokens, getter: ObjectGetter, namespace: s
             node = getter("nodes", "", ref_name)
             if node is None:
                 raise errors.not_found("nodes", "", ref_name)
-            uid = str(_meta(node).get("uid") or "")
+            uid = str(meta_of(node).get("uid") or "")
         elif not group and ref_kind == "Secret":
             secret = getter("secrets", namespace, ref_name)
             if secret is None:
                 raise errors.not_found("secrets", "", ref_name)
-            uid = str(_meta(secret).get("uid") or "")
+            uid = str(meta_of(secret).get("uid") or "")
         else:
             raise errors.bad_request(
                 f"cannot bind token to object of type {ref_api}, Kind={ref_kind}"
