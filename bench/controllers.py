@@ -1078,6 +1078,10 @@ def report(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]], w
     have_ref = REF_SETUP in setups
     others = [s for s in setups if s != REF_SETUP]
     L += latency_table(results, qps_labels, setups, runs_of)
+    # only the phases some run measured (--latency, --phases: the others are left out)
+    ran = [ph for ph in PHASES if any(ph in r["phases"] for runs in results.values()
+                                      for r in runs)]
+    phase_tables_from = len(L)
     head = ["QPS/burst", "phase"]
     if have_ref:
         head.append(SETUP_TITLES[REF_SETUP])
@@ -1091,7 +1095,7 @@ def report(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]], w
     L.append("| " + " | ".join(head) + " |")
     L.append("|---|---|" + "---:|" * (len(head) - 3) + "---|")
     for q in qps_labels:
-        for ph in PHASES:
+        for ph in ran:
             cells = [q, ph]
             ref = med(walls(q, REF_SETUP, ph)) if have_ref else float("nan")
             if have_ref:
@@ -1123,7 +1127,7 @@ def report(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]], w
         L.append("| " + " | ".join(head) + " |")
         L.append("|---|---|" + "---:|" * (len(head) - 2))
         for q in qps_labels:
-            for ph in PHASES:
+            for ph in ran:
                 def cm_cpu(s: str, q: str = q, ph: str = ph) -> float:
                     return med([r["phases"][ph]["cpu"].get("controller-manager", float("nan"))
                                 for r in runs_of(q, s) if ph in r["phases"]])
@@ -1149,7 +1153,7 @@ def report(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]], w
     L.append("|---|---|---|" + "---:|" * 13)
     for q in qps_labels:
         for s in setups:
-            for ph in PHASES:
+            for ph in ran:
                 rs = [r["phases"][ph] for r in runs_of(q, s) if ph in r["phases"]]
                 if not rs:
                     continue
@@ -1167,7 +1171,7 @@ def report(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]], w
     L.append("")
     L.append("Wall time of every run (s): " + "; ".join(
         f"{q} {s} {ph} " + ", ".join(f"{x:.1f}" for x in walls(q, s, ph))
-        for q in qps_labels for s in setups for ph in PHASES if walls(q, s, ph)) + ".")
+        for q in qps_labels for s in setups for ph in ran if walls(q, s, ph)) + ".")
     L.append("")
     # request breakdown, first run of each setting
     L.append("Requests by verb and resource (first run of each setting and setup; all clients "
@@ -1176,7 +1180,7 @@ def report(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]], w
     L.append("")
     for key, runs in results.items():
         r0 = runs[0]
-        for ph in PHASES:
+        for ph in ran:
             if ph not in r0["phases"]:
                 continue
             p = r0["phases"][ph]
@@ -1197,6 +1201,8 @@ def report(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]], w
     fails = [(key, f) for key, runs in results.items() for r in runs
              for f in r.get("failures", [])[:3]]
     rss = [(key, r["rss"]) for key, runs in results.items() for r in runs[:1]]
+    if not ran:
+        del L[phase_tables_from:]
     trees = sorted({r.get("tree", "?") for runs in results.values() for r in runs})
     L.append("Source tree (HEAD+digest of uncommitted pykcm changes; the tree is shared "
              "with other work in progress): " + ", ".join(trees) + ".  ")
