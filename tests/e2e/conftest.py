@@ -19,7 +19,7 @@ from pykcm.testing.server_thread import ServerThread
 
 if TYPE_CHECKING:
     from pykcm.testing.cluster import Cluster
-    from pykcm.testing.upstream import KubeCluster, KubeKit
+    from pykcm.testing.upstream import ControlPlane, KubeCluster, KubeKit
     from tests.e2e.cluster_helpers import Watch
 
 REQUEST_TIMEOUT = "--request-timeout=20s"
@@ -64,6 +64,19 @@ def kubectl(pykcm_apiserver: ServerThread) -> Iterator[Kubectl]:
     cache = tempfile.mkdtemp(prefix="kubectl-cache-")
     env = {**os.environ, "KUBECONFIG": pykcm_apiserver.kubeconfig_path, "KUBECACHEDIR": cache}
     yield Kubectl(_kubectl_path(), env)
+    shutil.rmtree(cache, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def kubectl_both(kube_control_plane: ControlPlane, pykcm_apiserver: ServerThread
+                 ) -> Iterator[dict[str, Kubectl]]:
+    """kubectl for the real kube-apiserver (``kube``) and for pykcm's (``pykcm``), each with
+    a discovery cache of its own: the same command to both, for tests comparing outputs."""
+    cache = tempfile.mkdtemp(prefix="kubectl-cache-")
+    yield {name: Kubectl(_kubectl_path(), {**os.environ, "KUBECONFIG": kubeconfig,
+                                           "KUBECACHEDIR": os.path.join(cache, name)})
+           for name, kubeconfig in (("kube", kube_control_plane.kubeconfig_path),
+                                    ("pykcm", pykcm_apiserver.kubeconfig_path))}
     shutil.rmtree(cache, ignore_errors=True)
 
 

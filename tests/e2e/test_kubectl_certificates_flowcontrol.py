@@ -10,11 +10,7 @@ Dangling condition of a FlowSchema created later, which pykcm does not write.)
 from __future__ import annotations
 
 import base64
-import os
-import shutil
-import tempfile
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from cryptography import x509
@@ -22,9 +18,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from pykcm.testing.server_thread import ServerThread
-from pykcm.testing.upstream import ControlPlane
-from tests.e2e.test_kubectl_storage_csi import _Kubectl, _masked
+from tests.e2e.conftest import Kubectl
+from tests.e2e.test_kubectl_storage_csi import _masked
 
 pytestmark = pytest.mark.upstream
 
@@ -50,15 +45,6 @@ spec:
 """
 
 
-@pytest.fixture(scope="module")
-def both(kube_control_plane: ControlPlane, pykcm_apiserver: ServerThread
-         ) -> Iterator[dict[str, _Kubectl]]:
-    cache = tempfile.mkdtemp(prefix="kubectl-cache-")
-    yield {"kube": _Kubectl(kube_control_plane.kubeconfig_path, os.path.join(cache, "kube")),
-           "pykcm": _Kubectl(pykcm_apiserver.kubeconfig_path, os.path.join(cache, "pykcm"))}
-    shutil.rmtree(cache, ignore_errors=True)
-
-
 def _request() -> str:
     key = ec.generate_private_key(ec.SECP256R1())
     csr = x509.CertificateSigningRequestBuilder().subject_name(x509.Name([
@@ -66,12 +52,12 @@ def _request() -> str:
     return base64.b64encode(csr.public_bytes(serialization.Encoding.PEM)).decode()
 
 
-def test_apply_and_get_print_upstreams_columns(both: dict[str, _Kubectl]) -> None:
+def test_apply_and_get_print_upstreams_columns(kubectl_both: dict[str, Kubectl]) -> None:
     sfx = f"e2e-{uuid.uuid4().hex[:8]}"
     manifest = MANIFEST.format(sfx=sfx, request=_request())
     outputs: dict[str, dict[str, list[list[str]]]] = {}
     try:
-        for name, k in both.items():
+        for name, k in kubectl_both.items():
             applied = k.ok("apply", "-f", "-", stdin=manifest)
             assert f"flowschema.flowcontrol.apiserver.k8s.io/{sfx} created" in applied, applied
             outputs[name] = {}
@@ -103,7 +89,7 @@ def test_apply_and_get_print_upstreams_columns(both: dict[str, _Kubectl]) -> Non
         assert outputs["pykcm"] == outputs["kube"]
         assert outputs["pykcm"]["denied"][1][-1] == "Denied"
     finally:
-        for k in both.values():
+        for k in kubectl_both.values():
             for kind in ("certificatesigningrequests", "flowschemas",
                          "prioritylevelconfigurations"):
                 k.run("delete", kind, "-l", f"e2e={sfx}", "--wait=false")

@@ -7,19 +7,12 @@ PriorityClass and gets its priority, as kubectl shows it.
 
 from __future__ import annotations
 
-import os
 import random
-import shutil
-import subprocess
-import tempfile
 import uuid
-from collections.abc import Iterator
 
 import pytest
 
-from pykcm.testing.server_thread import ServerThread
-from pykcm.testing.upstream import ControlPlane
-from tests.e2e.conftest import REQUEST_TIMEOUT, _kubectl_path
+from tests.e2e.conftest import Kubectl
 
 pytestmark = pytest.mark.upstream
 
@@ -82,30 +75,6 @@ CLUSTER_SCOPED = {"ingressclasses", "servicecidrs", "ipaddresses", "runtimeclass
                   "priorityclasses"}
 
 
-class _Kubectl:
-    def __init__(self, kubeconfig: str, cache: str) -> None:
-        self.env = {**os.environ, "KUBECONFIG": kubeconfig, "KUBECACHEDIR": cache}
-
-    def run(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([_kubectl_path(), *args, REQUEST_TIMEOUT], input=stdin,
-                              capture_output=True, text=True, env=self.env, timeout=120,
-                              check=False)
-
-    def ok(self, *args: str, stdin: str | None = None) -> str:
-        r = self.run(*args, stdin=stdin)
-        assert r.returncode == 0, f"kubectl {' '.join(args)}: {r.stderr}"
-        return r.stdout
-
-
-@pytest.fixture(scope="module")
-def both(kube_control_plane: ControlPlane, pykcm_apiserver: ServerThread
-         ) -> Iterator[dict[str, _Kubectl]]:
-    cache = tempfile.mkdtemp(prefix="kubectl-cache-")
-    yield {"kube": _Kubectl(kube_control_plane.kubeconfig_path, os.path.join(cache, "kube")),
-           "pykcm": _Kubectl(pykcm_apiserver.kubeconfig_path, os.path.join(cache, "pykcm"))}
-    shutil.rmtree(cache, ignore_errors=True)
-
-
 def _masked(table: str) -> list[list[str]]:
     """The table's rows cut into cells where the header's columns start (an empty cell stays
     a cell), the AGE column's cells masked."""
@@ -122,7 +91,7 @@ def _masked(table: str) -> list[list[str]]:
     return rows
 
 
-def test_apply_and_get_print_upstreams_columns(both: dict[str, _Kubectl]) -> None:
+def test_apply_and_get_print_upstreams_columns(kubectl_both: dict[str, Kubectl]) -> None:
     sfx = f"e2e-{uuid.uuid4().hex[:8]}"
     ns = sfx
     octets = random.randrange(1, 250), random.randrange(1, 250)
@@ -133,7 +102,7 @@ def test_apply_and_get_print_upstreams_columns(both: dict[str, _Kubectl]) -> Non
     manifest = MANIFEST.format(**values)
     outputs: dict[str, dict[str, list[list[str]]]] = {}
     try:
-        for name, k in both.items():
+        for name, k in kubectl_both.items():
             applied = k.ok("apply", "-f", "-", stdin=manifest)
             assert "priorityclass.scheduling.k8s.io/" + sfx + " created" in applied, applied
             outputs[name] = {}
@@ -149,14 +118,14 @@ def test_apply_and_get_print_upstreams_columns(both: dict[str, _Kubectl]) -> Non
         assert got["ingressclasses "][1][0] == f"{sfx} (default)"
         assert got["priorityclasses "][0] == ["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE",
                                               "PREEMPTIONPOLICY"]
-        for name, k in both.items():
+        for name, k in kubectl_both.items():
             system = k.ok("get", "priorityclasses", "system-node-critical",
                           "system-cluster-critical", "-o",
                           "custom-columns=NAME:.metadata.name,VALUE:.value", "--no-headers")
             assert system.split() == ["system-node-critical", "2000001000",
                                       "system-cluster-critical", "2000000000"], name
     finally:
-        for k in both.values():
+        for k in kubectl_both.values():
             for kind in CLUSTER_SCOPED:
                 k.run("delete", kind, "-l", f"e2e={sfx}", "--wait=false")
             k.run("delete", "namespace", ns, "--wait=false")

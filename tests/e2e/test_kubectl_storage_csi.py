@@ -6,18 +6,11 @@ API server and on the real kube-apiserver v1.36.2, and ``kubectl get`` (plain an
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import tempfile
 import uuid
-from collections.abc import Iterator
 
 import pytest
 
-from pykcm.testing.server_thread import ServerThread
-from pykcm.testing.upstream import ControlPlane
-from tests.e2e.conftest import REQUEST_TIMEOUT, _kubectl_path
+from tests.e2e.conftest import Kubectl
 
 pytestmark = pytest.mark.upstream
 
@@ -59,30 +52,6 @@ KINDS = ("csidrivers", "csinodes", "csistoragecapacities", "volumeattachments",
 CLUSTER_SCOPED = {"csidrivers", "csinodes", "volumeattachments", "volumeattributesclasses"}
 
 
-class _Kubectl:
-    def __init__(self, kubeconfig: str, cache: str) -> None:
-        self.env = {**os.environ, "KUBECONFIG": kubeconfig, "KUBECACHEDIR": cache}
-
-    def run(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([_kubectl_path(), *args, REQUEST_TIMEOUT], input=stdin,
-                              capture_output=True, text=True, env=self.env, timeout=120,
-                              check=False)
-
-    def ok(self, *args: str, stdin: str | None = None) -> str:
-        r = self.run(*args, stdin=stdin)
-        assert r.returncode == 0, f"kubectl {' '.join(args)}: {r.stderr}"
-        return r.stdout
-
-
-@pytest.fixture(scope="module")
-def both(kube_control_plane: ControlPlane, pykcm_apiserver: ServerThread
-         ) -> Iterator[dict[str, _Kubectl]]:
-    cache = tempfile.mkdtemp(prefix="kubectl-cache-")
-    yield {"kube": _Kubectl(kube_control_plane.kubeconfig_path, os.path.join(cache, "kube")),
-           "pykcm": _Kubectl(pykcm_apiserver.kubeconfig_path, os.path.join(cache, "pykcm"))}
-    shutil.rmtree(cache, ignore_errors=True)
-
-
 def _masked(table: str) -> list[list[str]]:
     """The table's rows split into cells, the AGE and CREATED AT columns masked."""
     rows = [line.split() for line in table.splitlines()]
@@ -97,13 +66,13 @@ def _masked(table: str) -> list[list[str]]:
     return rows
 
 
-def test_apply_and_get_print_upstreams_columns(both: dict[str, _Kubectl]) -> None:
+def test_apply_and_get_print_upstreams_columns(kubectl_both: dict[str, Kubectl]) -> None:
     sfx = f"e2e-{uuid.uuid4().hex[:8]}"
     ns = sfx
     manifest = MANIFEST.format(sfx=sfx, ns=ns)
     outputs: dict[str, dict[str, list[list[str]]]] = {}
     try:
-        for name, k in both.items():
+        for name, k in kubectl_both.items():
             applied = k.ok("apply", "-f", "-", stdin=manifest)
             assert f"volumeattributesclass.storage.k8s.io/{sfx} created" in applied, applied
             outputs[name] = {}
@@ -120,7 +89,7 @@ def test_apply_and_get_print_upstreams_columns(both: dict[str, _Kubectl]) -> Non
                                                 "false", "<time>"]
         assert got["csinodes "][1] == [sfx, "1", "<time>"]
     finally:
-        for k in both.values():
+        for k in kubectl_both.values():
             for kind in CLUSTER_SCOPED:
                 if kind == "volumeattributesclasses":
                     # nothing removes vac-protection here (no controller manager)
