@@ -119,6 +119,18 @@ def _delete_options(propagation_policy: str | None, grace_period_seconds: int | 
     return orjson.dumps(body)
 
 
+def _mapping_default(obj: Any) -> Any:
+    """orjson ``default=`` for request bodies: any other read-only Mapping (an informer's
+    compact cached object, or a piece of one, copied into a write) is written as a dict."""
+    if isinstance(obj, Mapping):
+        return dict(obj)
+    raise TypeError(f"Type is not JSON serializable: {type(obj).__name__}")
+
+
+def _dumps(body: Any) -> bytes:
+    return orjson.dumps(body, default=_mapping_default)
+
+
 def _list_params(*, label_selector: str | None = None, field_selector: str | None = None,
                  limit: int | None = None, continue_: str | None = None,
                  resource_version: str | None = None, resource_version_match: str | None = None,
@@ -366,7 +378,7 @@ class Client:
         elif isinstance(body, str):
             data = body.encode()
         else:
-            data = orjson.dumps(body)
+            data = _dumps(body)
         raw = await self._call(method.upper(), path, params=params, body=data,
                                content_type=content_type if data is not None else None,
                                timeout=timeout)
@@ -624,7 +636,7 @@ class Client:
             path = self._path(info, ns, self._body_name(body), subresource)
         else:
             path = self._path(info, ns)
-        return await self._json("POST", path, body=orjson.dumps(body), content_type=JSON,
+        return await self._json("POST", path, body=_dumps(body), content_type=JSON,
                                 params=_write_params(field_manager, dry_run, field_validation),
                                 timeout=timeout)
 
@@ -637,7 +649,7 @@ class Client:
         info = await self.resolve(resource)
         path = self._path(info, self._body_ns(body, namespace), self._body_name(body),
                           subresource)
-        return await self._json("PUT", path, body=orjson.dumps(body), content_type=JSON,
+        return await self._json("PUT", path, body=_dumps(body), content_type=JSON,
                                 params=_write_params(field_manager, dry_run, field_validation),
                                 timeout=timeout)
 
@@ -667,7 +679,7 @@ class Client:
         elif isinstance(body, str):
             data = body.encode()
         else:
-            data = orjson.dumps(body)
+            data = _dumps(body)
         params = _write_params(field_manager, dry_run, field_validation)
         if force is not None:
             params["force"] = _bool(force)
@@ -725,7 +737,7 @@ class Client:
         else:
             body = scale
         return await self._json("PUT", self._path(info, namespace, name, "scale"),
-                                body=orjson.dumps(body), content_type=JSON,
+                                body=_dumps(body), content_type=JSON,
                                 params=_write_params(None, dry_run, None))
 
     async def bind(self, pod_name: str, namespace: str, node_name: str, *,

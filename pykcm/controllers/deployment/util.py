@@ -39,6 +39,7 @@ from pykcm.api.intstr import get_scaled_value_from_int_or_percent
 from pykcm.api.labels import selector_from_label_selector
 from pykcm.api.strconv import parse_int, parse_uint
 from pykcm.api.timestamps import format_time, parse_time
+from pykcm.cache.frozen_object import frozen_default
 
 __all__ = [
     "ANNOTATIONS_TO_SKIP", "AVAILABLE", "DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY",
@@ -116,8 +117,9 @@ _MAX_INT32: Final = 2**31 - 1
 
 def deep_copy(obj: Obj) -> dict[str, Any]:
     """A private, mutable copy of a wire object (cache objects are shared and read-only)."""
-    # A JSON round trip is several times faster than copy.deepcopy on these trees.
-    out: dict[str, Any] = orjson.loads(orjson.dumps(obj))
+    # A JSON round trip is several times faster than copy.deepcopy on these trees; a compact
+    # cached object (FrozenObject) is written through its own hook.
+    out: dict[str, Any] = orjson.loads(orjson.dumps(obj, default=frozen_default))
     return out
 
 
