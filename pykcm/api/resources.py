@@ -140,6 +140,12 @@ BUILTIN_RESOURCES: tuple[ResourceInfo, ...] = (
     _r("", "ReplicationController", "replicationcontrollers", short=("rc",),
        categories=("all",), sub=("scale", "status"), generation=True,
        default_propagation="Orphan"),
+    # core/v1 Bindings: create only, a pod bound as through pods/binding (never stored);
+    # ComponentStatuses: get and list only, probed at each request (registry/core/
+    # componentstatus.py; deprecated upstream since v1.19, still served)
+    _r("", "Binding", "bindings", verbs=("create",), stored=False),
+    _r("", "ComponentStatus", "componentstatuses", namespaced=False, short=("cs",),
+       verbs=("get", "list"), stored=False),
     # apps/v1
     _r("apps", "Deployment", "deployments", short=("deploy",), categories=("all",),
        sub=("scale", "status"), generation=True),

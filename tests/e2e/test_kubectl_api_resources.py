@@ -25,12 +25,7 @@ from tests.e2e.conftest import REQUEST_TIMEOUT, _kubectl_path
 pytestmark = pytest.mark.upstream
 
 # Rows kube-apiserver v1.36 lists that pykcm's server does not: (apiVersion, name) -> why.
-KUBE_ONLY: dict[tuple[str, str], str] = {
-    ("v1", "bindings"): "pods/binding is served; the deprecated top-level bindings resource "
-                        "is not",
-    ("v1", "componentstatuses"): "deprecated since v1.19; pykcm has no etcd or scheduler "
-                                 "endpoints to report on",
-}
+KUBE_ONLY: dict[tuple[str, str], str] = {}
 
 # Rows pykcm's server lists that kube-apiserver does not: (apiVersion, name) -> why.
 PYKCM_ONLY: dict[tuple[str, str], str] = {

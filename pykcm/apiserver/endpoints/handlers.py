@@ -22,7 +22,8 @@ import orjson
 import yaml
 from aiohttp import web
 
-from pykcm.api.labels import selector_from_label_selector
+from pykcm.api.fields import parse_field_selector
+from pykcm.api.labels import parse_label_selector, selector_from_label_selector
 from pykcm.api.patch import schema_ref_for
 from pykcm.api.protobuf import (
     ProtobufDecodeError,
@@ -63,6 +64,7 @@ from pykcm.apiserver.fieldmanager.scale_handler import (
     to_subresource,
 )
 from pykcm.apiserver.registry import defaults, eviction, resource_metrics
+from pykcm.apiserver.registry.core import componentstatus
 from pykcm.apiserver.registry.rest_storage import (
     PATCH_TYPES,
     DeleteOptions,
@@ -405,7 +407,8 @@ class APIHandlers:
         # The routes kube-apiserver installs per scope: a namespaced resource has only
         # list and watch outside a namespace, a cluster-scoped one nothing inside one.
         if res.namespaced and not info.namespaced_path:
-            if info.name:
+            if info.name or "list" not in res.verbs:
+                # (go-restful has no cluster-wide route of a resource that cannot be listed)
                 raise no_route
             if info.verb not in ("list", "watch"):
                 raise errors.method_not_allowed()
@@ -466,6 +469,10 @@ class APIHandlers:
             self._check_key(res, info)
         if res.group == "metrics.k8s.io":
             return await self._resource_metrics(request, info, res)
+        if not res.group and res.kind == "ComponentStatus":
+            return await self._component_statuses(request, info)
+        if not res.group and res.kind == "Binding":
+            return await self._legacy_binding(request, info)
         if not res.stored or info.subresource == "token":
             return await self._answer_only(request, info, res)
         crv = self.rest.custom.get(res)
@@ -664,6 +671,77 @@ class APIHandlers:
             del it["kind"], it["apiVersion"]
         return json_response(orjson.dumps({"kind": kind, "apiVersion": res.api_version,
                                            "metadata": {}, "items": items}))
+
+    async def _component_statuses(self, request: web.Request,
+                                  info: RequestInfo) -> web.StreamResponse:
+        """core/v1 componentstatuses: get and list, the components probed at each request
+        (registry/core/componentstatus.py)."""
+        if info.verb not in ("get", "list", "watch"):
+            raise errors.method_not_allowed()
+        if request.path.startswith("/api/v1/watch/"):
+            raise StatusError(404, "NotFound", "the server could not find the requested "
+                              "resource", details={})
+        request[_WARNINGS].append(componentstatus.DEPRECATION_WARNING)
+        if info.verb == "watch":
+            raise errors.method_not_allowed(
+                'watch is not supported on resources of kind "componentstatuses"')
+        table = _table_request(request)
+        items = await componentstatus.component_statuses(self.rest.store.health_error,
+                                                         info.name or None)
+        if info.verb == "get":
+            if not items:
+                raise errors.not_found("componentstatus", "", info.name)
+            if table is not None:
+                return table_response(self._table(self._core("componentstatuses"), items,
+                                                  None, table))
+            return json_response(orjson.dumps(items[0]))
+        opts = list_options(request.query)
+        try:
+            lsel = parse_label_selector(opts.label_selector)
+            fsel = parse_field_selector(opts.field_selector)
+        except ValueError as exc:
+            raise errors.bad_request(str(exc)) from None
+        # upstream matches the selectors against the name and namespace alone (the objects
+        # have no labels: a label requirement keeps nothing), any field label accepted
+        items = [it for it in items if lsel.matches({}) and fsel.matches(
+            {"metadata.name": it["metadata"]["name"], "metadata.namespace": ""})]
+        if table is not None:
+            return table_response(self._table(self._core("componentstatuses"), items, {},
+                                              table))
+        for it in items:
+            del it["kind"], it["apiVersion"]
+        return json_response(orjson.dumps({"kind": "ComponentStatusList", "apiVersion": "v1",
+                                           "metadata": {}, "items": items}))
+
+    async def _legacy_binding(self, request: web.Request,
+                              info: RequestInfo) -> web.StreamResponse:
+        """core/v1 bindings (LegacyBindingREST): a POST of a Binding binds the pod its
+        metadata names, as pods/NAME/binding does; no other verb, no named route."""
+        if info.name or not info.namespaced_path:
+            raise StatusError(404, "NotFound", "the server could not find the requested "
+                              "resource", details={})
+        if info.verb != "create":
+            raise errors.method_not_allowed()
+        body = _expect_object(await self._body(request, kind="Binding"))
+        meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+        assert isinstance(meta, dict)
+        ns = meta.get("namespace")
+        if ns and ns != info.namespace:
+            raise errors.bad_request("the namespace of the provided object does not match "
+                                     "the namespace sent on the request")
+        name = meta.get("name") or ""
+        if not name:
+            raise errors.bad_request("Name parameter required.")
+        dry = _dry_run(request.query.getall("dryRun", []), "create")
+        await self._bind(self._core("pods"), info.namespace, name, body, dry)
+        return json_response(orjson.dumps({
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+            "code": 201}), 201)
+
+    def _core(self, plural: str) -> ResourceInfo:
+        ri = self.registry.get("", "v1", plural)
+        assert ri is not None
+        return ri
 
     async def _answer_only(self, request: web.Request, info: RequestInfo,
                            res: ResourceInfo) -> web.StreamResponse:

@@ -315,6 +315,15 @@ class Store:
     def durable(self) -> bool:
         return self._log is not None
 
+    def health_error(self) -> str | None:
+        """Why the store cannot take writes (its writer failed, or it is closing), else None:
+        the storage check of componentstatuses' ``etcd-0`` (pykcm stores in SQLite, not etcd)."""
+        if self._failed is not None:
+            return f"storage failed: {self._failed}"
+        if self._closing:
+            return "storage is closing"
+        return None
+
     def resource(self, rid: str) -> ResourceStore:
         rs = self._resources.get(rid)
         if rs is None:
