@@ -34,6 +34,9 @@ second path anyway. Data flow per `Client`:
                watches in the bounded pool would let 25 informers starve every
                other request)
 
+A request's timeout (`config.timeout`, a call's `timeout=`) includes its wait
+for a free connection, as Go's http.Client.Timeout includes the wait for one.
+
 Unlike client-go, where one transport (and so one connection) is shared by
 every client of a process with the same TLS settings, each `Client` has its
 own pool: a controller's burst queues behind its own connections only, as its
