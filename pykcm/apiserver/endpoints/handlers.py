@@ -38,7 +38,7 @@ from pykcm.apiserver import errors
 from pykcm.apiserver.auth import access_reviews, service_accounts
 from pykcm.apiserver.auth.authentication import AuthResponse, TokenAuthenticator
 from pykcm.apiserver.crd.custom_resources import json_path, set_json_path
-from pykcm.apiserver.endpoints import pod_proxy, tables
+from pykcm.apiserver.endpoints import partial_metadata, pod_proxy, tables
 from pykcm.apiserver.endpoints.discovery import Discovery
 from pykcm.apiserver.endpoints.openapi import (
     OpenAPI,
@@ -487,6 +487,10 @@ class APIHandlers:
         sub = info.subresource
         dry = _dry_run(q.getall("dryRun", []), info.verb)
         table = _table_request(request) if verb in ("list", "watch", "get") else None
+        partial = _partial_request(request) if verb in ("list", "watch", "get") else None
+        if partial is not None:
+            return await self._partial(request, res, ns, info, partial,
+                                       custom=crv is not None)
         if verb == "list":
             opts = list_options(q)
             validate_list_options(opts, watch=False)
@@ -816,6 +820,11 @@ class APIHandlers:
                               details={})
         dry = _dry_run(q.getall("dryRun", []), info.verb)
         table = _table_request(request) if verb in ("list", "watch", "get") else None
+        partial = _partial_request(request) if verb in ("list", "watch", "get") else None
+        if partial is not None:
+            # A view's metadata is its stored object's (to_view keeps ObjectMeta).
+            return await self._partial(request, core, ns, info, partial, errors_of=view,
+                                       line_transform=conv.view_line)
         rest = self.rest
         to_view = conv.to_view
         if verb == "list":
@@ -897,6 +906,50 @@ class APIHandlers:
                 "kind": conv.list_kind, "apiVersion": view.api_version,
                 "metadata": {"resourceVersion": str(rest.store.rv)}, "items": items}))
         raise errors.method_not_allowed()
+
+    async def _partial(self, request: web.Request, res: ResourceInfo, ns: str,
+                       info: RequestInfo, partial: tables.Conversion, *,
+                       custom: bool = False, errors_of: ResourceInfo | None = None,
+                       line_transform: Callable[[bytes], bytes] | None = None
+                       ) -> web.StreamResponse:
+        """A list, get or watch answered as PartialObjectMetadata(List) (partial_metadata.py)."""
+        verb, rest, q = info.verb, self.rest, request.query
+        named = errors_of or res
+        as_list = partial.kind == "PartialObjectMetadataList"
+        if verb == "list":
+            if not as_list:
+                raise partial_metadata.list_asked_as_object(named, custom)
+            opts = list_options(q)
+            validate_list_options(opts, watch=False)
+            await self._wait_fresh(opts)
+            meta, raws = rest.list_raw(res, ns, opts)
+            body = partial_metadata.partial_list(meta, [orjson.loads(r) for r in raws],
+                                                 partial.version)
+            return json_response(orjson.dumps(body))
+        if verb == "watch":
+            opts = list_options(q)
+            validate_list_options(opts, watch=True)
+            if as_list:
+                # Every event fails to encode as a list: the stream ends with no event.
+                resp = web.StreamResponse(status=200, headers={
+                    "Content-Type": JSON, "Cache-Control": "no-cache, private"})
+                await resp.prepare(request)
+                return resp
+            to_partial = partial_metadata.PartialWatchEncoder(partial.version)
+            if line_transform is not None:
+                view_line = line_transform
+
+                def transform(line: bytes) -> bytes:
+                    return to_partial(view_line(line))
+                return await self.watch(request, res, ns, info.name, opts,
+                                        line_transform=transform)
+            return await self.watch(request, res, ns, info.name, opts, line_transform=to_partial)
+        # get (of the object or a subresource: the same metadata)
+        if as_list:
+            raise partial_metadata.object_asked_as_list(named, custom)
+        entry = rest.get(res, ns, info.name)
+        return json_response(orjson.dumps(
+            partial_metadata.partial_object(entry.obj, partial.version)))
 
     def _table(self, res: ResourceInfo, objs: list[dict[str, Any]],
                list_meta: dict[str, Any] | None, include_object: str,
@@ -1277,6 +1330,12 @@ def _table_request(request: web.Request) -> str | None:
         return tables.parse_include_object(request.query.get("includeObject"))
     except ValueError as exc:
         raise errors.bad_request(str(exc)) from None
+
+
+def _partial_request(request: web.Request) -> tables.Conversion | None:
+    """The PartialObjectMetadata(List) conversion the client asked for, else None."""
+    conv = tables.negotiate_conversion(request.headers.get("Accept"))
+    return conv if conv is not None and conv.kind in partial_metadata.PARTIAL_KINDS else None
 
 
 def table_response(body: dict[str, Any]) -> web.Response:
