@@ -15,7 +15,8 @@ with the objects, through the API:
 
 Then each manager runs alone, in turn, with the same ``--controllers`` (every
 controller pykcm has), leader election off: the real kube-controller-manager, then
-pykcm's (``python -m pykcm controller-manager``), then, with ``--before-tree DIR``,
+pykcm's (``python -m pykcm controller-manager``), the same with
+``--compact-informer-objects`` (FrozenObject caches), then, with ``--before-tree DIR``,
 pykcm's from another source tree (e.g. ``git archive <commit> | tar -x -C DIR``: the
 "before" figure). For each: RSS (VmRSS) sampled every second until it has settled (it
 moved less than 2% over 10 s, after at least 15 s; at most 240 s), the settled and
@@ -140,13 +141,13 @@ def run_kube(kit: Any, server: KubeServer, work: str, controllers: list[str]) ->
 
 
 def run_pykcm(server: KubeServer, work: str, controllers: list[str],
-              tree: str | None) -> dict[str, float]:
+              tree: str | None, extra: tuple[str, ...] = ()) -> dict[str, float]:
     saved = os.environ.get("PYTHONPATH")
     if tree:
         os.environ["PYTHONPATH"] = tree
     try:
         p = PykcmProcess.controller_manager(server.kubeconfig, os.path.join(work, "pykcm.log"),
-                                            controllers=",".join(controllers))
+                                            controllers=",".join(controllers), extra=extra)
         p.start(timeout=120)
     finally:
         if tree:
@@ -179,7 +180,8 @@ def main() -> int:
     server = KubeServer(kit, "memory", fsync=False)
     server.start()
     work = tempfile.mkdtemp(prefix="pykcm-bench-memory-")
-    results: dict[str, list[dict[str, float]]] = {"kube": [], "pykcm": [], "before": []}
+    results: dict[str, list[dict[str, float]]] = {"kube": [], "pykcm": [], "compact": [],
+                                                  "before": []}
     try:
         secs = run_async(load(server.kubeconfig, a.pods, a.deployments, a.jobs))
         log(f"loaded {a.pods} pods, {a.deployments} Deployments, {a.jobs} Jobs in {secs:.1f} s")
@@ -188,6 +190,9 @@ def main() -> int:
             log(f"run {r + 1}: kube-controller-manager {results['kube'][-1]}")
             results["pykcm"].append(run_pykcm(server, work, controllers, None))
             log(f"run {r + 1}: pykcm {results['pykcm'][-1]}")
+            results["compact"].append(run_pykcm(server, work, controllers, None,
+                                                ("--compact-informer-objects",)))
+            log(f"run {r + 1}: pykcm compact {results['compact'][-1]}")
             if a.before_tree:
                 results["before"].append(run_pykcm(server, work, controllers, a.before_tree))
                 log(f"run {r + 1}: pykcm (before) {results['before'][-1]}")
@@ -200,6 +205,7 @@ def main() -> int:
     kube_rss = med("kube", "rss")
     rows = [("real kube-controller-manager v1.36.2", "kube")]
     rows.append(("pykcm controller manager", "pykcm"))
+    rows.append(("pykcm, --compact-informer-objects", "compact"))
     if a.before_tree:
         rows.append((f"pykcm, before ({a.before_tree})", "before"))
     lines = [
