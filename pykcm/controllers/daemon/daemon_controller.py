@@ -68,6 +68,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from pykcm.api.accessors import meta_of, spec_of, status_of
+from pykcm.api.deep_hash import compute_hash
 from pykcm.api.labels import selector_from_label_selector
 from pykcm.api.owner_refs import get_controller_of, new_controller_ref
 from pykcm.api.pod_util import is_pod_available, is_pod_ready, is_pod_terminal
@@ -196,6 +197,9 @@ class DaemonSetsController(ControllerHost):
         self.failed_pods_backoff = (failed_pods_backoff if failed_pods_backoff is not None
                                     else Backoff(1.0, 15 * 60.0, clock))
         self.expectations = ControllerExpectations()
+        # The revision hash's Go type layout is loaded on first use (tens of ms): now, not
+        # in the first DaemonSet's sync, before its first pod.
+        compute_hash({}, None)
         # Where each template's pods should run, per node version (placement_cache.py).
         self.placement = PlacementCache()
         # Per DaemonSet: (uid, include_deleted_terminal, selector), the cached pods

@@ -71,6 +71,7 @@ from pykcm.controllers.statefulset.stateful_set_utils import (
     CLAIMS_GROUP_RESOURCE,
     SET_GROUP_RESOURCE,
     is_member_of,
+    warm_up,
 )
 from pykcm.informers.generic import GenericInformer
 
@@ -151,6 +152,8 @@ class StatefulSetController(ControllerHost):
         self.stateful_pod_control = StatefulPodControl(client, self.pod_indexer, claim_indexer,
                                                        recorder, self.consistency)
         self.history = History(client, self.revision_indexer)
+        # The first StatefulSet's first pod would otherwise wait for the patch schema.
+        warm_up()
         self.control = DefaultStatefulSetControl(
             self.stateful_pod_control, client, self.set_indexer, self.history,
             max_unavailable_stateful_set=max_unavailable_stateful_set,
