@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate ``pykcm/api/_data/proto_schema.json`` from Kubernetes Go type definitions.
+"""Generate ``pykcm/api/_data/proto_schema.json.gz`` from Kubernetes Go type definitions.
 
 This is a development tool, run by hand when the Kubernetes version the
 project mirrors changes; the runtime only reads the JSON table it writes
@@ -7,35 +7,17 @@ project mirrors changes; the runtime only reads the JSON table it writes
 
 Inputs
 ------
-Excerpts of the Go ``types.go`` files of the public ``k8s.io/api`` and
-``k8s.io/apimachinery`` modules, saved under ``/tmp/k8s-types`` (never in this
-repository): only the ``type X struct {...}`` / ``type X string`` declarations
-and, per field, its name, Go type and the ``json``/``protobuf`` struct tags.
-The expected layout (``--types-dir``, default ``/tmp/k8s-types``)::
-
-    api/core/v1/types.go                     k8s.io/api core/v1
-    api/apps/v1/types.go                     k8s.io/api apps/v1
-    api/batch/v1/types.go                    k8s.io/api batch/v1
-    api/coordination/v1/types.go             k8s.io/api coordination/v1
-    api/autoscaling/v1/types.go              k8s.io/api autoscaling/v1
-    api/autoscaling/v2/types.go              k8s.io/api autoscaling/v2
-    api/policy/v1/types.go                   k8s.io/api policy/v1
-    api/discovery/v1/types.go                k8s.io/api discovery/v1
-    api/authentication/v1/types.go           k8s.io/api authentication/v1
-    api/authorization/v1/types.go            k8s.io/api authorization/v1
-    api/storage/v1/types.go                  k8s.io/api storage/v1
-    api/rbac/v1/types.go                     k8s.io/api rbac/v1
-    api/certificates/v1/types.go             k8s.io/api certificates/v1
-    api/networking/v1/types.go               k8s.io/api networking/v1
-    api/node/v1/types.go                     k8s.io/api node/v1
-    api/scheduling/v1/types.go               k8s.io/api scheduling/v1
-    apimachinery/pkg/apis/meta/v1/types.go   k8s.io/apimachinery meta/v1
-
-Full upstream files work as well (comments, constants and functions are
-skipped). They were fetched with the ``search`` tool's ``read_file`` verb
-(repositories ``kubernetes/api``, ``kubernetes/apimachinery`` and the
-``staging/src/k8s.io/api`` tree of ``kubernetes/kubernetes``), 16,000
-characters per call, and written to the paths above.
+The Go ``types.go`` files of ``k8s.io/api`` and ``k8s.io/apimachinery`` as the
+v1.36 source tree unpacks them (``--types-dir``, default ``/tmp/kube-src/k8s.io``,
+see DESIGN.md; never in this repository), at the paths of ``PACKAGES``
+(``api/core/v1/types.go``, ``apimachinery/pkg/apis/meta/v1/types.go``, ...).
+Only the ``type X struct {...}`` / ``type X string`` declarations are read:
+per field its name, Go type and the ``json``/``protobuf`` struct tags
+(comments, constants and functions are skipped; whole-line comments first, so
+a commented-out field is not read). kube-aggregator's
+``kube-aggregator/pkg/apis/apiregistration/v1/types.go`` is not in the source
+tarball: it was saved there by hand from ``staging/src/k8s.io/kube-aggregator``
+(fetched with the ``search`` tool's ``read_file``).
 
 The handful of apimachinery types with hand-written protobuf/JSON codecs are
 built in here instead of parsed (their behaviour is described in
@@ -78,6 +60,7 @@ Usage: ``python tools/gen_proto_schema.py [--types-dir DIR] [--output PATH]``
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import re
 import sys
@@ -87,8 +70,8 @@ from pathlib import Path
 from pykcm.api.go_spew import split_map_type
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_OUTPUT = ROOT / "pykcm" / "api" / "_data" / "proto_schema.json"
-DEFAULT_TYPES_DIR = Path("/tmp/k8s-types")
+DEFAULT_OUTPUT = ROOT / "pykcm" / "api" / "_data" / "proto_schema.json.gz"
+DEFAULT_TYPES_DIR = Path("/tmp/kube-src/k8s.io")
 
 # (package id, path under the types dir, group/version of its root kinds,
 #  import aliases used in the file -> package id)
@@ -164,6 +147,32 @@ PACKAGES: list[tuple[str, str, str, dict[str, str]]] = [
         "api/scheduling/v1/types.go",
         "scheduling.k8s.io/v1",
         {"metav1": "meta/v1", "apiv1": "core/v1"},
+    ),
+    (
+        "admissionregistration/v1",
+        "api/admissionregistration/v1/types.go",
+        "admissionregistration.k8s.io/v1",
+        {"metav1": "meta/v1"},
+    ),
+    (
+        "flowcontrol/v1",
+        "api/flowcontrol/v1/types.go",
+        "flowcontrol.apiserver.k8s.io/v1",
+        {"metav1": "meta/v1"},
+    ),
+    (
+        "resource/v1",
+        "api/resource/v1/types.go",
+        "resource.k8s.io/v1",
+        {"metav1": "meta/v1", "v1": "core/v1"},
+    ),
+    # kube-aggregator's types (not in the v1.36 source tarball under shared/: saved by hand
+    # from staging/src/k8s.io/kube-aggregator, whose v1 types have not changed since v1.10)
+    (
+        "apiregistration/v1",
+        "kube-aggregator/pkg/apis/apiregistration/v1/types.go",
+        "apiregistration.k8s.io/v1",
+        {"metav1": "meta/v1"},
     ),
 ]
 
@@ -261,6 +270,12 @@ def strip_comments(text: str) -> str:
             line = line.split("//", 1)[0]
         out.append(line.rstrip())
     return "\n".join(out)
+
+
+def drop_comment_lines(text: str) -> str:
+    """Whole-line comments removed first: a commented-out field (meta/v1's clusterName,
+    apiregistration's priority) keeps its struct tag through strip_comments."""
+    return "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("//"))
 
 
 def parse_tags(tag: str) -> dict[str, str]:
@@ -386,7 +401,7 @@ def build(types_dir: Path) -> dict[str, object]:
         if not path.is_file():
             raise SystemExit(f"missing input {path} (see the module docstring)")
         uni.aliases[pkg] = aliases
-        parse_file(path.read_text(encoding="utf-8"), pkg, uni)
+        parse_file(drop_comment_lines(path.read_text(encoding="utf-8")), pkg, uni)
 
     kinds: dict[str, str] = {}
     roots: list[str] = []
@@ -447,7 +462,8 @@ def main(argv: list[str] | None = None) -> int:
     data = build(args.types_dir)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
-    args.output.write_text(text + "\n", encoding="utf-8")
+    # gzip (the wheel ships it; mtime 0: the same input gives the same bytes)
+    args.output.write_bytes(gzip.compress((text + "\n").encode(), mtime=0))
     msgs = data["messages"]
     assert isinstance(msgs, dict)
     print(

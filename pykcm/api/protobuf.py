@@ -10,7 +10,7 @@ with ``omitempty``) and carry on as for a JSON request. Responses stay JSON.
 Data flow::
 
     body = b"k8s\\x00" + runtime.Unknown{typeMeta{apiVersion, kind}, raw, ...}
-      -> (apiVersion, kind) -> root message of ``_data/proto_schema.json``
+      -> (apiVersion, kind) -> root message of ``_data/proto_schema.json.gz``
       -> raw decoded field by field (hand-written wire decoder: varint,
          64-bit, length-delimited, 32-bit) into a dict keyed by JSON names
       -> Go semantics applied per message: zero scalars of ``omitempty``
@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import gzip
 import json
 import math
 import struct
@@ -151,8 +152,8 @@ def _collect_defaults(msg: Message) -> list[tuple[str, int, Message | None, int]
 @functools.cache
 def load_schema() -> Schema:
     """The compiled schema table (loaded once)."""
-    text = resources.files("pykcm.api").joinpath("_data/proto_schema.json").read_text("utf-8")
-    return Schema(json.loads(text))
+    raw = resources.files("pykcm.api").joinpath("_data/proto_schema.json.gz").read_bytes()
+    return Schema(json.loads(gzip.decompress(raw)))
 
 
 def lookup_kind(api_version: str, kind: str) -> Message:

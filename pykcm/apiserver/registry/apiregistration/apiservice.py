@@ -8,7 +8,9 @@
 - validation: the name ``<version>.<group>`` (``v1.`` for the core group), group a DNS
   subdomain (empty for the legacy group), version a DNS-1035 label, groupPriorityMinimum in
   1..20000, versionPriority in 1..1000, a service's name and namespace when given;
-- create drops the status; the main resource keeps it, /status writes it;
+- defaults: a service reference's port 443 (SetDefaults_ServiceReference);
+- create resets the status to the zero one (``{}``, as Go encodes the struct); the main
+  resource keeps it, /status writes it;
 - printer: Name, Service (``Local`` or namespace/name), Available (the condition's status,
   with its reason when not True), Age.
 
@@ -151,6 +153,16 @@ class APIServiceStrategy(Strategy):
     group = "apiregistration.k8s.io"
     kind = "APIService"
     printer = pr.Printer(_COLUMNS, _row)
+
+    def default(self, obj: Obj, *, create: bool) -> None:
+        # SetDefaults_ServiceReference: a service reference without a port means 443
+        service = pr.as_dict(obj.get("spec")).get("service")
+        if isinstance(service, dict) and service.get("port") is None:
+            service["port"] = 443
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        super().prepare_for_create(obj)
+        obj["status"] = {}  # the zero APIServiceStatus: Go's omitempty never drops a struct
 
     def validate_create(self, obj: Obj) -> list[Cause]:
         return _validate(obj)
