@@ -33,7 +33,7 @@ from pykcm.informers import SharedInformerFactory
 from pykcm.testing.server_thread import ServerThread
 from pykcm.testing.upstream import KubeControllerManager, KubeKit
 from tests.conftest import ensure_default_service_account
-from tests.integration.test_replicaset_controller import eventually
+from tests.polling import eventually
 
 pytestmark = [pytest.mark.e2e, pytest.mark.upstream]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -22,6 +22,7 @@ from pykcm.controller import EventBroadcaster
 from pykcm.controllers.cronjob import CronJobController
 from pykcm.informers import SharedInformerFactory
 from tests.conftest import Backend, create_namespace
+from tests.polling import eventually
 
 SCHEDULED_ANNOTATION = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 
@@ -74,18 +75,6 @@ async def env(client: Client, apiserver: Backend) -> AsyncIterator[Env]:
         await factory.shutdown()
 
 
-async def eventually(cond: Callable[[], Any], timeout: float = 30.0, what: str = "") -> Any:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        res = cond()
-        if asyncio.iscoroutine(res):
-            res = await res
-        if res:
-            return res
-        if loop.time() > deadline:
-            raise AssertionError(f"{what or 'condition'} not met within {timeout} s")
-        await asyncio.sleep(0.05)
 
 
 def cronjob_body(name: str, schedule: str = "* * * * *", **spec: Any) -> dict[str, Any]:

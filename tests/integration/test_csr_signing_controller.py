@@ -28,7 +28,7 @@ from pykcm.controllers.certificates import (
 )
 from pykcm.informers import SharedInformerFactory
 from tests.conftest import Backend
-from tests.integration.test_replicaset_controller import eventually
+from tests.polling import eventually
 
 CSRS = "certificatesigningrequests"
 

@@ -22,7 +22,8 @@ from pykcm.controllers.daemon import DaemonSetsController
 from pykcm.controllers.daemon.util import get_target_node_name
 from pykcm.informers import SharedInformerFactory
 from tests.conftest import Backend, create_namespace
-from tests.integration.test_replicaset_controller import eventually, set_ready
+from tests.integration.test_replicaset_controller import set_ready
+from tests.polling import eventually
 
 
 @pytest.fixture

@@ -22,7 +22,8 @@ from pykcm.controller import EventBroadcaster
 from pykcm.controllers.disruption import DisruptionController
 from pykcm.informers import SharedInformerFactory
 from tests.conftest import Backend, create_namespace, ensure_default_service_account, wait_served
-from tests.integration.test_replicaset_controller import eventually, set_ready
+from tests.integration.test_replicaset_controller import set_ready
+from tests.polling import eventually
 
 PDBS = "policy/v1/poddisruptionbudgets"
 

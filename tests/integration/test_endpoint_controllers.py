@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
 import pytest
@@ -23,19 +23,7 @@ from pykcm.controllers.endpointslice import EndpointSliceController
 from pykcm.controllers.endpointslicemirroring import EndpointSliceMirroringController
 from pykcm.informers import SharedInformerFactory
 from tests.conftest import Backend, create_namespace
-
-
-async def eventually(cond: Callable[[], Awaitable[Any]], timeout: float = 30.0,
-                     what: str = "condition") -> Any:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        value = await cond()
-        if value:
-            return value
-        if loop.time() > deadline:
-            raise AssertionError(f"{what} not met in {timeout} s (last: {value!r})")
-        await asyncio.sleep(0.05)
+from tests.polling import eventually
 
 
 @pytest.fixture

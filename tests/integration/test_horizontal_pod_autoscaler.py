@@ -27,7 +27,7 @@ from pykcm.controllers.podautoscaler.metrics_client import MetricsClient, Metric
 from pykcm.controllers.podautoscaler.replica_calculator import PodMetric
 from pykcm.informers import SharedInformerFactory
 from tests.conftest import Backend, create_namespace, ensure_default_service_account
-from tests.integration.test_replicaset_controller import eventually
+from tests.polling import eventually
 
 HPAS = "autoscaling/v2/horizontalpodautoscalers"
 

@@ -25,6 +25,7 @@ from pykcm.controller import EventBroadcaster
 from pykcm.controllers.job import JobController
 from pykcm.informers import SharedInformerFactory
 from tests.conftest import Backend, create_namespace
+from tests.polling import eventually
 
 TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
 INDEX_KEY = "batch.kubernetes.io/job-completion-index"
@@ -94,20 +95,6 @@ def job_body(name: str, **spec: Any) -> dict[str, Any]:
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name}, "spec": s}
 
 
-async def eventually(cond: Callable[[], Any], timeout: float = 30.0,
-                     what: str = "condition") -> Any:
-    """Poll ``cond`` (sync or async) until it returns something truthy."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        res = cond()
-        if asyncio.iscoroutine(res):
-            res = await res
-        if res:
-            return res
-        if loop.time() > deadline:
-            raise AssertionError(f"{what} not met within {timeout} s")
-        await asyncio.sleep(0.05)
 
 
 async def job_pods(client: Client, ns: str, job: str) -> list[dict[str, Any]]:

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import aiohttp
@@ -44,6 +44,7 @@ from pykcm.manager import (
     ControllerRegistry,
 )
 from tests.conftest import Api, Backend, create_namespace
+from tests.polling import eventually
 
 LABEL_ME = "pykcm.test/label-me"
 LABELED_BY = "pykcm.test/labeled-by"
@@ -121,17 +122,6 @@ def free_port() -> int:
         return port
 
 
-async def eventually(fn: Callable[[], Awaitable[Any]], timeout: float = 30.0,
-                     what: str = "condition") -> Any:
-    """Poll ``fn`` until it returns something truthy."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = await fn()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 def metric_samples(text: str) -> list[tuple[str, dict[str, str], float]]:

@@ -33,7 +33,7 @@ from pykcm.informers import SharedInformerFactory
 from pykcm.sim import NodeConfig, Simulator
 from pykcm.sim.nodes import HEARTBEAT_ANNOTATION
 from tests.conftest import Backend, create_namespace
-from tests.integration.test_replicaset_controller import eventually
+from tests.polling import eventually
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ from pykcm.informers import SharedInformerFactory
 from pykcm.testing.server_thread import ServerThread
 from pykcm.testing.upstream import ControlPlane
 from tests.conftest import UPSTREAM, Api, Backend
-from tests.integration.test_replicaset_controller import eventually
+from tests.polling import eventually
 
 KUBECTL = str(Path(sys.executable).parent / "kubectl")
 RBAC = "/apis/rbac.authorization.k8s.io/v1"

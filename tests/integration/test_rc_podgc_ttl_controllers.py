@@ -23,7 +23,8 @@ from pykcm.controllers.replication import REPLICATION_CONTROLLERS, ReplicationMa
 from pykcm.controllers.ttl import OBJECT_TTL_ANNOTATION, TTLController
 from pykcm.informers import SharedInformerFactory
 from tests.conftest import Backend, create_namespace
-from tests.integration.test_replicaset_controller import eventually, set_ready
+from tests.integration.test_replicaset_controller import set_ready
+from tests.polling import eventually
 
 
 @pytest.fixture

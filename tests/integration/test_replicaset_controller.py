@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import pytest
@@ -19,20 +19,7 @@ from pykcm.controller import EventBroadcaster
 from pykcm.controllers.replicaset import ReplicaSetController
 from pykcm.informers import SharedInformerFactory
 from tests.conftest import Backend, create_namespace
-
-
-async def eventually(cond: Callable[[], Awaitable[Any]], timeout: float = 30.0,
-                     what: str = "condition") -> Any:
-    """Poll ``await cond()`` until it returns something truthy; that value."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        value = await cond()
-        if value:
-            return value
-        if loop.time() > deadline:
-            raise AssertionError(f"{what} not met in {timeout} s (last: {value!r})")
-        await asyncio.sleep(0.05)
+from tests.polling import eventually
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from pykcm.client.errors import Forbidden
 from pykcm.controllers.resourcequota import ResourceQuotaController
 from pykcm.informers import SharedInformerFactory
 from tests.conftest import Backend, create_namespace, wait_served
-from tests.integration.test_replicaset_controller import eventually
+from tests.polling import eventually
 
 
 @pytest.fixture

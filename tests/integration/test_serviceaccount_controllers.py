@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -32,21 +32,11 @@ from pykcm.controllers.serviceaccount import (
 )
 from pykcm.informers import SharedInformerFactory
 from tests.conftest import PYKCM_SERVER_ONLY, Backend, create_namespace
+from tests.polling import eventually
 
 TEST_CM = "pykcm-root-ca.crt"
 
 
-async def eventually(cond: Callable[[], Awaitable[Any]], timeout: float = 30.0,
-                     what: str = "condition") -> Any:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        value = await cond()
-        if value:
-            return value
-        if loop.time() > deadline:
-            raise AssertionError(f"{what} not met in {timeout} s (last: {value!r})")
-        await asyncio.sleep(0.05)
 
 
 async def get_or_none(client: Client, resource: str, name: str, ns: str) -> Any:

@@ -20,7 +20,8 @@ from pykcm.controller import EventBroadcaster
 from pykcm.controllers.statefulset import PERSISTENT_VOLUME_CLAIMS, StatefulSetController
 from pykcm.informers import SharedInformerFactory
 from tests.conftest import Backend, create_namespace
-from tests.integration.test_replicaset_controller import eventually, set_ready
+from tests.integration.test_replicaset_controller import set_ready
+from tests.polling import eventually
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -24,6 +24,7 @@ from pykcm.controllers.job import JobController
 from pykcm.controllers.ttlafterfinished import TTLAfterFinishedController
 from pykcm.informers import SharedInformerFactory
 from tests.conftest import Backend, create_namespace
+from tests.polling import eventually
 
 
 class FakeWallClock:
@@ -79,18 +80,6 @@ async def env(client: Client, apiserver: Backend) -> AsyncIterator[Env]:
         await gc_factory.shutdown()
 
 
-async def eventually(cond: Callable[[], Any], timeout: float = 30.0, what: str = "") -> Any:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        res = cond()
-        if asyncio.iscoroutine(res):
-            res = await res
-        if res:
-            return res
-        if loop.time() > deadline:
-            raise AssertionError(f"{what or 'condition'} not met within {timeout} s")
-        await asyncio.sleep(0.05)
 
 
 def job_body(name: str, ttl: int) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from pykcm.controllers.pvcprotection import PVCProtectionController
 from pykcm.controllers.pvprotection import PVProtectionController
 from pykcm.informers import SharedInformerFactory
 from tests.conftest import Backend, create_namespace
-from tests.integration.test_replicaset_controller import eventually
+from tests.polling import eventually
 
 
 @pytest.fixture
