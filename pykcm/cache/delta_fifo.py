@@ -378,6 +378,29 @@ class DeltaFIFO:
                 raise e.err
         return deltas
 
+    def pop_ready(self, process: Callable[[Deltas, bool], None]) -> Deltas | None:
+        """``pop`` without waiting, for a plain-function ``process``: the oldest key's
+        deltas, processed, or None when nothing is queued (closed or not).
+
+        The same rules as ``pop`` (the initial population count, RequeueError),
+        without a coroutine per item: the informer drains a burst with it.
+        """
+        queue = self._queue
+        if not queue:
+            return None
+        is_in_initial_list = not (self._populated and self._initial_population_count == 0)
+        key = queue.popleft()
+        if self._initial_population_count > 0:
+            self._initial_population_count -= 1
+        deltas = self._items.pop(key)
+        try:
+            process(deltas, is_in_initial_list)
+        except RequeueError as e:
+            self._add_if_not_present(key, deltas)
+            if e.err is not None:
+                raise e.err
+        return deltas
+
     # --- reads -----------------------------------------------------------
 
     def list(self) -> builtins.list[Any]:

@@ -426,13 +426,18 @@ class FrozenObject(Struct, gc=False, frozen=True):
     with the same keys); ``_vals``: their values, decoded (``apiVersion``,
     ``kind``: str; ``metadata``: :class:`FrozenMeta` or :class:`FrozenDict`)
     or raw JSON ``bytes``, decoded on each access; ``_meta``: the metadata
-    again, for the hot path (None when not a mapping). Build them with
-    :class:`CompactDecoder`, or :meth:`from_dict`.
+    again, for the hot path (None when not a mapping); ``_meta_namespace_key``:
+    the object's ``namespace/name`` key, computed once when it is decoded (the
+    DeltaFIFO, the store and the namespace index ask for it on every event,
+    see :func:`pykcm.cache.keys.meta_namespace_key`), or None where the
+    general key function must decide. Build them with :class:`CompactDecoder`,
+    or :meth:`from_dict`.
     """
 
     _keys: tuple[str, ...]
     _vals: tuple[Any, ...]
     _meta: Any = None
+    _meta_namespace_key: str | None = None
 
     __hash__ = None  # type: ignore[assignment]  # a Mapping, as a dict: unhashable
 
@@ -538,7 +543,7 @@ class FrozenObject(Struct, gc=False, frozen=True):
             return self
         i = self._keys.index("metadata")
         return FrozenObject(self._keys, (*self._vals[:i], new_meta, *self._vals[i + 1:]),
-                            new_meta)
+                            new_meta, self._meta_namespace_key)
 
     def to_json(self) -> bytes:
         """The object's JSON (raw parts written back as they came)."""
@@ -771,7 +776,7 @@ class CompactDecoder:
         if a is not UNSET and k is not UNSET and m is not UNSET and spec is not UNSET \
                 and status is not UNSET:
             return FrozenObject(_TYPED_KEYS, (_shared(a), _shared(k), m, bytes(spec),
-                                              bytes(status)), m)
+                                              bytes(status)), m, _meta_key(m.namespace, m.name))
         keys: list[str] = []
         vals: list[Any] = []
         for key, v in zip(_TYPED_KEYS, (a, k, m, spec, status), strict=True):
@@ -780,8 +785,10 @@ class CompactDecoder:
             keys.append(key)
             vals.append(bytes(v) if isinstance(v, Raw) else
                         _shared(v) if type(v) is str else v)
-        return FrozenObject(_shared_keys(tuple(keys)), tuple(vals),
-                            m if m is not UNSET else None)
+        if m is UNSET:
+            return FrozenObject(_shared_keys(tuple(keys)), tuple(vals))
+        return FrozenObject(_shared_keys(tuple(keys)), tuple(vals), m,
+                            _meta_key(m.namespace, m.name))
 
     def build(self, fields: dict[str, Raw], kind: str | None = None,
               api_version: str | None = None) -> FrozenObject:
@@ -809,8 +816,13 @@ class CompactDecoder:
                 v = bytes(raw)
             keys.append(k)
             vals.append(v)
-        return FrozenObject(_shared_keys(tuple(keys)), tuple(vals),
-                            meta if isinstance(meta, FrozenMeta | FrozenDict) else None)
+        if isinstance(meta, FrozenMeta):
+            return FrozenObject(_shared_keys(tuple(keys)), tuple(vals), meta,
+                                _meta_key(meta.namespace, meta.name))
+        if isinstance(meta, FrozenDict):
+            return FrozenObject(_shared_keys(tuple(keys)), tuple(vals), meta,
+                                _meta_key(meta.get("namespace", UNSET), meta.get("name", UNSET)))
+        return FrozenObject(_shared_keys(tuple(keys)), tuple(vals))
 
     def _metadata(self, raw: Raw) -> Any:
         try:
@@ -849,6 +861,22 @@ class CompactDecoder:
                 cache.clear()  # bounded: values already shared stay shared
             cache[key] = v
         return v
+
+
+def _meta_key(namespace: Any, name: Any) -> str | None:
+    """``meta_namespace_key``'s answer for metadata with this namespace and name (UNSET:
+    absent), or None when it is not a plain one: the general key function then decides
+    (a value of another type; a ``/`` inside, which the namespace index, reading the
+    namespace back from the key, could not tell apart)."""
+    if name is UNSET or name is None:
+        name = ""
+    elif type(name) is not str or "/" in name:
+        return None
+    if namespace is UNSET or namespace is None or namespace == "":
+        return str(name)
+    if type(namespace) is not str or "/" in namespace:
+        return None
+    return f"{namespace}/{name}"
 
 
 def _default_decoder(strip: bool) -> CompactDecoder:

@@ -50,6 +50,13 @@ NAMESPACE_INDEX: Final = "namespace"
 
 def meta_namespace_index_func(obj: Any) -> list[str]:
     """Index an object by its namespace (``""`` for a cluster-scoped object)."""
+    if type(obj) is not dict:
+        # A compact cached object's precomputed key (keys.meta_namespace_key) is
+        # "namespace/name", or "name" without a namespace; neither part holds a "/".
+        key = getattr(obj, "_meta_namespace_key", None)
+        if key is not None:
+            head, sep, _ = key.partition("/")
+            return [head if sep else ""]
     try:
         namespace: str = obj["metadata"].get("namespace") or ""
     except (TypeError, KeyError, AttributeError):

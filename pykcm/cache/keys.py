@@ -71,7 +71,14 @@ def meta_namespace_key(obj: Any) -> str:
 
     A ``str`` is returned unchanged (client-go's ``ExplicitKey``). Raises
     :class:`~pykcm.cache.errors.NoMetaError` if the object has no metadata.
+    A compact cached object (:class:`~pykcm.cache.frozen_object.FrozenObject`)
+    carries its key, computed once when it was decoded: the DeltaFIFO, the
+    store and the namespace index ask for it on every event.
     """
+    if type(obj) is not dict:
+        key = getattr(obj, "_meta_namespace_key", None)
+        if key is not None:
+            return key  # type: ignore[no-any-return]
     try:
         meta = obj["metadata"]
         namespace: str | None = meta.get("namespace")

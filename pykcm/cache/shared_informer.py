@@ -443,9 +443,10 @@ class SharedIndexInformer:
     async def _process_loop(self, fifo: DeltaFIFO) -> None:
         """Pop the FIFO into handle_deltas until it is closed (client-go ``processLoop``)."""
         pop = fifo.pop
+        pop_ready = fifo.pop_ready
         handle = self.handle_deltas
-        burst = 0
         while True:
+            # Wait for an item (the one suspension point) ...
             try:
                 await pop(handle)
             except FIFOClosedError:
@@ -453,9 +454,17 @@ class SharedIndexInformer:
             except Exception:
                 # As client-go (RetryOnError false): log, drop the item, go on.
                 log.exception("informer %s: error processing deltas", self._name)
-            burst += 1
-            if burst >= _POPS_BEFORE_YIELD:
-                burst = 0
+            # ... then drain what is queued without a coroutine per item, letting
+            # the event loop run after _POPS_BEFORE_YIELD items.
+            burst = 1
+            while burst < _POPS_BEFORE_YIELD:
+                try:
+                    if pop_ready(handle) is None:
+                        break
+                except Exception:
+                    log.exception("informer %s: error processing deltas", self._name)
+                burst += 1
+            else:
                 await asyncio.sleep(0)
 
     async def _reserve_metrics(self, fifo: DeltaFIFO) -> InformerMetrics | None:
