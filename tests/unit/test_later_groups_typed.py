@@ -144,37 +144,38 @@ def test_object_passes_the_go_type_check(name: str) -> None:
     check_object(group, version, obj["kind"], copy.deepcopy(obj))
 
 
-@pytest.mark.parametrize(("api_version", "kind", "body", "message"), [
+# (apiVersion, kind, body, JSON type, Go struct field (innermost struct and JSON path), Go type)
+WRONG_TYPES = [
     ("rbac.authorization.k8s.io/v1", "Role", {"rules": [{"verbs": "get"}]},
-     "json: cannot unmarshal string into Go struct field PolicyRule.rules.verbs of type "
-     "[]string"),
+     "string", "PolicyRule.rules.verbs", "[]string"),
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", {"roleRef": {"kind": 5}},
-     "json: cannot unmarshal number into Go struct field RoleRef.roleRef.kind of type string"),
+     "number", "RoleRef.roleRef.kind", "string"),
     ("certificates.k8s.io/v1", "CertificateSigningRequest",
      {"spec": {"expirationSeconds": "3600"}},
-     "json: cannot unmarshal string into Go struct field "
-     "CertificateSigningRequestSpec.spec.expirationSeconds of type int32"),
+     "string", "CertificateSigningRequestSpec.spec.expirationSeconds", "int32"),
     ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration",
      {"webhooks": [{"timeoutSeconds": "5"}]},
-     "json: cannot unmarshal string into Go struct field "
-     "ValidatingWebhook.webhooks.timeoutSeconds of type int32"),
+     "string", "ValidatingWebhook.webhooks.timeoutSeconds", "int32"),
     ("flowcontrol.apiserver.k8s.io/v1", "FlowSchema", {"spec": {"matchingPrecedence": "1"}},
-     "json: cannot unmarshal string into Go struct field "
-     "FlowSchemaSpec.spec.matchingPrecedence of type int32"),
+     "string", "FlowSchemaSpec.spec.matchingPrecedence", "int32"),
     ("apiregistration.k8s.io/v1", "APIService", {"spec": {"insecureSkipTLSVerify": "yes"}},
-     "json: cannot unmarshal string into Go struct field "
-     "APIServiceSpec.spec.insecureSkipTLSVerify of type bool"),
+     "string", "APIServiceSpec.spec.insecureSkipTLSVerify", "bool"),
     ("resource.k8s.io/v1", "ResourceClaim",
      {"spec": {"devices": {"requests": [{"exactly": {"count": "2"}}]}}},
-     "json: cannot unmarshal string into Go struct field "
-     "ExactDeviceRequest.spec.devices.requests.exactly.count of type int64"),
-])
+     "string", "ExactDeviceRequest.spec.devices.requests.exactly.count", "int64"),
+]
+
+
+@pytest.mark.parametrize(("api_version", "kind", "body", "got", "field", "go_type"),
+                         WRONG_TYPES)
 def test_wrong_json_type_is_gos_decode_error(api_version: str, kind: str,
-                                             body: dict[str, Any], message: str) -> None:
+                                             body: dict[str, Any], got: str, field: str,
+                                             go_type: str) -> None:
     group, _, version = api_version.rpartition("/")
     with pytest.raises(GoDecodeError) as exc:
         check_object(group, version, kind, {"metadata": {"name": "x"}, **body})
-    assert str(exc.value) == message
+    assert str(exc.value) == (f"json: cannot unmarshal {got} into Go struct field {field} "
+                              f"of type {go_type}")
 
 
 def test_omitempty_zero_values_are_dropped() -> None:
