@@ -16,7 +16,8 @@ OpenAPI documents lose both the named Go types (``v1.PullPolicy``) and the
 Inputs: the ``types.go`` files of the packages in
 ``tools/gen_proto_schema.py``'s ``PACKAGES`` (plus events.k8s.io/v1), parsed
 with its struct parser; the read-only source tree at ``/tmp/kube-src`` (or
-``--src``).
+``--src``), where kube-aggregator's apiregistration types must be saved by hand
+(see that module's docstring: the source tarball lacks them).
 
 Output::
 
