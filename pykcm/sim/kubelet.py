@@ -902,7 +902,6 @@ class Kubelet:
             rec = self._records[key] = PodRecord(
                 uid=meta.get("uid", ""), node=node, ip="", start_time=now, cycle_start=now,
                 finished=(0, now))
-        rec.deleted = True
         try:
             await self._client.delete("pods", meta["name"], meta["namespace"],
                                       grace_period_seconds=0,
@@ -910,7 +909,8 @@ class Kubelet:
             self.deletes += 1
         except Exception as exc:
             if not (is_not_found(exc) or is_conflict(exc)):
-                raise
+                raise  # retried (rate-limited): the pod must not stay Terminating
+        rec.deleted = True  # only once the DELETE is through: finalizers may hold the pod
         return None
 
     async def _failing_pull(self, key: str, pod: Mapping[str, Any], node: str,

@@ -233,7 +233,7 @@ async def test_controllers_and_informers_converge_through_faults(cluster: Cluste
             async def web_pods_settled() -> list[dict[str, Any]] | None:
                 pods = (await api.list("pods", ns, label_selector="app=web"))["items"]
                 return pods if len(pods) == 4 and len(_live(pods)) == 4 else None
-            web_pods = await eventually(web_pods_settled, 60, "4 web pods")
+            web_pods = await eventually(web_pods_settled, 60, "4 web pods", web_state)
             web_rs = (await api.list("replicasets", ns, label_selector="app=web"))["items"]
             hashes = [r["metadata"]["labels"]["pod-template-hash"] for r in web_rs]
             assert len(hashes) == len(set(hashes)) == 2, hashes

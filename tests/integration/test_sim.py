@@ -353,6 +353,35 @@ async def test_deleting_a_pod_makes_it_disappear(sim_env: Env) -> None:
         assert sim.kubelet.pods_on("del-0") == 0
 
 
+async def test_a_failed_final_delete_is_retried(sim_env: Env) -> None:
+    """The kubelet's DELETE (grace 0) of a stopped pod fails once (a restarting API
+    server): its retry deletes the pod rather than leaving it Terminating."""
+    async with sim_env(nodes=1, node_prefix="rd", ready_after=0) as (client, _):
+        real_delete = client.delete
+        failed: list[str] = []
+
+        async def delete(resource: str, name: str, *args: Any, **kw: Any) -> Any:
+            if kw.get("grace_period_seconds") == 0 and not failed:
+                failed.append(name)
+                raise ServiceUnavailable("the API server is restarting")
+            return await real_delete(resource, name, *args, **kw)
+
+        await client.create("pods", pod("stuck"), "default")
+        await eventually(lambda: phase_is(client, "stuck", "Running"))
+        client.delete = delete  # type: ignore[method-assign]
+        await client.delete("pods", "stuck", "default")
+
+        async def gone() -> bool:
+            try:
+                await get_pod(client, "stuck")
+            except NotFound:
+                return True
+            return False
+
+        await eventually(gone)
+        assert failed == ["stuck"]
+
+
 async def test_no_room_is_unschedulable_until_room_frees(sim_env: Env) -> None:
     cfg = NodeConfig(pods=1)
     async with sim_env(nodes=2, node_prefix="full", node_config=cfg, ready_after=0) \
