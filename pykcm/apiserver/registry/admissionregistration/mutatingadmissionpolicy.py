@@ -28,12 +28,12 @@ from pykcm.api.validation import (
     not_supported,
     required,
     validate_object_meta,
-    validate_object_meta_update,
 )
 from pykcm.apiserver.registry import printers as pr
 from pykcm.apiserver.registry.admissionregistration import policy_fields as pf
+from pykcm.apiserver.registry.admissionregistration.policy_strategy import AdmissionPolicyStrategy
 from pykcm.apiserver.registry.lookup import register
-from pykcm.apiserver.registry.strategy import Obj, Strategy
+from pykcm.apiserver.registry.strategy import Obj
 
 __all__ = ["MutatingAdmissionPolicyStrategy"]
 
@@ -116,27 +116,9 @@ def _row(obj: Mapping[str, Any], now: int) -> pr.Row:
 
 
 @register
-class MutatingAdmissionPolicyStrategy(Strategy):
-    group = "admissionregistration.k8s.io"
+class MutatingAdmissionPolicyStrategy(AdmissionPolicyStrategy):
     kind = "MutatingAdmissionPolicy"
-    has_update_warnings = True
     printer = pr.Printer(_COLUMNS, _row)
 
-    def default(self, obj: Obj, *, create: bool) -> None:
-        spec = obj.get("spec")
-        if isinstance(spec, dict):
-            spec.setdefault("failurePolicy", "Fail")
-            pf.default_match_resources(spec.get("matchConstraints"))
-
-    def validate_create(self, obj: Obj) -> list[Cause]:
+    def validate_object(self, obj: Obj) -> list[Cause]:
         return _validate(obj)
-
-    def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
-        return _validate(new) + validate_object_meta_update(new.get("metadata"),
-                                                            old.get("metadata"))
-
-    def warnings_on_create(self, obj: Obj) -> list[str]:
-        return [*pf.static_suffix_warnings(obj), pf.not_evaluated_warning(self.kind)]
-
-    def warnings_on_update(self, new: Obj, old: Obj) -> list[str]:
-        return pf.static_suffix_warnings(new)

@@ -37,12 +37,12 @@ from pykcm.api.validation import (
     not_supported,
     required,
     validate_object_meta,
-    validate_object_meta_update,
 )
 from pykcm.apiserver.registry import printers as pr
 from pykcm.apiserver.registry.admissionregistration import policy_fields as pf
+from pykcm.apiserver.registry.admissionregistration.policy_strategy import AdmissionPolicyStrategy
 from pykcm.apiserver.registry.lookup import register
-from pykcm.apiserver.registry.strategy import Obj, Strategy
+from pykcm.apiserver.registry.strategy import Obj
 
 __all__ = ["ValidatingAdmissionPolicyStrategy", "validate_policy_status",
            "validate_validation"]
@@ -170,37 +170,19 @@ def _row(obj: Mapping[str, Any], now: int) -> pr.Row:
 
 
 @register
-class ValidatingAdmissionPolicyStrategy(Strategy):
-    group = "admissionregistration.k8s.io"
+class ValidatingAdmissionPolicyStrategy(AdmissionPolicyStrategy):
     kind = "ValidatingAdmissionPolicy"
-    has_update_warnings = True
     printer = pr.Printer(_COLUMNS, _row)
     # ResetObjectMetaForStatus
     status_keeps_metadata = ("labels", "annotations", "finalizers", "ownerReferences")
-
-    def default(self, obj: Obj, *, create: bool) -> None:
-        spec = obj.get("spec")
-        if isinstance(spec, dict):
-            spec.setdefault("failurePolicy", "Fail")
-            pf.default_match_resources(spec.get("matchConstraints"))
 
     def prepare_for_create(self, obj: Obj) -> None:
         super().prepare_for_create(obj)
         obj["status"] = {}  # (a struct without omitempty)
 
-    def validate_create(self, obj: Obj) -> list[Cause]:
+    def validate_object(self, obj: Obj) -> list[Cause]:
         return _validate(obj)
-
-    def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
-        return _validate(new) + validate_object_meta_update(new.get("metadata"),
-                                                            old.get("metadata"))
 
     def validate_status_update(self, new: Obj, old: Obj) -> list[Cause]:
         return (super().validate_status_update(new, old)
                 + validate_policy_status(pr.as_dict(new.get("status"))))
-
-    def warnings_on_create(self, obj: Obj) -> list[str]:
-        return [*pf.static_suffix_warnings(obj), pf.not_evaluated_warning(self.kind)]
-
-    def warnings_on_update(self, new: Obj, old: Obj) -> list[str]:
-        return pf.static_suffix_warnings(new)

@@ -21,11 +21,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from pykcm.api.validation import Cause, validate_object_meta, validate_object_meta_update
+from pykcm.api.validation import Cause, validate_object_meta
 from pykcm.apiserver.registry import printers as pr
 from pykcm.apiserver.registry.admissionregistration import policy_fields as pf
+from pykcm.apiserver.registry.admissionregistration.policy_strategy import AdmissionPolicyStrategy
 from pykcm.apiserver.registry.lookup import register
-from pykcm.apiserver.registry.strategy import Obj, Strategy
+from pykcm.apiserver.registry.strategy import Obj
 
 __all__ = ["BINDING_COLUMNS", "ValidatingAdmissionPolicyBindingStrategy", "binding_row"]
 
@@ -58,26 +59,11 @@ def binding_row(obj: Mapping[str, Any], now: int) -> pr.Row:
 
 
 @register
-class ValidatingAdmissionPolicyBindingStrategy(Strategy):
-    group = "admissionregistration.k8s.io"
+class ValidatingAdmissionPolicyBindingStrategy(AdmissionPolicyStrategy):
     kind = "ValidatingAdmissionPolicyBinding"
-    has_update_warnings = True
+    match_field = "matchResources"
+    default_failure_policy = None
     printer = pr.Printer(BINDING_COLUMNS, binding_row)
 
-    def default(self, obj: Obj, *, create: bool) -> None:
-        spec = obj.get("spec")
-        if isinstance(spec, dict):
-            pf.default_match_resources(spec.get("matchResources"))
-
-    def validate_create(self, obj: Obj) -> list[Cause]:
+    def validate_object(self, obj: Obj) -> list[Cause]:
         return _validate(obj)
-
-    def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
-        return _validate(new) + validate_object_meta_update(new.get("metadata"),
-                                                            old.get("metadata"))
-
-    def warnings_on_create(self, obj: Obj) -> list[str]:
-        return [*pf.static_suffix_warnings(obj), pf.not_evaluated_warning(self.kind)]
-
-    def warnings_on_update(self, new: Obj, old: Obj) -> list[str]:
-        return pf.static_suffix_warnings(new)
