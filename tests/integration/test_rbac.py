@@ -58,6 +58,22 @@ def _grant(api: Api, ns: str, name: str, user: str, rules: list[dict[str, Any]])
         "subjects": [{"kind": "User", "name": user}]})
     assert code == 201, body
     assert body["subjects"][0]["apiGroup"] == "rbac.authorization.k8s.io"  # defaulted
+    # kube-apiserver's authorizer sees the binding through its informers a moment later:
+    # wait until the first rule is allowed, as Kubernetes' e2e framework does
+    rule = rules[0]
+    resource, _, subresource = rule["resources"][0].partition("/")
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+              "spec": {"user": user, "resourceAttributes": {
+                  "namespace": ns, "verb": rule["verbs"][0], "group": rule["apiGroups"][0],
+                  "resource": resource, "subresource": subresource}}}
+    deadline = time.monotonic() + 30
+    while True:
+        code, body = api.post("/apis/authorization.k8s.io/v1/subjectaccessreviews", review)
+        assert code == 201, body
+        if body["status"].get("allowed") or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert body["status"].get("allowed"), body
 
 
 def _forbidden(message: str, kind: str, name: str = "", group: str = "") -> dict[str, Any]:
