@@ -31,7 +31,10 @@ from pykcm.api.validation import (
 )
 from pykcm.apiserver.registry import printers as pr
 from pykcm.apiserver.registry.admissionregistration import policy_fields as pf
-from pykcm.apiserver.registry.admissionregistration.policy_strategy import AdmissionPolicyStrategy
+from pykcm.apiserver.registry.admissionregistration.policy_strategy import (
+    AdmissionPolicyStrategy,
+    policy_printer,
+)
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Obj
 
@@ -98,27 +101,13 @@ def _validate(obj: Obj) -> list[Cause]:
             + _validate_spec(pr.as_dict(obj.get("spec")), "spec"))
 
 
-_COLUMNS: Final = (
-    pr.NAME_COLUMN,
-    pr.column("Mutations", "integer",
-              "Mutation indicates the number of mutations rules defined in this "
-              "configuration"),
-    pr.column("ParamKind", "string",
-              "ParamKind specifies the kind of resources used to parameterize this policy"),
-    pr.AGE_COLUMN,
-)
-
-
-def _row(obj: Mapping[str, Any], now: int) -> pr.Row:
-    spec = pr.as_dict(obj.get("spec"))
-    return pr.Row([pr.object_name(obj), len(pr.as_list(spec.get("mutations"))),
-                   pf.param_kind_cell(spec), pr.age(obj, now)])
-
-
 @register
 class MutatingAdmissionPolicyStrategy(AdmissionPolicyStrategy):
     kind = "MutatingAdmissionPolicy"
-    printer = pr.Printer(_COLUMNS, _row)
+    printer = policy_printer(
+        "mutations", "Mutations",
+        "Mutation indicates the number of mutations rules defined in "
+        "this configuration")
 
     def validate_object(self, obj: Obj) -> list[Cause]:
         return _validate(obj)

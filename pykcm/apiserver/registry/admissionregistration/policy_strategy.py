@@ -10,11 +10,32 @@ not evaluate the CEL) are the same for all four.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from pykcm.api.validation import Cause, validate_object_meta_update
+from pykcm.apiserver.registry import printers as pr
 from pykcm.apiserver.registry.admissionregistration import policy_fields as pf
 from pykcm.apiserver.registry.strategy import Obj, Strategy
+
+
+def policy_printer(rules_field: str, title: str, description: str) -> pr.Printer:
+    """A policy's columns: Name, the number of its rules (``validations`` or ``mutations``),
+    ParamKind, Age."""
+    columns = (
+        pr.NAME_COLUMN,
+        pr.column(title, "integer", description),
+        pr.column("ParamKind", "string",
+                  "ParamKind specifies the kind of resources used to parameterize this policy"),
+        pr.AGE_COLUMN,
+    )
+
+    def row(obj: Mapping[str, Any], now: int) -> pr.Row:
+        spec = pr.as_dict(obj.get("spec"))
+        return pr.Row([pr.object_name(obj), len(pr.as_list(spec.get(rules_field))),
+                       pf.param_kind_cell(spec), pr.age(obj, now)])
+
+    return pr.Printer(columns, row)
 
 
 class AdmissionPolicyStrategy(Strategy):

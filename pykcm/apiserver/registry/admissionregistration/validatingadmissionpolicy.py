@@ -40,7 +40,10 @@ from pykcm.api.validation import (
 )
 from pykcm.apiserver.registry import printers as pr
 from pykcm.apiserver.registry.admissionregistration import policy_fields as pf
-from pykcm.apiserver.registry.admissionregistration.policy_strategy import AdmissionPolicyStrategy
+from pykcm.apiserver.registry.admissionregistration.policy_strategy import (
+    AdmissionPolicyStrategy,
+    policy_printer,
+)
 from pykcm.apiserver.registry.lookup import register
 from pykcm.apiserver.registry.strategy import Obj
 
@@ -152,27 +155,13 @@ def validate_policy_status(status: Mapping[str, Any]) -> list[Cause]:
     return errs
 
 
-_COLUMNS: Final = (
-    pr.NAME_COLUMN,
-    pr.column("Validations", "integer",
-              "Validations indicates the number of validation rules defined in this "
-              "configuration"),
-    pr.column("ParamKind", "string",
-              "ParamKind specifies the kind of resources used to parameterize this policy"),
-    pr.AGE_COLUMN,
-)
-
-
-def _row(obj: Mapping[str, Any], now: int) -> pr.Row:
-    spec = pr.as_dict(obj.get("spec"))
-    return pr.Row([pr.object_name(obj), len(pr.as_list(spec.get("validations"))),
-                   pf.param_kind_cell(spec), pr.age(obj, now)])
-
-
 @register
 class ValidatingAdmissionPolicyStrategy(AdmissionPolicyStrategy):
     kind = "ValidatingAdmissionPolicy"
-    printer = pr.Printer(_COLUMNS, _row)
+    printer = policy_printer(
+        "validations", "Validations",
+        "Validations indicates the number of validation rules defined"
+        " in this configuration")
     # ResetObjectMetaForStatus
     status_keeps_metadata = ("labels", "annotations", "finalizers", "ownerReferences")
 
