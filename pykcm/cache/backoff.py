@@ -21,9 +21,10 @@ the defaults a test may scale down.
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
+
+from pykcm.api.clock import REAL_CLOCK
 
 __all__ = [
     "BACKOFF_FACTOR",
@@ -69,7 +70,7 @@ class ExponentialBackoffManager:
         factor: float | None = None,
         jitter: float | None = None,
         *,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = REAL_CLOCK.monotonic,
         rand: Callable[[], float] = random.random,
     ) -> None:
         self._initial = INITIAL_BACKOFF if initial is None else initial

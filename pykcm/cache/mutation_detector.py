@@ -25,14 +25,13 @@ memory leak for tests.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import logging
 import os
-import time
 from collections.abc import Callable
 from typing import Any, Final
 
+from pykcm.api.clock import Clock, clock_of
 from pykcm.cache.errors import CacheError
 from pykcm.cache.keys import DeletedFinalStateUnknown, deletion_handling_meta_namespace_key
 
@@ -100,13 +99,14 @@ class CacheMutationDetector:
         period: float = 1.0,
         retain_duration: float = 120.0,
         failure_func: Callable[[str], None] | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock | Callable[[], float] | None = None,
     ) -> None:
         self.name = name
         self.period = period
         self.retain_duration = retain_duration
         self.failure_func = failure_func
-        self._clock = clock
+        self._time = clock_of(clock)
+        self._clock = self._time.monotonic
         # (cached object, its deep copy). Added since the last check, checked
         # in this rotation, and those of the previous rotation.
         self._added: list[tuple[Any, Any]] = []
@@ -152,7 +152,7 @@ class CacheMutationDetector:
         while True:
             self._rotate()
             self.check()
-            await asyncio.sleep(self.period)
+            await self._time.sleep(self.period)
 
     def __len__(self) -> int:
         return len(self._added) + len(self._cached) + len(self._retained)

@@ -42,11 +42,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any, Final, TypeAlias
 
+from pykcm.api.clock import REAL_CLOCK
 from pykcm.cache.event_handlers import ResourceEventHandler
 from pykcm.cache.keys import deletion_handling_meta_namespace_key
 from pykcm.cache.metrics import GaugeChild, InformerMetrics
@@ -67,7 +67,7 @@ __all__ = [
 log = logging.getLogger("pykcm.cache.processor")
 
 Clock: TypeAlias = Callable[[], float]
-"""Seconds on a monotonic scale (``time.monotonic`` unless a test fakes it)."""
+"""Seconds on a monotonic scale (the informer's clock's ``monotonic``)."""
 
 # Notification kinds. A notification is (kind, a, b):
 #   ADD:    (ADD_NOTIFICATION, obj, is_in_initial_list)
@@ -292,7 +292,7 @@ class SharedProcessor:
 
     __slots__ = ("_all", "_clock", "_listeners", "_metrics", "_started", "_syncing")
 
-    def __init__(self, clock: Clock = time.monotonic) -> None:
+    def __init__(self, clock: Clock = REAL_CLOCK.monotonic) -> None:
         self._clock = clock
         # listener -> whether it is currently syncing (receives resync updates).
         self._listeners: dict[ProcessorListener, bool] = {}

@@ -71,10 +71,10 @@ import asyncio
 import logging
 import os
 import random
-import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final, Protocol, runtime_checkable
 
+from pykcm.api.clock import Clock, clock_of
 from pykcm.cache.backoff import BackoffManager, ExponentialBackoffManager
 from pykcm.cache.keys import meta_namespace_key
 from pykcm.cache.list_watch import ListerWatcher
@@ -219,7 +219,7 @@ class Reflector:
         should_resync: Callable[[], bool] | None = None,
         use_watch_list: bool | None = None,
         page_size: int = 500,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock | Callable[[], float] | None = None,
         backoff: BackoffManager | None = None,
     ) -> None:
         """``backoff`` replaces the default exponential backoff manager (tests).
@@ -235,9 +235,12 @@ class Reflector:
         self._use_watch_list = _watch_list_default() if use_watch_list is None \
             else bool(use_watch_list)
         self.page_size = int(page_size)
-        self._clock = clock
+        # One clock for the resync timer, the watch-duration check and the backoff
+        # sleeps (a bare function, as older tests pass, reads the monotonic line).
+        self._time = clock_of(clock)
+        self._clock = self._time.monotonic
         self._backoff: BackoffManager = backoff if backoff is not None else \
-            ExponentialBackoffManager(clock=clock)
+            ExponentialBackoffManager(clock=self._clock)
         self._watch_error_handler: WatchErrorHandler = default_watch_error_handler
         self._last_sync_rv = ""
         # The last list or watch at _last_sync_rv said it is expired or too
@@ -292,7 +295,7 @@ class Reflector:
                 # followed by a delay, even one that ended without error
                 # (a 410 in the stream): a server in trouble is not relisted
                 # in a tight loop.
-                await asyncio.sleep(self._backoff.backoff())
+                await self._time.sleep(self._backoff.backoff())
         finally:
             log.debug("%s: stopping reflector", self.name)
 
@@ -450,7 +453,7 @@ class Reflector:
                 stream.close()
                 if is_watch_error_retriable(exc):
                     self._report(exc)
-                    await asyncio.sleep(self._backoff.backoff())
+                    await self._time.sleep(self._backoff.backoff())
                     continue
                 if is_expired_error(exc) or is_too_large_resource_version_error(exc):
                     # The revision we resumed from is gone (or not there
@@ -538,7 +541,7 @@ class Reflector:
 
     async def _resync_loop(self) -> None:
         while True:
-            await asyncio.sleep(self.resync_period)
+            await self._time.sleep(self.resync_period)
             if self.should_resync is None or self.should_resync():
                 log.debug("%s: forcing resync", self.name)
                 self._store.resync()
@@ -563,7 +566,7 @@ class Reflector:
                         stream = None
                         if is_watch_error_retriable(exc):
                             self._report(exc)
-                            await asyncio.sleep(self._backoff.backoff())
+                            await self._time.sleep(self._backoff.backoff())
                             continue
                         raise
                 try:
@@ -580,7 +583,7 @@ class Reflector:
                         "second and no items received")
                 self._report(err)
                 if is_too_many_requests(err):
-                    await asyncio.sleep(self._backoff.backoff())
+                    await self._time.sleep(self._backoff.backoff())
                     continue
                 if is_connection_error(err):
                     # The connection dropped (reset, unexpected EOF, read
@@ -588,7 +591,7 @@ class Reflector:
                     # resumes where it was; at once, unless it dropped at
                     # once (then back off, as for a refused connection).
                     if short:
-                        await asyncio.sleep(self._backoff.backoff())
+                        await self._time.sleep(self._backoff.backoff())
                     continue
                 # A 410 (relist at the last synced revision: a list at a given
                 # revision is served at that revision or newer), or anything

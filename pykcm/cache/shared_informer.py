@@ -60,6 +60,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Final, Protocol
 
+from pykcm.api.clock import Clock as TimeSource
+from pykcm.api.clock import clock_of
 from pykcm.cache.delta_fifo import DELETED, DeltaFIFO, Deltas, TransformFunc
 from pykcm.cache.errors import CacheError, FIFOClosedError
 from pykcm.cache.event_handlers import ResourceEventHandler, ResourceEventHandlerRegistration
@@ -114,7 +116,7 @@ class ReflectorFactory(Protocol):
     """Builds the Reflector of a starting informer (the real one unless a test fakes it)."""
 
     def __call__(self, lw: ListerWatcher, store: DeltaFIFO, *, name: str, resync_period: float,
-                 should_resync: Callable[[], bool], clock: Clock) -> ReflectorLike: ...
+                 should_resync: Callable[[], bool], clock: TimeSource) -> ReflectorLike: ...
 
 
 class InformerAlreadyStartedError(CacheError, RuntimeError):
@@ -131,7 +133,7 @@ class InformerStoppedError(CacheError, RuntimeError):
 def _default_reflector_factory(lw: ListerWatcher, store: DeltaFIFO, *, name: str,
                                resync_period: float,
                                should_resync: Callable[[], bool],
-                               clock: Clock) -> ReflectorLike:
+                               clock: TimeSource) -> ReflectorLike:
     return Reflector(lw, store, name=name, resync_period=resync_period,
                      should_resync=should_resync, clock=clock)
 
@@ -144,7 +146,9 @@ class SharedIndexInformer:
     handlers and the initial resync check period. ``indexers=None`` gives the
     namespace index; a dict gives exactly those indexers. ``name`` names the
     informer in logs and metrics (an unnamed informer publishes no metrics).
-    ``clock`` and ``reflector_factory`` are for tests.
+    ``clock`` (a :class:`pykcm.api.clock.Clock`, default the real one; a bare
+    function of monotonic seconds also works) times resyncs and the reflector's
+    backoff; ``reflector_factory`` is for tests.
     """
 
     def __init__(
@@ -154,14 +158,15 @@ class SharedIndexInformer:
         resync_period: float = 0.0,
         indexers: Indexers | None = None,
         name: str = "",
-        clock: Clock = time.monotonic,
+        clock: TimeSource | Clock | None = None,
         reflector_factory: ReflectorFactory | None = None,
     ) -> None:
         if resync_period < 0:
             raise ValueError(f"resync_period must be >= 0, got {resync_period}")
         self._lw = lw
         self._name = name
-        self._clock = clock
+        self._time = clock_of(clock)
+        self._clock = self._time.monotonic
         self._reflector_factory: ReflectorFactory = (
             reflector_factory if reflector_factory is not None else _default_reflector_factory)
         self._indexer: Indexer = new_indexer(deletion_handling_meta_namespace_key, indexers)
@@ -169,7 +174,7 @@ class SharedIndexInformer:
         # (the Cache in front would compute each key twice per change).
         assert isinstance(self._indexer, Cache)
         self._store = self._indexer.thread_safe_store
-        self._processor = SharedProcessor(clock)
+        self._processor = SharedProcessor(self._clock)
         self._resync_check_period = float(resync_period)
         self._default_event_handler_resync_period = float(resync_period)
         self._transform: TransformFunc | None = None
@@ -395,7 +400,7 @@ class SharedIndexInformer:
                          emit_delta_type_replaced=True, transformer=self._transform)
         reflector = self._reflector_factory(
             self._lw, fifo, name=self._name, resync_period=self._resync_check_period,
-            should_resync=self._processor.should_resync, clock=self._clock)
+            should_resync=self._processor.should_resync, clock=self._time)
         if self._watch_error_handler is not None:
             reflector.set_watch_error_handler(self._watch_error_handler)
         self._fifo = fifo

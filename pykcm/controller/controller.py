@@ -48,6 +48,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.owner_refs import api_group, get_controller_of
 from pykcm.cache.event_handlers import ResourceEventHandler
 from pykcm.cache.keys import DeletedFinalStateUnknown, deletion_handling_meta_namespace_key
@@ -104,14 +105,18 @@ class Controller:
     ``max_retries``: after that many failed syncs in a row a key is dropped
     (forgotten) with an error log, as some upstream controllers do; None
     (the default) retries forever with the rate limiter's backoff.
+    ``clock``: the time of the queue, of its default rate limiter and of the pause
+    after a failed sync (default :data:`~pykcm.api.clock.REAL_CLOCK`).
     """
 
     def __init__(self, name: str, reconcile: Reconciler, *,
                  rate_limiter: RateLimiter[str] | None = None,
-                 max_retries: int | None = None) -> None:
+                 max_retries: int | None = None, clock: Clock | None = None) -> None:
         self.name = name
         self._reconcile = reconcile
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue(rate_limiter, name=name)
+        self.clock: Clock = clock if clock is not None else REAL_CLOCK
+        self.queue: RateLimitingQueue[str] = RateLimitingQueue(rate_limiter, name=name,
+                                                               clock=self.clock)
         self._max_retries = max_retries
         self._synced: list[InformerSynced] = []
         self._workers: list[asyncio.Task[None]] = []
@@ -278,7 +283,7 @@ class Controller:
         return True
 
     async def _sync(self, key: str) -> None:
-        start = time.monotonic()
+        start = time.perf_counter()  # a log of real work, not control-loop time
         try:
             res = self._reconcile(key)
             # None and Result are the plain function's answers: no awaitable test for them.
@@ -299,12 +304,12 @@ class Controller:
                                                  self.queue.num_requeues(key))
             self.queue.add_rate_limited(key)
             if pause > 0:
-                await asyncio.sleep(pause)
+                await self.clock.sleep(pause)
             return
         finally:
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("%s: finished syncing %s (%.1f ms)", self.name, key,
-                          (time.monotonic() - start) * 1000,
+                          (time.perf_counter() - start) * 1000,
                           extra={"controller": self.name, "key": key})
         if isinstance(res, Result):
             if res.requeue_after is not None and res.requeue_after > 0:

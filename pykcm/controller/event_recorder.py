@@ -33,6 +33,11 @@ Data flow
            success → EventCorrelator.update_state(server's copy)
 
 Defaults are client-go v1.36's (``events_cache.go``, ``event.go``).
+
+Time: the broadcaster's ``clock`` (a :class:`pykcm.api.clock.Clock`, default the
+real one) stamps events, names them, runs the aggregation window and the spam
+filter's buckets, and paces write retries; the correlator's parts take a bare
+``clock`` function (wall seconds), as they did before the shared clock.
 """
 
 from __future__ import annotations
@@ -42,12 +47,13 @@ import copy
 import logging
 import random
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
+from pykcm.api.clock import REAL_CLOCK
+from pykcm.api.clock import Clock as TimeSource
 from pykcm.api.timestamps import format_time
 from pykcm.client.errors import (
     ApiError,
@@ -189,7 +195,7 @@ class EventSourceObjectSpamFilter:
     """Drops events once a source+object+type has spent its token bucket."""
 
     def __init__(self, *, burst: int = DEFAULT_SPAM_BURST, qps: float = DEFAULT_SPAM_QPS,
-                 cache_size: int = MAX_LRU_CACHE_ENTRIES, clock: Clock = time.time) -> None:
+                 cache_size: int = MAX_LRU_CACHE_ENTRIES, clock: Clock = REAL_CLOCK.now) -> None:
         self._burst, self._qps, self._clock = burst, qps, clock
         self._cache: _LRU[str, _TokenBucket] = _LRU(cache_size)
 
@@ -215,7 +221,7 @@ class EventAggregator:
 
     def __init__(self, *, max_events: int = DEFAULT_AGGREGATE_MAX_EVENTS,
                  max_interval: float = DEFAULT_AGGREGATE_INTERVAL_SECONDS,
-                 cache_size: int = MAX_LRU_CACHE_ENTRIES, clock: Clock = time.time) -> None:
+                 cache_size: int = MAX_LRU_CACHE_ENTRIES, clock: Clock = REAL_CLOCK.now) -> None:
         self._max_events, self._max_interval, self._clock = max_events, max_interval, clock
         self._cache: _LRU[str, _AggregateRecord] = _LRU(cache_size)
 
@@ -236,7 +242,7 @@ class EventAggregator:
         ts = format_time(now)
         combined: Event = {
             "apiVersion": "v1", "kind": "Event",
-            "metadata": {"name": f"{obj.get('name', '')}.{time.time_ns():016x}",
+            "metadata": {"name": f"{obj.get('name', '')}.{int(now * 1e9):016x}",
                          "namespace": event["metadata"].get("namespace")},
             "involvedObject": copy.deepcopy(dict(obj)),
             "reason": event.get("reason"), "type": event.get("type"),
@@ -300,7 +306,7 @@ class EventCorrelateResult:
 class EventCorrelator:
     """Aggregation, deduplication and spam filtering (client-go EventCorrelator)."""
 
-    def __init__(self, *, clock: Clock = time.time,
+    def __init__(self, *, clock: Clock = REAL_CLOCK.now,
                  spam_burst: int = DEFAULT_SPAM_BURST, spam_qps: float = DEFAULT_SPAM_QPS,
                  max_events: int = DEFAULT_AGGREGATE_MAX_EVENTS,
                  max_interval: float = DEFAULT_AGGREGATE_INTERVAL_SECONDS,
@@ -350,7 +356,7 @@ class EventRecorder:
                       "%r %r %r", (obj.get("metadata") or {}).get("name"), type_, reason,
                       message)
             return
-        t = time.time_ns()
+        t = self._broadcaster._event_ns()
         ts = format_time(t / 1e9)
         ev: Event = {
             "apiVersion": "v1", "kind": "Event",
@@ -405,9 +411,12 @@ class EventBroadcaster:
 
     def __init__(self, client: EventSink, *, correlator: EventCorrelator | None = None,
                  max_tries: int = MAX_TRIES_PER_EVENT,
-                 retry_delay: float = DEFAULT_SLEEP_DURATION) -> None:
+                 retry_delay: float = DEFAULT_SLEEP_DURATION,
+                 clock: TimeSource | None = None) -> None:
         self._client = client
-        self.correlator = correlator or EventCorrelator()
+        self.clock: TimeSource = clock if clock is not None else REAL_CLOCK
+        self.correlator = correlator or EventCorrelator(clock=self.clock.now)
+        self._last_ns = 0
         self._max_tries = max_tries
         self._retry_delay = retry_delay
         self._queue: asyncio.Queue[Event] = asyncio.Queue()
@@ -418,6 +427,14 @@ class EventBroadcaster:
 
     def new_recorder(self, component: str, host: str = "") -> EventRecorder:
         return EventRecorder(self, component, host)
+
+    def _event_ns(self) -> int:
+        """The clock's wall time in nanoseconds, for an event's timestamps and name
+        suffix; strictly increasing, so two events of one object never share a name
+        (a fake or virtual clock that stands still would otherwise repeat it)."""
+        ns = max(int(self.clock.now() * 1e9), self._last_ns + 1)
+        self._last_ns = ns
+        return ns
 
     def start(self) -> None:
         """Start the background writer on the running event loop."""
@@ -481,7 +498,7 @@ class EventBroadcaster:
             delay = self._retry_delay
             if tries == 1:  # desynchronise clients that failed together
                 delay *= random.random()
-            await asyncio.sleep(delay)
+            await self.clock.sleep(delay)
         log.error("Unable to write event %s (retry limit exceeded!)",
                   result.event["metadata"]["name"])
 

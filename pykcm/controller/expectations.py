@@ -70,15 +70,16 @@ interleave with another. There are no locks; the classes are **not** safe to
 share between OS threads.
 
 Time comes from an injectable ``clock`` (seconds, monotonic; default
-:func:`time.monotonic`) so tests can expire expectations without sleeping.
+:data:`~pykcm.api.clock.REAL_CLOCK`.monotonic) so tests can expire expectations without sleeping.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterable
 from typing import Protocol
+
+from pykcm.api.clock import REAL_CLOCK
 
 __all__ = [
     "EXPECTATIONS_TIMEOUT",
@@ -156,7 +157,7 @@ class ControllerExpectations:
     Not thread safe (see the module docstring).
     """
 
-    def __init__(self, clock: Clock = time.monotonic, *,
+    def __init__(self, clock: Clock = REAL_CLOCK.monotonic, *,
                  timeout: float = EXPECTATIONS_TIMEOUT) -> None:
         self._clock = clock
         self._timeout = timeout
@@ -241,7 +242,7 @@ class UIDTrackingControllerExpectations:
     """
 
     def __init__(self, expectations: ControllerExpectationsInterface | None = None, *,
-                 clock: Clock = time.monotonic) -> None:
+                 clock: Clock = REAL_CLOCK.monotonic) -> None:
         """Wrap ``expectations`` (a new :class:`ControllerExpectations` using ``clock``
         when None)."""
         self.expectations: ControllerExpectationsInterface = (

@@ -27,9 +27,10 @@ one line naming the retry count.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from typing import Final
+
+from pykcm.api.clock import REAL_CLOCK
 
 __all__ = ["BURST_QUIET", "MIN_PERIOD", "ErrorReporter", "reporter"]
 
@@ -57,7 +58,7 @@ class ErrorReporter:
 
     def __init__(self, logger: logging.Logger, *, min_period: float = MIN_PERIOD,
                  burst_quiet: float = BURST_QUIET,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = REAL_CLOCK.monotonic) -> None:
         self._log = logger
         self._min_period = min_period
         self._burst_quiet = burst_quiet

@@ -39,6 +39,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.deep_hash import safe_encode_string
 from pykcm.api.labels import LabelSelector
 from pykcm.api.owner_refs import get_controller_of, new_controller_ref
@@ -317,8 +318,9 @@ class History:
     realHistory). ``indexer`` must carry the controller index
     (:func:`add_controller_revision_controller_indexer`)."""
 
-    def __init__(self, client: Client, indexer: Indexer) -> None:
+    def __init__(self, client: Client, indexer: Indexer, *, clock: Clock | None = None) -> None:
         self.client = client
+        self.clock: Clock = clock if clock is not None else REAL_CLOCK
         self.indexer = indexer
 
     def list_controller_revisions(self, parent: Mapping[str, Any], parent_kind: str,
@@ -389,7 +391,7 @@ class History:
             cached = self.indexer.get_by_key(f"{ns}/{name}")
             clone = dict(cached) if cached is not None else dict(
                 await self.client.get("controllerrevisions", name, ns))
-            await asyncio.sleep(delay)
+            await self.clock.sleep(delay)
             delay *= 5
         return clone
 

@@ -55,12 +55,10 @@ import inspect
 import logging
 import math
 import random
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Protocol
 
+from pykcm.api.clock import REAL_CLOCK, Clock, RealClock
 from pykcm.client import is_conflict, is_not_found
 from pykcm.leaderelection import metrics
 from pykcm.leaderelection.healthz import HealthzAdaptor, LeaderElectionUnhealthy
@@ -88,33 +86,6 @@ JITTER_FACTOR = 1.2
 DEFAULT_LEASE_DURATION = 15.0
 DEFAULT_RENEW_DEADLINE = 10.0
 DEFAULT_RETRY_PERIOD = 2.0
-
-
-class Clock(Protocol):
-    """Time as the elector sees it (a fake one makes the algorithm testable)."""
-
-    def monotonic(self) -> float:
-        """Seconds on a monotonic clock: observed_time and every duration."""
-        ...
-
-    def now(self) -> datetime:
-        """The wall-clock time written into the record (acquireTime, renewTime)."""
-        ...
-
-    async def sleep(self, seconds: float) -> None: ...
-
-
-class RealClock:
-    """The process clocks and ``asyncio.sleep``."""
-
-    def monotonic(self) -> float:
-        return time.monotonic()
-
-    def now(self) -> datetime:
-        return datetime.now(UTC)
-
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
 
 
 @dataclass
@@ -194,7 +165,7 @@ class LeaderElector:
                  rng: random.Random | None = None) -> None:
         config.validate()
         self.config = config
-        self.clock: Clock = clock if clock is not None else RealClock()
+        self.clock: Clock = clock if clock is not None else REAL_CLOCK
         self._rng = rng if rng is not None else random.Random()
         self._observed_record = LeaderElectionRecord()
         self._observed_raw: bytes | None = None
@@ -396,7 +367,7 @@ class LeaderElector:
                         log.info("not releasing lock %s: held by %r", desc,
                                  current.holder_identity)
                         return True
-                    now = self.clock.now()
+                    now = self.clock.utcnow()
                     record = LeaderElectionRecord(
                         holder_identity="", lease_duration_seconds=1, acquire_time=now,
                         renew_time=now, leader_transitions=current.leader_transitions)
@@ -417,7 +388,7 @@ class LeaderElector:
     async def try_acquire_or_renew(self) -> bool:
         """One attempt to acquire or renew the lock; True on success."""
         lock = self.config.lock
-        now_wall = self.clock.now()
+        now_wall = self.clock.utcnow()
         now = self.clock.monotonic()
         record = LeaderElectionRecord(
             holder_identity=lock.identity(),

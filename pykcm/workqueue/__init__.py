@@ -15,7 +15,7 @@ calls ``forget``.
 - ``FakeClock`` to test code built on these queues without waiting.
 """
 
-from pykcm.workqueue.clock import REAL_CLOCK, Clock, FakeClock, RealClock, TimerHandle
+from pykcm.api.clock import REAL_CLOCK, Clock, FakeClock, RealClock, TimerHandle
 from pykcm.workqueue.delaying_queue import DelayingQueue
 from pykcm.workqueue.metrics import (
     DURATION_BUCKETS,

@@ -5,7 +5,7 @@ Role. Controllers use ``add_after(key, delay)`` to requeue a key later
 ("requeue after", and the rate-limited retries of RateLimitingQueue).
 
 Data flow. ``add_after`` puts the item in a min-heap ordered by its ready
-time (``clock.now() + delay``); one timer, armed for the heap's earliest
+time (``clock.monotonic() + delay``); one timer, armed for the heap's earliest
 ready time, moves every ready item to the queue with ``add`` (so the usual
 de-duplication applies) and re-arms itself for the next one. There is no
 task and no timer per item.
@@ -31,7 +31,7 @@ import itertools
 import math
 from typing import Generic
 
-from pykcm.workqueue.clock import Clock, TimerHandle
+from pykcm.api.clock import Clock, TimerHandle
 from pykcm.workqueue.metrics import (
     CounterMetric,
     MetricsProvider,
@@ -81,7 +81,7 @@ class DelayingQueue(Queue[T]):
         if delay <= 0:
             self.add(item)
             return
-        ready_at = self._clock.now() + delay
+        ready_at = self._clock.monotonic() + delay
         known = self._known.get(item)
         if known is not None and known.ready_at <= ready_at:
             return  # the earliest ready time wins
@@ -135,7 +135,7 @@ class DelayingQueue(Queue[T]):
     def _fire(self) -> None:
         self._timer = None
         self._timer_at = math.inf
-        now = self._clock.now()
+        now = self._clock.monotonic()
         while (head := self._head()) is not None and head.ready_at <= now:
             heapq.heappop(self._waiting)
             del self._known[head.item]

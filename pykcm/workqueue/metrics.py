@@ -34,7 +34,7 @@ import importlib
 from collections.abc import Hashable
 from typing import Any, Final, Protocol
 
-from pykcm.workqueue.clock import Clock
+from pykcm.api.clock import Clock
 
 #: Seconds between two refreshes of the unfinished-work gauges (client-go: 500 ms).
 UNFINISHED_WORK_UPDATE_PERIOD: Final = 0.5
@@ -307,10 +307,10 @@ class QueueMetrics:
         self._adds.inc()
         # An item re-added while processing keeps its first add time: the
         # queue duration measures how long the oldest request waited.
-        self._add_times.setdefault(item, self._clock.now())
+        self._add_times.setdefault(item, self._clock.monotonic())
 
     def get(self, item: Hashable) -> None:
-        now = self._clock.now()
+        now = self._clock.monotonic()
         self._depth.dec()
         self._processing_start_times[item] = now
         start = self._add_times.pop(item, None)
@@ -320,10 +320,10 @@ class QueueMetrics:
     def done(self, item: Hashable) -> None:
         start = self._processing_start_times.pop(item, None)
         if start is not None:
-            self._work_duration.observe(self._clock.now() - start)
+            self._work_duration.observe(self._clock.monotonic() - start)
 
     def update_unfinished_work(self) -> None:
-        now = self._clock.now()
+        now = self._clock.monotonic()
         total = 0.0
         oldest = 0.0
         for start in self._processing_start_times.values():

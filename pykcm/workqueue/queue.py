@@ -31,7 +31,7 @@ from collections import deque
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
-from pykcm.workqueue.clock import REAL_CLOCK, Clock, TimerHandle
+from pykcm.api.clock import REAL_CLOCK, Clock, TimerHandle
 from pykcm.workqueue.metrics import (
     UNFINISHED_WORK_UPDATE_PERIOD,
     MetricsProvider,
@@ -206,7 +206,7 @@ class Queue(Generic[T]):
             return
         try:
             self._metrics_timer = self._clock.call_at(
-                self._clock.now() + UNFINISHED_WORK_UPDATE_PERIOD, self._update_unfinished_work
+                self._clock.monotonic() + UNFINISHED_WORK_UPDATE_PERIOD, self._update_unfinished_work
             )
         except RuntimeError:
             # No running loop (add() called before the loop started): the

@@ -22,7 +22,7 @@ seconds (floats).
   DefaultControllerRateLimiter.
 
 Data flow. Pure bookkeeping: no timers, no I/O. The bucket reads its clock
-(``Clock.now``) to refill.
+(``Clock.monotonic``) to refill.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import math
 from collections.abc import Hashable
 from typing import Any, Generic, Protocol, TypeVar
 
-from pykcm.workqueue.clock import REAL_CLOCK, Clock
+from pykcm.api.clock import REAL_CLOCK, Clock
 
 T = TypeVar("T", bound=Hashable)
 T_contra = TypeVar("T_contra", bound=Hashable, contravariant=True)
@@ -119,7 +119,7 @@ class TokenBucket:
         self._last: float | None = None  # Go's zero time: the first advance fills up
 
     def reserve(self) -> float:
-        now = self._clock.now()
+        now = self._clock.monotonic()
         if math.isinf(self.limit):
             return 0.0
         if self.limit == 0:

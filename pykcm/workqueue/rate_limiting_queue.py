@@ -12,7 +12,7 @@ also records the failure) → ``add_after(item, delay)`` → the queue.
 
 from __future__ import annotations
 
-from pykcm.workqueue.clock import Clock
+from pykcm.api.clock import Clock
 from pykcm.workqueue.delaying_queue import DelayingQueue
 from pykcm.workqueue.metrics import MetricsProvider
 from pykcm.workqueue.queue import T
@@ -22,7 +22,8 @@ from pykcm.workqueue.rate_limiters import RateLimiter, default_controller_rate_l
 class RateLimitingQueue(DelayingQueue[T]):
     """A DelayingQueue with rate-limited adds.
 
-    ``rate_limiter`` defaults to ``default_controller_rate_limiter()``.
+    ``rate_limiter`` defaults to ``default_controller_rate_limiter()`` on the queue's
+    ``clock``.
     """
 
     def __init__(
@@ -35,7 +36,7 @@ class RateLimitingQueue(DelayingQueue[T]):
     ) -> None:
         super().__init__(name, metrics_provider=metrics_provider, clock=clock)
         self.rate_limiter: RateLimiter[T] = (
-            rate_limiter if rate_limiter is not None else default_controller_rate_limiter()
+            rate_limiter if rate_limiter is not None else default_controller_rate_limiter(clock=clock)
         )
 
     def add_rate_limited(self, item: T) -> None:

@@ -42,8 +42,11 @@ class FakeClock:
     def monotonic(self) -> float:
         return self.t
 
-    def now(self) -> datetime:
+    def utcnow(self) -> datetime:
         return T0 + timedelta(seconds=self.t)
+
+    def now(self) -> float:
+        return self.utcnow().timestamp()
 
     async def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
@@ -210,7 +213,7 @@ async def test_acquire_when_free_creates_the_record() -> None:
     a = make(store, "a", clock)
     assert await a.try_acquire_or_renew()
     assert a.is_leader() and a.get_leader() == "a"
-    assert store.record == LeaderElectionRecord("a", 15, clock.now(), clock.now(), 0)
+    assert store.record == LeaderElectionRecord("a", 15, clock.utcnow(), clock.utcnow(), 0)
 
 
 async def test_acquire_a_released_lock_at_once() -> None:
@@ -237,7 +240,7 @@ async def test_unexpired_lease_judged_by_local_observation_only() -> None:
     assert store.record is not None
     assert store.record.holder_identity == "a"
     assert store.record.leader_transitions == 3
-    assert store.record.acquire_time == clock.now()
+    assert store.record.acquire_time == clock.utcnow()
 
 
 async def test_future_timestamps_of_the_holder_do_not_extend_its_lease() -> None:
@@ -269,10 +272,10 @@ async def test_renew_keeps_acquire_time_and_transitions() -> None:
     store.write(LeaderElectionRecord("", 1, T0, T0, 7))
     a = make(store, "a", clock)
     assert await a.try_acquire_or_renew()
-    acquired = clock.now()
+    acquired = clock.utcnow()
     clock.advance(2)
     assert await a.try_acquire_or_renew()
-    assert store.record == LeaderElectionRecord("a", 15, acquired, clock.now(), 8)
+    assert store.record == LeaderElectionRecord("a", 15, acquired, clock.utcnow(), 8)
     assert a.observed_time == clock.monotonic()
 
 
@@ -280,7 +283,7 @@ async def test_leader_falls_back_to_slow_path_and_sees_a_takeover() -> None:
     clock, store = FakeClock(), Store()
     a = make(store, "a", clock)
     assert await a.try_acquire_or_renew()
-    store.write(LeaderElectionRecord("b", 15, clock.now(), clock.now(), 1))  # b forced it
+    store.write(LeaderElectionRecord("b", 15, clock.utcnow(), clock.utcnow(), 1))  # b forced it
     clock.advance(2)
     assert not await a.try_acquire_or_renew()  # fast path conflicts, slow path sees b
     assert a.get_leader() == "b" and not a.is_leader()
@@ -400,7 +403,7 @@ async def test_lose_leadership_to_a_takeover() -> None:
     a = make(store, "a", clock)
     task = asyncio.create_task(a.run())
     await until(lambda: a.is_leader())
-    store.write(LeaderElectionRecord("b", 15, clock.now(), clock.now(), 1))
+    store.write(LeaderElectionRecord("b", 15, clock.utcnow(), clock.utcnow(), 1))
     taken_at = clock.monotonic()
     await asyncio.wait_for(task, 5)
     assert a.get_leader() == "b"
@@ -468,7 +471,7 @@ async def test_release_on_cancel() -> None:
     assert store.record.holder_identity == ""
     assert store.record.lease_duration_seconds == 1
     assert store.record.leader_transitions == 4
-    assert store.record.acquire_time == store.record.renew_time == clock.now()
+    assert store.record.acquire_time == store.record.renew_time == clock.utcnow()
     # the guarded work stopped before the lease was released; then on_stopped_leading
     assert log == ["work stopped, holder=a", "stopped"]
     assert not a.is_leader()

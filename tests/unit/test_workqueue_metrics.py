@@ -75,13 +75,15 @@ async def test_queue_metrics_bookkeeping() -> None:
     await q.get()
     assert p.m["depth", "q1"].value == 1
     assert p.m["latency", "q1"].observed == [0.25]
-    clock.step(0.5)  # the 500 ms refresh fires
-    assert p.m["unfinished", "q1"].value == pytest.approx(0.5)
-    assert p.m["longest", "q1"].value == pytest.approx(0.5)
-    await q.get()
+    # the 500 ms refresh fires at t=0.5 (the fake clock stands at a timer's instant
+    # while it runs), when "a" has been held 0.25 s
     clock.step(0.5)
-    assert p.m["unfinished", "q1"].value == pytest.approx(1.0 + 0.5)
-    assert p.m["longest", "q1"].value == pytest.approx(1.0)
+    assert p.m["unfinished", "q1"].value == pytest.approx(0.25)
+    assert p.m["longest", "q1"].value == pytest.approx(0.25)
+    await q.get()  # "b" at t=0.75
+    clock.step(0.5)  # the next refresh, at t=1.0
+    assert p.m["unfinished", "q1"].value == pytest.approx(0.75 + 0.25)
+    assert p.m["longest", "q1"].value == pytest.approx(0.75)
     q.done("a")
     assert p.m["work", "q1"].observed == [pytest.approx(1.0)]
     q.add_after("c", 1)

@@ -6,8 +6,8 @@ Upstream ``pkg/controller/job/util`` (``IsJobFinished``, ``FinishedCondition``,
 (``isPodFailed``, ``onlyReplaceFailedPods``, ``newCondition``,
 ``findConditionByType``, ``ensureJobConditionStatus``).
 
-Also the :class:`Clock` the three controllers take (epoch seconds, so tests
-can drive time).
+Re-exports :class:`pykcm.api.clock.Clock` (and ``REAL_CLOCK``), the clock the
+three controllers take, under the names this module used to define.
 
 Jobs and pods are the JSON wire form (dicts). Nothing here mutates its
 arguments except :func:`ensure_job_condition_status`, which edits the
@@ -16,10 +16,10 @@ condition list it is given (the caller's own copy of a Job's status).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, MutableSequence
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
+from pykcm.api.clock import REAL_CLOCK, Clock, RealClock
 from pykcm.api.timestamps import format_time
 
 __all__ = [
@@ -55,24 +55,6 @@ SUCCESS_CRITERIA_MET: Final = "SuccessCriteriaMet"
 JOB_CONTROLLER_NAME: Final = "kubernetes.io/job-controller"
 
 
-class Clock(Protocol):
-    """Wall-clock time for the batch controllers: ``now()`` in seconds since the epoch.
-
-    Injected so tests can drive schedules, deadlines and TTLs (upstream's
-    clock.Clock / ``now func() time.Time``).
-    """
-
-    def now(self) -> float: ...
-
-
-class RealClock:
-    """The system clock (:func:`time.time`)."""
-
-    def now(self) -> float:
-        return time.time()
-
-
-REAL_CLOCK: Final = RealClock()
 
 
 def _conditions(job: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -21,7 +21,7 @@ grace period), retried 5 times 10 ms apart.
 Data flow: node and pod informer events are handled at once, in memory
 (upstream's node/pod update queues and their sharded workers exist to keep
 the informers' goroutines short; here a handler only reads the cache and
-arms timers). Timers are ``clock.call_at`` (:class:`pykcm.workqueue.clock.Clock`),
+arms timers). Timers are ``clock.call_at`` (:class:`pykcm.api.clock.Clock`),
 so a ``FakeClock`` drives them in tests; a due timer starts the deletion as a
 task.
 
@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -41,6 +40,7 @@ from typing import Any, Final
 from prometheus_client import Counter, Histogram
 
 from pykcm.api.accessors import meta_of
+from pykcm.api.clock import REAL_CLOCK, Clock, TimerHandle
 from pykcm.api.scheduling import toleration_tolerates_taint
 from pykcm.api.timestamps import format_time
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
@@ -48,7 +48,6 @@ from pykcm.cache.synced import wait_for_named_cache_sync
 from pykcm.client import Client, is_not_found
 from pykcm.controller.event_recorder import EventRecorder
 from pykcm.informers.generic import GenericInformer
-from pykcm.workqueue.clock import REAL_CLOCK, Clock, TimerHandle
 
 __all__ = ["TaintEvictionController", "get_matching_tolerations", "get_min_toleration_time"]
 
@@ -197,7 +196,7 @@ class TaintEvictionController:
             for pod in pods:
                 self.cancel_work(_key(pod))
             return
-        now = self.clock.now()
+        now = self.clock.monotonic()
         for pod in pods:
             self.process_pod_on_node(_key(pod), pod, taints, now)
 
@@ -211,7 +210,7 @@ class TaintEvictionController:
         taints = self.tainted_nodes.get(node)
         if taints is None:
             return
-        self.process_pod_on_node(_key(pod), pod, taints, self.clock.now())
+        self.process_pod_on_node(_key(pod), pod, taints, self.clock.monotonic())
 
     def pod_deleted(self, obj: Any) -> None:
         m = meta_of(obj) if isinstance(obj, Mapping) else {}
@@ -282,7 +281,7 @@ class TaintEvictionController:
                 try:
                     await self.add_condition_and_delete_pod(ns, name)
                     POD_DELETIONS_TOTAL.inc()
-                    POD_DELETION_DURATION.observe(max(0.0, self.clock.now() - work.fire_at))
+                    POD_DELETION_DURATION.observe(max(0.0, self.clock.monotonic() - work.fire_at))
                     break
                 except asyncio.CancelledError:
                     raise
@@ -291,7 +290,7 @@ class TaintEvictionController:
                         break
                     if attempt == _RETRIES - 1:
                         log.error("Failed to delete pod %s: %s", key, exc)
-                    await asyncio.sleep(0.01)
+                    await self.clock.sleep(0.01)
         finally:
             if self.work.get(key) is work:
                 del self.work[key]
@@ -308,7 +307,7 @@ class TaintEvictionController:
             cond["observedGeneration"] = generation
         if old is None or any(old.get(k) != v for k, v in cond.items()):
             keep = old.get("lastTransitionTime") if old and old.get("status") == "True" else None
-            cond["lastTransitionTime"] = keep or format_time(time.time())
+            cond["lastTransitionTime"] = keep or format_time(self.clock.now())
             await self.client.patch(
                 "pods", name, {"metadata": {"uid": meta_of(pod).get("uid")},
                                "status": {"conditions": [cond]}},
