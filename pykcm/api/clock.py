@@ -55,6 +55,7 @@ __all__ = [
     "RealClock",
     "TimerHandle",
     "clock_of",
+    "wait_event",
 ]
 
 
@@ -269,12 +270,33 @@ class _ReadingClock:
         return REAL_CLOCK.call_later(delay, callback)
 
 
+async def wait_event(clock: Clock, event: asyncio.Event, seconds: float) -> bool:
+    """Wait until ``event`` is set or ``seconds`` pass on ``clock``; True if it was set
+    (a periodic loop's "sleep unless stopped", instead of ``wait_for(event.wait(), s)``)."""
+    if event.is_set():
+        return True
+    waiter = asyncio.ensure_future(event.wait())
+    sleeper = asyncio.ensure_future(clock.sleep(seconds))
+    try:
+        await asyncio.wait((waiter, sleeper), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        sleeper.cancel()
+    return event.is_set()
+
+
 def clock_of(clock: Clock | Callable[[], float] | None) -> Clock:
     """``clock`` as a :class:`Clock`: None is :data:`REAL_CLOCK`; a bare function
-    returning seconds (the ``clock=`` of constructors that predate this module) reads
-    both lines, with real timers."""
+    returning seconds (the ``clock=`` of constructors that predate this module), or an
+    object with only such a ``now()`` (the batch controllers' former clock), reads both
+    lines, with real timers."""
     if clock is None:
         return REAL_CLOCK
     if isinstance(clock, Clock):
         return clock
-    return _ReadingClock(clock)
+    if callable(clock):
+        return _ReadingClock(clock)
+    now = getattr(clock, "now", None)
+    if callable(now):
+        return _ReadingClock(now)
+    raise TypeError(f"not a clock: {clock!r}")

@@ -302,6 +302,10 @@ class SharedProcessor:
         self._started = False
         self._metrics: InformerMetrics | None = None
 
+    def set_clock(self, clock: Clock) -> None:
+        """Read resync due times from ``clock`` (the informer's, set before it runs)."""
+        self._clock = clock
+
     def _rebuild(self) -> None:
         self._all = tuple(self._listeners)
         self._syncing = tuple(lst for lst, syncing in self._listeners.items() if syncing)

@@ -210,6 +210,15 @@ class SharedIndexInformer:
             raise InformerAlreadyStartedError("set_transform")
         self._transform = transform
 
+    def set_clock(self, clock: TimeSource) -> None:
+        """Time resyncs and the reflector's backoff on ``clock`` (before run only): a
+        factory hands its clock to informers it did not build itself."""
+        if self._started:
+            raise InformerAlreadyStartedError("set_clock")
+        self._time = clock_of(clock)
+        self._clock = self._time.monotonic
+        self._processor.set_clock(self._clock)
+
     def set_watch_error_handler(self, handler: WatchErrorHandler | None) -> None:
         """Call ``handler(reflector, error)`` when list/watch fails (before run only)."""
         if self._started:

@@ -13,11 +13,11 @@ cancels the wait (client-go's stop channel).
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from collections.abc import Callable
 from typing import Final
+
+from pykcm.api.clock import REAL_CLOCK
 
 __all__ = [
     "SYNCED_POLL_PERIOD",
@@ -37,19 +37,21 @@ InformerSynced = Callable[[], bool]
 
 async def wait_for_cache_sync(*cache_syncs: InformerSynced, timeout: float | None = None) -> bool:
     """Wait until every ``cache_syncs()`` is true; False if ``timeout`` seconds pass first."""
-    deadline = None if timeout is None else time.monotonic() + timeout
+    # Waiting for lists to arrive is I/O progress, not control-loop time: real time,
+    # whatever clock the informers and controllers run on (upstream polls on it too).
+    deadline = None if timeout is None else REAL_CLOCK.monotonic() + timeout
     while True:
         if all(synced() for synced in cache_syncs):
             log.debug("caches populated")
             return True
         if deadline is not None:
-            remaining = deadline - time.monotonic()
+            remaining = deadline - REAL_CLOCK.monotonic()
             if remaining <= 0:
                 log.debug("stop requested")
                 return False
-            await asyncio.sleep(min(SYNCED_POLL_PERIOD, remaining))
+            await REAL_CLOCK.sleep(min(SYNCED_POLL_PERIOD, remaining))
         else:
-            await asyncio.sleep(SYNCED_POLL_PERIOD)
+            await REAL_CLOCK.sleep(SYNCED_POLL_PERIOD)
 
 
 async def wait_for_named_cache_sync(controller_name: str, *cache_syncs: InformerSynced,

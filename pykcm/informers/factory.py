@@ -76,6 +76,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Final, Self
 
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.resources import ResourceInfo, ResourceRegistry, builtin_registry
 from pykcm.cache import gc_policy
 from pykcm.cache.delta_fifo import TransformFunc
@@ -170,8 +171,11 @@ class SharedInformerFactory:
         name: str = DEFAULT_FACTORY_NAME,
         tune_gc: bool = True,
         compact_objects: bool = False,
+        clock: Clock | None = None,
     ) -> None:
         self._client = client
+        # Handed to every informer (resync, reflector backoff); None keeps theirs (real).
+        self._clock = clock
         self._default_resync = _check_period("resync", resync)
         self._custom_resync = {k: _check_period(f"custom_resync[{k!r}]", v)
                                for k, v in (custom_resync or {}).items()}
@@ -412,6 +416,8 @@ class SharedInformerFactory:
         name = f"{self._name}/{gvr.group_resource}" if self._name else ""
         build = new_informer if new_informer is not None else default_new_informer
         informer = build(lw, self.resync_period_for(gvr), name)
+        if self._clock is not None:
+            informer.set_clock(self._clock)
         if self._transform is not None and not (
                 self._compact is not None and self._compact_strip):
             # (A compact decoder that strips managedFields did the transform's work.)
@@ -473,8 +479,9 @@ class SharedInformerFactory:
         still unresolved (a CRD whose discovery failed) is keyed by a
         provisional ResourceInfo with an empty ``kind``.
         """
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
+        # Waiting for lists to arrive is I/O, on real time whatever the informers'
+        # clock (upstream polls cache sync on the real clock too).
+        deadline = None if timeout is None else REAL_CLOCK.monotonic() + timeout
         entries = [(gvr, gi, self._tasks[gvr]) for gvr, gi in self._informers.items()
                    if gvr in self._tasks]
         while True:
@@ -483,12 +490,12 @@ class SharedInformerFactory:
             if not waiting:
                 break
             if deadline is None:
-                await asyncio.sleep(SYNCED_POLL_PERIOD)
+                await REAL_CLOCK.sleep(SYNCED_POLL_PERIOD)
                 continue
-            remaining = deadline - loop.time()
+            remaining = deadline - REAL_CLOCK.monotonic()
             if remaining <= 0:
                 break
-            await asyncio.sleep(min(SYNCED_POLL_PERIOD, remaining))
+            await REAL_CLOCK.sleep(min(SYNCED_POLL_PERIOD, remaining))
         out: dict[ResourceInfo, bool] = {}
         for gvr, gi, _ in entries:
             synced = gi.informer.has_synced()

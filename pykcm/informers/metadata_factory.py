@@ -37,6 +37,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Final, Self
 
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.resources import ResourceInfo, ResourceRegistry, builtin_registry
 from pykcm.cache.listers import GenericLister
 from pykcm.cache.shared_informer import SharedIndexInformer
@@ -66,7 +67,8 @@ class MetadataSharedInformerFactory:
                  namespace: str | None = None,
                  tweak_list_options: TweakListOptionsFunc | None = None,
                  strip_managed_fields: bool = True, compact_objects: bool = False,
-                 name: str = DEFAULT_METADATA_FACTORY_NAME) -> None:
+                 name: str = DEFAULT_METADATA_FACTORY_NAME,
+                 clock: Clock | None = None) -> None:
         if resync < 0:
             raise ValueError(f"resync must be >= 0 seconds, got {resync!r}")
         self._client = client
@@ -76,6 +78,7 @@ class MetadataSharedInformerFactory:
         self._strip = strip_managed_fields
         self._compact = compact_objects
         self._name = name
+        self._clock = clock
         self._registry: ResourceRegistry = builtin_registry()
         self._informers: dict[GroupVersionResource, GenericInformer] = {}
         self._tasks: dict[GroupVersionResource, asyncio.Task[None]] = {}
@@ -106,7 +109,8 @@ class MetadataSharedInformerFactory:
                                tweak_list_options=self._tweak,
                                strip_managed_fields=self._strip, compact=self._compact)
         name = f"{self._name}/{gvr.group_resource}" if self._name else ""
-        informer = SharedIndexInformer(lw, resync_period=self._resync, name=name)
+        informer = SharedIndexInformer(lw, resync_period=self._resync, name=name,
+                                       clock=self._clock)
         lister = GenericLister(informer.get_indexer(),
                                info if info is not None else gvr.group_resource)
         gi = GenericInformer(gvr, informer, lister, lw)
@@ -143,14 +147,14 @@ class MetadataSharedInformerFactory:
     async def wait_for_cache_sync(self, timeout: float | None = None
                                   ) -> dict[GroupVersionResource, bool]:
         """Wait until every started informer has synced (or ``timeout``): {gvr: synced}."""
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
+        # I/O progress: real time whatever the informers' clock (as factory.py).
+        deadline = None if timeout is None else REAL_CLOCK.monotonic() + timeout
         while True:
             waiting = [gvr for gvr, task in self._tasks.items()
                        if not task.done() and not self._informers[gvr].informer.has_synced()]
-            if not waiting or (deadline is not None and loop.time() >= deadline):
+            if not waiting or (deadline is not None and REAL_CLOCK.monotonic() >= deadline):
                 break
-            await asyncio.sleep(SYNCED_POLL_PERIOD)
+            await REAL_CLOCK.sleep(SYNCED_POLL_PERIOD)
         return {gvr: self._informers[gvr].informer.has_synced() for gvr in self._tasks}
 
     async def shutdown(self) -> None:

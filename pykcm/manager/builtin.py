@@ -84,7 +84,8 @@ async def _service_account_token(ctx: ControllerContext, name: str
         client=ctx.client_builder.root_client("tokens-controller"),
         sa_informer=f_.core_v1.serviceaccounts, secret_informer=f_.core_v1.secrets,
         token_generator=JWTTokenGenerator(LEGACY_ISSUER, key),
-        root_ca=_root_ca(ctx, "tokens-controller"))
+        root_ca=_root_ca(ctx, "tokens-controller"),
+        clock=ctx.clock)
 
 
 async def _serviceaccount(ctx: ControllerContext, name: str) -> RunnableController | None:
@@ -93,7 +94,8 @@ async def _serviceaccount(ctx: ControllerContext, name: str) -> RunnableControll
     return ServiceAccountsController(
         client=ctx.client_builder.client("service-account-controller"),
         sa_informer=ctx.informer_factory.core_v1.serviceaccounts,
-        ns_informer=ctx.informer_factory.core_v1.namespaces)
+        ns_informer=ctx.informer_factory.core_v1.namespaces,
+        clock=ctx.clock)
 
 
 async def _root_ca_cert_publisher(ctx: ControllerContext, name: str
@@ -103,7 +105,8 @@ async def _root_ca_cert_publisher(ctx: ControllerContext, name: str
     return Publisher(client=ctx.client_builder.client("root-ca-cert-publisher"),
                      cm_informer=ctx.informer_factory.core_v1.configmaps,
                      ns_informer=ctx.informer_factory.core_v1.namespaces,
-                     root_ca=_root_ca(ctx, "root-ca-cert-publisher"))
+                     root_ca=_root_ca(ctx, "root-ca-cert-publisher"),
+                     clock=ctx.clock)
 
 
 async def _legacy_token_cleaner(ctx: ControllerContext, name: str
@@ -115,7 +118,8 @@ async def _legacy_token_cleaner(ctx: ControllerContext, name: str
         client=ctx.client_builder.client("legacy-service-account-token-cleaner"),
         sa_informer=f.core_v1.serviceaccounts, secret_informer=f.core_v1.secrets,
         pod_informer=f.core_v1.pods,
-        clean_up_period=ctx.options.legacy_service_account_token_clean_up_period)
+        clean_up_period=ctx.options.legacy_service_account_token_clean_up_period,
+        clock=ctx.clock)
 
 
 async def _endpoints(ctx: ControllerContext, name: str) -> RunnableController | None:
@@ -127,7 +131,8 @@ async def _endpoints(ctx: ControllerContext, name: str) -> RunnableController | 
         pod_informer=f.core_v1.pods, service_informer=f.core_v1.services,
         endpoints_informer=f.core_v1.endpoints,
         recorder=ctx.event_recorder("endpoint-controller"),
-        batch_period=ctx.options.endpoint_updates_batch_period)
+        batch_period=ctx.options.endpoint_updates_batch_period,
+        clock=ctx.clock)
 
 
 async def _serves_endpoint_slices(ctx: ControllerContext, client_name: str, name: str) -> bool:
@@ -155,7 +160,8 @@ async def _endpointslice(ctx: ControllerContext, name: str) -> RunnableControlle
         node_informer=f.core_v1.nodes, endpointslice_informer=f.informer_for(ENDPOINT_SLICES),
         max_endpoints_per_slice=ctx.options.max_endpoints_per_slice,
         batch_period=ctx.options.endpointslice_updates_batch_period,
-        recorder=ctx.event_recorder("endpointslice-controller", EVENT_SOURCE))
+        recorder=ctx.event_recorder("endpointslice-controller", EVENT_SOURCE),
+        clock=ctx.clock)
 
 
 async def _endpointslice_mirroring(ctx: ControllerContext, name: str
@@ -177,7 +183,8 @@ async def _endpointslice_mirroring(ctx: ControllerContext, name: str
         service_informer=f.core_v1.services,
         max_endpoints_per_subset=o.mirroring_max_endpoints_per_subset,
         batch_period=o.mirroring_endpointslice_updates_batch_period,
-        recorder=ctx.event_recorder("endpointslicemirroring-controller", EVENT_SOURCE))
+        recorder=ctx.event_recorder("endpointslicemirroring-controller", EVENT_SOURCE),
+        clock=ctx.clock)
 
 
 async def _daemonset(ctx: ControllerContext, name: str) -> RunnableController | None:
@@ -188,7 +195,8 @@ async def _daemonset(ctx: ControllerContext, name: str) -> RunnableController | 
         ds_informer=f.apps_v1.daemonsets, history_informer=f.apps_v1.controllerrevisions,
         pod_informer=f.core_v1.pods, node_informer=f.core_v1.nodes,
         client=ctx.client_builder.client("daemon-set-controller"),
-        recorder=ctx.event_recorder("daemon-set-controller", "daemonset-controller"))
+        recorder=ctx.event_recorder("daemon-set-controller", "daemonset-controller"),
+        clock=ctx.clock)
 
 
 async def _statefulset(ctx: ControllerContext, name: str) -> RunnableController | None:
@@ -207,7 +215,8 @@ async def _statefulset(ctx: ControllerContext, name: str) -> RunnableController 
     return StatefulSetController(
         pod_informer=f.core_v1.pods, set_informer=f.apps_v1.statefulsets,
         pvc_informer=pvc_informer, revision_informer=f.apps_v1.controllerrevisions,
-        client=client, recorder=ctx.event_recorder("statefulset-controller"))
+        client=client, recorder=ctx.event_recorder("statefulset-controller"),
+        clock=ctx.clock)
 
 
 async def _replicationcontroller(ctx: ControllerContext, name: str
@@ -225,7 +234,8 @@ async def _replicationcontroller(ctx: ControllerContext, name: str
     f = ctx.informer_factory
     return ReplicationManager(
         pod_informer=f.core_v1.pods, rc_informer=f.informer_for(REPLICATION_CONTROLLERS),
-        client=client, recorder=ctx.event_recorder("replication-controller"))
+        client=client, recorder=ctx.event_recorder("replication-controller"),
+        clock=ctx.clock)
 
 
 async def _podgc(ctx: ControllerContext, name: str) -> RunnableController | None:
@@ -234,7 +244,8 @@ async def _podgc(ctx: ControllerContext, name: str) -> RunnableController | None
     f = ctx.informer_factory
     return PodGCController(client=ctx.client_builder.client("pod-garbage-collector"),
                            pod_informer=f.core_v1.pods, node_informer=f.core_v1.nodes,
-                           terminated_pod_threshold=ctx.options.terminated_pod_gc_threshold)
+                           terminated_pod_threshold=ctx.options.terminated_pod_gc_threshold,
+                           clock=ctx.clock)
 
 
 async def _resourcequota(ctx: ControllerContext, name: str) -> RunnableController | None:
@@ -251,7 +262,8 @@ async def _resourcequota(ctx: ControllerContext, name: str) -> RunnableControlle
     rq = ResourceQuotaController(client=client, quota_informer=ctx.informer_factory.informer_for(
         quotas), informer_factory=ctx.informer_factory,
         resync_period=ctx.options.resource_quota_sync_period,
-        metadata_informers=ctx.object_or_metadata_informers())
+        metadata_informers=ctx.object_or_metadata_informers(),
+                                 clock=ctx.clock)
     # (its monitors are resolved when it runs, once every controller is built)
     return rq
 
@@ -262,7 +274,8 @@ async def _clusterrole_aggregation(ctx: ControllerContext, name: str
 
     return ClusterRoleAggregationController(
         cluster_role_informer=ctx.informer_factory.rbac_v1.clusterroles,
-        client=ctx.client_builder.client("clusterrole-aggregation-controller"))
+        client=ctx.client_builder.client("clusterrole-aggregation-controller"),
+        clock=ctx.clock)
 
 
 async def _csr_signing(ctx: ControllerContext, name: str) -> RunnableController | None:
@@ -278,7 +291,8 @@ async def _csr_signing(ctx: ControllerContext, name: str) -> RunnableController 
             "certificates.k8s.io", "v1", "certificatesigningrequests"),
         client=ctx.client_builder.client("certificate-controller"),
         cert_file=o.cluster_signing_cert_file, key_file=o.cluster_signing_key_file,
-        duration=o.cluster_signing_duration)
+        duration=o.cluster_signing_duration,
+        clock=ctx.clock)
 
 
 async def _csr_approving(ctx: ControllerContext, name: str) -> RunnableController | None:
@@ -287,7 +301,8 @@ async def _csr_approving(ctx: ControllerContext, name: str) -> RunnableControlle
     return CSRApprovingController(
         csr_informer=ctx.informer_factory.for_resource(
             "certificates.k8s.io", "v1", "certificatesigningrequests"),
-        client=ctx.client_builder.client("certificate-controller"))
+        client=ctx.client_builder.client("certificate-controller"),
+        clock=ctx.clock)
 
 
 async def _csr_cleaner(ctx: ControllerContext, name: str) -> RunnableController | None:
@@ -296,14 +311,16 @@ async def _csr_cleaner(ctx: ControllerContext, name: str) -> RunnableController 
     return CSRCleanerController(
         csr_informer=ctx.informer_factory.for_resource(
             "certificates.k8s.io", "v1", "certificatesigningrequests"),
-        client=ctx.client_builder.client("certificate-controller"))
+        client=ctx.client_builder.client("certificate-controller"),
+        clock=ctx.clock)
 
 
 async def _ttl(ctx: ControllerContext, name: str) -> RunnableController | None:
     from pykcm.controllers.ttl import TTLController
 
     return TTLController(node_informer=ctx.informer_factory.core_v1.nodes,
-                         client=ctx.client_builder.client("ttl-controller"))
+                         client=ctx.client_builder.client("ttl-controller"),
+                         clock=ctx.clock)
 
 
 async def _namespace(ctx: ControllerContext, name: str) -> RunnableController | None:
@@ -312,7 +329,8 @@ async def _namespace(ctx: ControllerContext, name: str) -> RunnableController | 
     return NamespaceController(
         client=ctx.client_builder.client("namespace-controller"),
         namespace_informer=ctx.informer_factory.core_v1.namespaces,
-        resync_period=ctx.options.namespace_sync_period)
+        resync_period=ctx.options.namespace_sync_period,
+        clock=ctx.clock)
 
 
 async def _garbage_collector(ctx: ControllerContext, name: str) -> RunnableController | None:
@@ -324,7 +342,8 @@ async def _garbage_collector(ctx: ControllerContext, name: str) -> RunnableContr
         client=ctx.client_builder.client("generic-garbage-collector"),
         informer_factory=ctx.object_or_metadata_informers(),
         recorder=ctx.event_recorder("generic-garbage-collector",
-                                    "garbage-collector-controller"))
+                                    "garbage-collector-controller"),
+        clock=ctx.clock)
 
 
 async def _replicaset(ctx: ControllerContext, name: str) -> RunnableController | None:
@@ -334,7 +353,8 @@ async def _replicaset(ctx: ControllerContext, name: str) -> RunnableController |
     return ReplicaSetController(
         pod_informer=f.core_v1.pods, rs_informer=f.apps_v1.replicasets,
         client=ctx.client_builder.client("replicaset-controller"),
-        recorder=ctx.event_recorder("replicaset-controller"))
+        recorder=ctx.event_recorder("replicaset-controller"),
+        clock=ctx.clock)
 
 
 async def _deployment(ctx: ControllerContext, name: str) -> RunnableController | None:
@@ -345,7 +365,8 @@ async def _deployment(ctx: ControllerContext, name: str) -> RunnableController |
         deployment_informer=f.apps_v1.deployments, rs_informer=f.apps_v1.replicasets,
         pod_informer=f.core_v1.pods,
         client=ctx.client_builder.client("deployment-controller"),
-        recorder=ctx.event_recorder("deployment-controller"))
+        recorder=ctx.event_recorder("deployment-controller"),
+        clock=ctx.clock)
 
 
 async def _disruption(ctx: ControllerContext, name: str) -> RunnableController | None:
@@ -369,7 +390,8 @@ async def _disruption(ctx: ControllerContext, name: str) -> RunnableController |
         rc_informer=rc_informer, rs_informer=f.apps_v1.replicasets,
         deployment_informer=f.apps_v1.deployments, statefulset_informer=f.apps_v1.statefulsets,
         # upstream's recorder source is "controllermanager", not the controller's name
-        recorder=ctx.event_recorder("disruption-controller", "controllermanager"))
+        recorder=ctx.event_recorder("disruption-controller", "controllermanager"),
+        clock=ctx.clock)
 
 
 async def _horizontal_pod_autoscaler(ctx: ControllerContext, name: str
@@ -393,7 +415,8 @@ async def _horizontal_pod_autoscaler(ctx: ControllerContext, name: str
         downscale_stabilization=o.horizontal_pod_autoscaler_downscale_stabilization,
         tolerance=o.horizontal_pod_autoscaler_tolerance,
         cpu_initialization_period=o.horizontal_pod_autoscaler_cpu_initialization_period,
-        initial_readiness_delay=o.horizontal_pod_autoscaler_initial_readiness_delay)
+        initial_readiness_delay=o.horizontal_pod_autoscaler_initial_readiness_delay,
+        clock=ctx.clock)
 
 
 async def _job(ctx: ControllerContext, name: str) -> RunnableController | None:
@@ -403,7 +426,8 @@ async def _job(ctx: ControllerContext, name: str) -> RunnableController | None:
     return JobController(
         job_informer=f.batch_v1.jobs, pod_informer=f.core_v1.pods,
         client=ctx.client_builder.client("job-controller"),
-        recorder=ctx.event_recorder("job-controller"))
+        recorder=ctx.event_recorder("job-controller"),
+        clock=ctx.clock)
 
 
 async def _cronjob(ctx: ControllerContext, name: str) -> RunnableController | None:
@@ -413,7 +437,8 @@ async def _cronjob(ctx: ControllerContext, name: str) -> RunnableController | No
     return CronJobController(
         cronjob_informer=f.batch_v1.cronjobs, job_informer=f.batch_v1.jobs,
         client=ctx.client_builder.client("cronjob-controller"),
-        recorder=ctx.event_recorder("cronjob-controller"))
+        recorder=ctx.event_recorder("cronjob-controller"),
+        clock=ctx.clock)
 
 
 async def _node_lifecycle(ctx: ControllerContext, name: str) -> RunnableController | None:
@@ -433,7 +458,8 @@ async def _node_lifecycle(ctx: ControllerContext, name: str) -> RunnableControll
         eviction_limiter_qps=o.node_eviction_rate,
         secondary_eviction_limiter_qps=o.secondary_node_eviction_rate,
         large_cluster_threshold=o.large_cluster_size_threshold,
-        unhealthy_zone_threshold=o.unhealthy_zone_threshold)
+        unhealthy_zone_threshold=o.unhealthy_zone_threshold,
+        clock=ctx.clock)
 
 
 async def _taint_eviction(ctx: ControllerContext, name: str) -> RunnableController | None:
@@ -445,7 +471,8 @@ async def _taint_eviction(ctx: ControllerContext, name: str) -> RunnableControll
         pod_informer=f.core_v1.pods, node_informer=f.core_v1.nodes,
         # upstream records through the node-controller client too (its ServiceAccount's
         # role; there is no taint-eviction-controller account), as taint-eviction-controller
-        recorder=ctx.event_recorder("node-controller", "taint-eviction-controller"))
+        recorder=ctx.event_recorder("node-controller", "taint-eviction-controller"),
+        clock=ctx.clock)
 
 
 async def _persistentvolume_binder(ctx: ControllerContext, name: str
@@ -458,7 +485,8 @@ async def _persistentvolume_binder(ctx: ControllerContext, name: str
         class_informer=f.storage_v1.storageclasses,
         client=ctx.client_builder.client("persistent-volume-binder"),
         recorder=ctx.event_recorder("persistent-volume-binder", "persistentvolume-controller"),
-        sync_period=ctx.options.pvclaimbinder_sync_period)
+        sync_period=ctx.options.pvclaimbinder_sync_period,
+        clock=ctx.clock)
 
 
 async def _pvc_protection(ctx: ControllerContext, name: str) -> RunnableController | None:
@@ -467,7 +495,8 @@ async def _pvc_protection(ctx: ControllerContext, name: str) -> RunnableControll
     f = ctx.informer_factory
     return PVCProtectionController(
         claim_informer=f.core_v1.persistentvolumeclaims, pod_informer=f.core_v1.pods,
-        client=ctx.client_builder.client("pvc-protection-controller"))
+        client=ctx.client_builder.client("pvc-protection-controller"),
+        clock=ctx.clock)
 
 
 async def _pv_protection(ctx: ControllerContext, name: str) -> RunnableController | None:
@@ -475,7 +504,8 @@ async def _pv_protection(ctx: ControllerContext, name: str) -> RunnableControlle
 
     return PVProtectionController(
         volume_informer=ctx.informer_factory.core_v1.persistentvolumes,
-        client=ctx.client_builder.client("pv-protection-controller"))
+        client=ctx.client_builder.client("pv-protection-controller"),
+        clock=ctx.clock)
 
 
 async def _ttl_after_finished(ctx: ControllerContext, name: str) -> RunnableController | None:
@@ -483,7 +513,8 @@ async def _ttl_after_finished(ctx: ControllerContext, name: str) -> RunnableCont
 
     return TTLAfterFinishedController(
         job_informer=ctx.informer_factory.batch_v1.jobs,
-        client=ctx.client_builder.client("ttl-after-finished-controller"))
+        client=ctx.client_builder.client("ttl-after-finished-controller"),
+        clock=ctx.clock)
 
 
 def register_builtin_controllers(registry: ControllerRegistry) -> None:

@@ -47,6 +47,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.serviceaccount import make_username
 from pykcm.client import Client, Config, default_user_agent, no_warnings
 from pykcm.controller.event_recorder import EventBroadcaster, EventRecorder
@@ -81,8 +82,10 @@ class ClientBuilder:
     """
 
     def __init__(self, config: Config, *, qps: float, burst: int,
-                 use_service_account_credentials: bool = False) -> None:
+                 use_service_account_credentials: bool = False,
+                 clock: Clock | None = None) -> None:
         self._config = config
+        self._clock = clock  # the token sources' (expiry against the server's timestamps)
         self._qps = qps
         self._burst = burst
         self._clients: dict[str, Client] = {}
@@ -117,7 +120,7 @@ class ClientBuilder:
         source = self._token_sources.get(name)
         if source is None:
             source = self._token_sources[name] = ServiceAccountTokenSource(
-                self._core_client(), SERVICE_ACCOUNT_NAMESPACE, name)
+                self._core_client(), SERVICE_ACCOUNT_NAMESPACE, name, clock=self._clock)
         cfg = dataclasses.replace(
             self._config, qps=self._qps, burst=self._burst,
             user_agent=self.user_agent(make_username(SERVICE_ACCOUNT_NAMESPACE, name)),
@@ -200,6 +203,9 @@ class ControllerContext:
     options: ControllerManagerOptions
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     informers_started: asyncio.Event = field(default_factory=asyncio.Event)
+    clock: Clock = REAL_CLOCK
+    """The manager's one clock: init functions hand it to their controller (queues,
+    rate limiters, requeues, deadlines, schedules); recorders and informers get it here."""
     _broadcasters: dict[str, EventBroadcaster] = field(default_factory=dict, repr=False)
     metadata_informer_factory: MetadataSharedInformerFactory | None = None
     _object_or_metadata: ObjectOrMetadataInformerFactory | None = field(default=None,
@@ -213,7 +219,8 @@ class ControllerContext:
         if self._object_or_metadata is None:
             if self.metadata_informer_factory is None:
                 self.metadata_informer_factory = MetadataSharedInformerFactory(
-                    self.informer_factory.client, self.informer_factory.default_resync)
+                    self.informer_factory.client, self.informer_factory.default_resync,
+                    clock=self.clock)
             self._object_or_metadata = ObjectOrMetadataInformerFactory(
                 self.informer_factory, self.metadata_informer_factory)
         return self._object_or_metadata
@@ -229,7 +236,8 @@ class ControllerContext:
         the manager shuts them down, delivering what is queued, at exit)."""
         b = self._broadcasters.get(name)
         if b is None:
-            b = self._broadcasters[name] = EventBroadcaster(self.client_builder.client(name))
+            b = self._broadcasters[name] = EventBroadcaster(self.client_builder.client(name),
+                                                            clock=self.clock)
             b.start()
         return b
 

@@ -55,6 +55,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.client import (
     Client,
     Config,
@@ -164,8 +165,11 @@ class ControllerManager:
 
     def __init__(self, options: ControllerManagerOptions,
                  registry: ControllerRegistry | None = None, *,
-                 config: Config | None = None) -> None:
+                 config: Config | None = None, clock: Clock | None = None) -> None:
         self.options = options
+        self.clock: Clock = clock if clock is not None else REAL_CLOCK
+        """The process's one clock: leader election, informers, event recorders and
+        every controller (through ``ControllerContext.clock``) read time from it."""
         self.registry = registry if registry is not None else builtin_registry()
         self._config = config
         self.health = HealthChecks()
@@ -221,7 +225,8 @@ class ControllerManager:
                 await auth.close()
             raise
         builder = ClientBuilder(config, qps=o.kube_api_qps, burst=o.kube_api_burst,
-                                use_service_account_credentials=o.use_service_account_credentials)
+                                use_service_account_credentials=o.use_service_account_credentials,
+                                clock=self.clock)
         try:
             if not o.leader_elect:
                 return await self._run_unelected(builder, enabled)
@@ -253,7 +258,7 @@ class ControllerManager:
         self.health.add(adaptor.name, _leader_check(adaptor))
         # Its own client, with requests bounded by the renew deadline (upstream's).
         le_client = builder.new_client("leader-election", timeout=o.leader_elect_renew_deadline)
-        events = EventBroadcaster(le_client)
+        events = EventBroadcaster(le_client, clock=self.clock)
         events.start()
         lock = LeaseLock(le_client, o.leader_elect_resource_namespace,
                          o.leader_elect_resource_name, self.identity,
@@ -275,7 +280,7 @@ class ControllerManager:
             release_on_cancel=True, name=o.leader_elect_resource_name)
         # A write fence on every controller client: a paused leader that resumes after
         # its renew deadline sends nothing, even before its renewal loop notices.
-        candidate = LeaderElector(cfg)
+        candidate = LeaderElector(cfg, clock=self.clock)
         adaptor.set_leader_election(candidate)
         builder.write_fence = candidate.write_fence
         elector = asyncio.create_task(candidate.run(), name="leader-election")
@@ -341,11 +346,12 @@ class ControllerManager:
             client_builder=builder,
             informer_factory=SharedInformerFactory(
                 builder.root_client("shared-informers"), _resync(o),
-                transform=strip_managed_fields, compact_objects=o.compact_informer_objects),
+                transform=strip_managed_fields, compact_objects=o.compact_informer_objects,
+                clock=self.clock),
             metadata_informer_factory=MetadataSharedInformerFactory(
                 builder.root_client("shared-informers"), _resync(o),
-                compact_objects=o.compact_informer_objects),
-            options=o)
+                compact_objects=o.compact_informer_objects, clock=self.clock),
+            options=o, clock=self.clock)
         self.context = ctx
         try:
             try:

@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from pykcm.api.clock import Clock, clock_of
 from pykcm.client import Client
 from pykcm.client.errors import ApiError, is_already_exists, is_not_found
 
@@ -83,13 +83,14 @@ class ServiceAccountTokenSource:
     def __init__(self, core: Client, namespace: str, name: str, *,
                  expiration_seconds: int = DEFAULT_EXPIRATION_SECONDS,
                  leeway_percent: int = DEFAULT_LEEWAY_PERCENT,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Clock | Callable[[], float] | None = None) -> None:
         self.core = core
         self.namespace = namespace
         self.name = name
         self.expiration_seconds = expiration_seconds
         self.leeway_percent = leeway_percent
-        self._clock = clock
+        self._time = clock_of(clock)
+        self._clock = self._time.now  # wall: compared with expirationTimestamp
         self._token: str | None = None
         self._expiry = 0.0
         self._lock = asyncio.Lock()
@@ -139,6 +140,6 @@ class ServiceAccountTokenSource:
                 last = exc
                 log.warning("get token failed: %s", exc)
             if attempt < attempts - 1:
-                await asyncio.sleep(delay)
+                await self._time.sleep(delay)
                 delay *= factor
         raise RuntimeError(f"failed to get token for {self.namespace}/{self.name}: {last}")

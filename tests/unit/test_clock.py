@@ -138,6 +138,14 @@ def test_clock_of_wraps_bare_reading_functions() -> None:
     t[0] = 43.0
     assert c.utcnow() == datetime.fromtimestamp(43.0, UTC)
 
+    class NowOnly:  # the batch controllers' former clock: only now()
+        def now(self) -> float:
+            return 7.0
+
+    assert clock_of(NowOnly()).monotonic() == 7.0
+    with pytest.raises(TypeError):
+        clock_of(object())  # type: ignore[arg-type]
+
 
 def test_workqueue_names_are_the_shared_clock() -> None:
     from pykcm import workqueue

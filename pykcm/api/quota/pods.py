@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from pykcm.api.clock import REAL_CLOCK
 from pykcm.api.quantity import Quantity
 from pykcm.api.quota.evaluator import (
     ONE,
@@ -205,7 +206,7 @@ class PodEvaluator(Evaluator):
     group, resource = "", "pods"
 
     def __init__(self, list_by_namespace: ListByNamespace | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = REAL_CLOCK.now) -> None:
         super().__init__(list_by_namespace)
         self.clock = clock
 

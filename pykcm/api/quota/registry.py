@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+from pykcm.api.clock import REAL_CLOCK
 from pykcm.api.quota.evaluator import Evaluator, ListByNamespace, ObjectCountEvaluator
 from pykcm.api.quota.persistent_volume_claims import PersistentVolumeClaimEvaluator
 from pykcm.api.quota.pods import PodEvaluator
@@ -73,14 +74,16 @@ class Registry:
         return self._list_for(group, resource) if self._list_for else None
 
 
-def new_registry(list_for: ListFor | None = None) -> Registry:
-    """kube-controller-manager's and kube-apiserver's evaluators (core.NewEvaluators)."""
+def new_registry(list_for: ListFor | None = None, *,
+                 clock: Callable[[], float] | None = None) -> Registry:
+    """kube-controller-manager's and kube-apiserver's evaluators (core.NewEvaluators);
+    ``clock`` (wall seconds) is the pod evaluator's (terminating pods' deadlines)."""
     reg = Registry(list_for)
 
     def lister(resource: str) -> ListByNamespace | None:
         return list_for("", resource) if list_for else None
 
-    reg.add(PodEvaluator(lister("pods")))
+    reg.add(PodEvaluator(lister("pods"), clock=clock if clock is not None else REAL_CLOCK.now))
     reg.add(ServiceEvaluator(lister("services")))
     reg.add(PersistentVolumeClaimEvaluator(lister("persistentvolumeclaims")))
     for (group, resource), alias in LEGACY_OBJECT_COUNT_ALIASES.items():

@@ -25,6 +25,7 @@ from typing import Any, Final
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.client import Client
 from pykcm.controller.controller import Controller, ControllerHost
@@ -50,10 +51,12 @@ class NotApprovedError(Exception):
 class CSRApprovingController(ControllerHost):
     default_workers = 5
 
-    def __init__(self, *, csr_informer: GenericInformer, client: Client) -> None:
+    def __init__(self, *, csr_informer: GenericInformer, client: Client,
+                 clock: Clock | None = None) -> None:
+        self._time: Clock = clock if clock is not None else REAL_CLOCK
         self.name = "certificatesigningrequest-approving"
         self.client = client
-        self.controller = Controller("csrapproving", self.sync)
+        self.controller = Controller("csrapproving", self.sync, clock=self._time)
         self.queue = self.controller.queue
         inf = csr_informer.informer
         self.indexer = inf.get_indexer()

@@ -14,12 +14,12 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
-import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from cryptography import x509
 
+from pykcm.api.clock import Clock, clock_of
 from pykcm.api.timestamps import parse_time
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.client import Client
@@ -75,13 +75,14 @@ def should_clean(csr: Mapping[str, Any], now: float) -> bool:
 class CSRCleanerController(ControllerHost):
     def __init__(self, *, csr_informer: GenericInformer, client: Client,
                  polling_interval: float = POLLING_INTERVAL,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Clock | Callable[[], float] | None = None) -> None:
         self.name = "certificatesigningrequest-cleaner"
         self.client = client
         self.polling_interval = polling_interval
-        self.clock = clock
+        self._time = clock_of(clock)
+        self.clock: Callable[[], float] = self._time.now
         self.lister = csr_informer.lister
-        self.controller = Controller("csrcleaner", self.reconcile)
+        self.controller = Controller("csrcleaner", self.reconcile, clock=self._time)
         reg = csr_informer.informer.add_event_handler(ResourceEventHandlerFuncs())
         self.controller.add_synced(reg.has_synced)
 

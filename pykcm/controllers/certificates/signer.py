@@ -35,6 +35,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.client import Client
 from pykcm.controller.controller import Controller, ControllerHost
@@ -157,7 +158,7 @@ def sign_request(request_pem: bytes, usages: Sequence[str], *, ca_cert: x509.Cer
                  now: datetime.datetime | None = None) -> bytes:
     """The PEM certificate for a CSR (PermissiveSigningPolicy over the CA)."""
     csr = x509.load_pem_x509_csr(request_pem)
-    now = now or datetime.datetime.now(datetime.UTC)
+    now = now or REAL_CLOCK.utcnow()
     ttl = _duration(max_ttl, expiration_seconds)
     not_before = now - _BACKDATE
     not_after = now + ttl if ttl < _SHORT else now + ttl - _BACKDATE
@@ -221,13 +222,17 @@ class CSRSigningController(ControllerHost):
 
     def __init__(self, *, csr_informer: GenericInformer, client: Client, cert_file: str,
                  key_file: str, duration: float,
-                 clock: Callable[[], datetime.datetime] | None = None) -> None:
+                 clock: Clock | Callable[[], datetime.datetime] | None = None) -> None:
         self.name = "certificatesigningrequest-signing"
         self.client = client
         self.ca_cert, self.ca_key = load_ca(cert_file, key_file)
         self.max_ttl = datetime.timedelta(seconds=duration)
-        self.clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
-        self.controller = Controller("certificate", self.sync)
+        # A Clock (certificates are dated by its utcnow), or a bare function returning
+        # an aware datetime (tests).
+        self._time: Clock = clock if isinstance(clock, Clock) else REAL_CLOCK
+        self.clock: Callable[[], datetime.datetime] = (
+            clock if clock is not None and not isinstance(clock, Clock) else self._time.utcnow)
+        self.controller = Controller("certificate", self.sync, clock=self._time)
         self.queue = self.controller.queue
         inf = csr_informer.informer
         self.indexer = inf.get_indexer()

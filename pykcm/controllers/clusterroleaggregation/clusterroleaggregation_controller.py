@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from pykcm.api.accessors import name_of
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.labels import selector_from_label_selector
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.client import Client
@@ -69,10 +70,13 @@ def aggregated_rules(role: Mapping[str, Any],
 class ClusterRoleAggregationController(ControllerHost):
     default_workers = 5
 
-    def __init__(self, *, cluster_role_informer: GenericInformer, client: Client) -> None:
+    def __init__(self, *, cluster_role_informer: GenericInformer, client: Client,
+                 clock: Clock | None = None) -> None:
+        self._time: Clock = clock if clock is not None else REAL_CLOCK
         self.name = "clusterrole-aggregation"
         self.client = client
-        self.controller = Controller("ClusterRoleAggregator", self.sync_cluster_role)
+        self.controller = Controller("ClusterRoleAggregator", self.sync_cluster_role,
+                                     clock=self._time)
         self.queue = self.controller.queue
         inf = cluster_role_informer.informer
         self.indexer = inf.get_indexer()

@@ -48,9 +48,11 @@ and would see its Job gone from a stale ``status.active``: a MissingJob
 event and a 409 that kube-controller-manager does not produce (the
 differential test cronjob-starting-deadline shows both).
 
-Time comes from an injectable clock (epoch seconds). The requeue delays
-are real time, so a test driving the clock calls :meth:`CronJobController.enqueue_key`
-after moving it.
+Time comes from an injectable :class:`pykcm.api.clock.Clock` (schedules read
+its epoch seconds; the requeue at the next schedule time waits on the same
+clock, so a test advancing a ``FakeClock`` gets the sync on time; a ``now()``-only
+clock keeps real-time requeues, and such a test calls
+:meth:`CronJobController.enqueue_key` after moving it).
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from pykcm.api.accessors import meta_of
+from pykcm.api.clock import clock_of
 from pykcm.api.cron import CronParseError, load_location, local_zone, parse_standard
 from pykcm.api.owner_refs import get_controller_of, is_controlled_by
 from pykcm.api.pod_util import parse_time
@@ -86,7 +89,6 @@ from pykcm.controllers.cronjob.utils import (
 from pykcm.controllers.job.utils import (
     COMPLETE,
     FAILED,
-    REAL_CLOCK,
     Clock,
     finished_condition,
     is_job_finished,
@@ -146,7 +148,8 @@ class CronJobController(ControllerHost):
     """Creates a CronJob's Jobs on schedule and keeps its history (upstream ControllerV2).
 
     Build it before the informer factory starts (handlers are added to both
-    informers here). ``clock``: ``now()`` in epoch seconds.
+    informers here). ``clock``: its time (schedules and TTLs
+    read ``now()``, epoch seconds; requeues wait on it).
     """
 
     def __init__(self, *, cronjob_informer: GenericInformer, job_informer: GenericInformer, client: Client,
@@ -154,8 +157,8 @@ class CronJobController(ControllerHost):
         self.name = CONTROLLER_NAME
         self.client = client
         self.recorder = recorder
-        self.clock: Clock = clock if clock is not None else REAL_CLOCK
-        self.controller = Controller(CONTROLLER_NAME, self.sync)
+        self.clock: Clock = clock_of(clock)
+        self.controller = Controller(CONTROLLER_NAME, self.sync, clock=self.clock)
         self.queue = self.controller.queue
         self.job_lister = job_informer.lister
         self.cronjob_lister = cronjob_informer.lister

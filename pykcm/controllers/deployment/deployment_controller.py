@@ -41,6 +41,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from pykcm.api.accessors import meta_of
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.labels import selector_from_label_selector
 from pykcm.api.owner_refs import get_controller_of
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
@@ -102,7 +103,10 @@ class DeploymentController(ControllerHost):
     def __init__(self, *, deployment_informer: GenericInformer, rs_informer: GenericInformer,
                  pod_informer: GenericInformer, client: Client, recorder: EventRecorder,
                  rs_control: RSControl | None = None,
-                 enable_status_terminating_replicas: bool = True) -> None:
+                 enable_status_terminating_replicas: bool = True,
+                 clock: Clock | None = None) -> None:
+        self._time: Clock = clock if clock is not None else REAL_CLOCK
+        self.clock: Clock = self._time  # conditions' times and the progress deadline
         self.name = "deployment"
         self.enable_status_terminating_replicas = enable_status_terminating_replicas
         self.client = client
@@ -119,7 +123,8 @@ class DeploymentController(ControllerHost):
         # Pods by controller: the pod map of a sync is one index lookup per ReplicaSet.
         add_pod_controller_indexer(pod_informer.informer)
         self.pod_indexer = pod_informer.informer.get_indexer()
-        self.controller = Controller("deployment", self.sync_deployment, max_retries=MAX_RETRIES)
+        self.controller = Controller("deployment", self.sync_deployment, max_retries=MAX_RETRIES,
+                                     clock=self._time)
         self.queue = self.controller.queue
 
         regs = [

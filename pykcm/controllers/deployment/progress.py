@@ -27,10 +27,10 @@ Data flow::
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from pykcm.api.clock import REAL_CLOCK
 from pykcm.api.pod_util import parse_time
 from pykcm.controllers.deployment import util
 from pykcm.controllers.deployment.sync import calculate_status
@@ -47,7 +47,7 @@ def rollout_status(all_rss: Sequence[Obj | None], new_rs: Obj | None, d: Obj,
                    now: float | None = None, terminating_replicas: bool = True
                    ) -> dict[str, Any]:
     """The new status with Progressing and ReplicaFailure brought up to date (pure)."""
-    new_status = calculate_status(all_rss, new_rs, d, terminating_replicas)
+    new_status = calculate_status(all_rss, new_rs, d, terminating_replicas, now)
     if not util.has_progress_deadline(d):
         # No deadline, no progress to estimate.
         util.remove_deployment_condition(new_status, util.PROGRESSING)
@@ -96,7 +96,7 @@ def rollout_status(all_rss: Sequence[Obj | None], new_rs: Obj | None, d: Obj,
 async def sync_rollout_status(dc: DeploymentController, all_rss: Sequence[Obj | None],
                               new_rs: Obj | None, d: dict[str, Any]) -> None:
     """Write the rollout status if it changed; otherwise schedule the deadline check."""
-    new_status = rollout_status(all_rss, new_rs, d,
+    new_status = rollout_status(all_rss, new_rs, d, dc.clock.now(),
                                 terminating_replicas=dc.enable_status_terminating_replicas)
     if d.get("status") == new_status:
         requeue_stuck_deployment(dc, d, new_status)
@@ -138,7 +138,7 @@ def stuck_deployment_delay(d: Obj, new_status: Obj, now: float | None = None) ->
     since = parse_time(current.get("lastUpdateTime"))
     if since is None:
         return None
-    t = time.time() if now is None else now
+    t = REAL_CLOCK.now() if now is None else now
     # lastUpdateTime + progressDeadlineSeconds - now: updated 3 minutes ago
     # with a 10 minute deadline → check again in 7 minutes.
     return since + int((d.get("spec") or {})["progressDeadlineSeconds"]) - t
@@ -151,7 +151,7 @@ def requeue_stuck_deployment(dc: DeploymentController, d: Obj, new_status: Obj) 
     next sync sees it either complete or timed out). Otherwise one second
     past the deadline, so the check surely finds it passed.
     """
-    after = stuck_deployment_delay(d, new_status)
+    after = stuck_deployment_delay(d, new_status, dc.clock.now())
     if after is None:
         return None
     if after < 1.0:

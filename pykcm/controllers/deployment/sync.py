@@ -98,10 +98,12 @@ async def check_paused_conditions(dc: DeploymentController, d: dict[str, Any]) -
     paused = bool((d.get("spec") or {}).get("paused"))
     if paused and not paused_cond_exists:
         util.set_deployment_condition(status, util.new_deployment_condition(
-            util.PROGRESSING, "Unknown", util.PAUSED_DEPLOY_REASON, "Deployment is paused"))
+            util.PROGRESSING, "Unknown", util.PAUSED_DEPLOY_REASON, "Deployment is paused",
+            dc.clock.now()))
     elif not paused and paused_cond_exists:
         util.set_deployment_condition(status, util.new_deployment_condition(
-            util.PROGRESSING, "Unknown", util.RESUMED_DEPLOY_REASON, "Deployment is resumed"))
+            util.PROGRESSING, "Unknown", util.RESUMED_DEPLOY_REASON, "Deployment is resumed",
+            dc.clock.now()))
     else:
         return
     await dc.write_deployment_status(d)
@@ -204,7 +206,7 @@ async def get_new_replica_set(dc: DeploymentController, d: dict[str, Any], rs_li
                 and util.get_deployment_condition(status, util.PROGRESSING) is None):
             util.set_deployment_condition(status, util.new_deployment_condition(
                 util.PROGRESSING, "True", util.FOUND_NEW_RS_REASON,
-                f'Found new replica set "{rs_copy["metadata"].get("name")}"'))
+                f'Found new replica set "{rs_copy["metadata"].get("name")}"', dc.clock.now()))
             needs_update = True
         if needs_update:
             await dc.write_deployment_status(d)
@@ -249,7 +251,8 @@ async def get_new_replica_set(dc: DeploymentController, d: dict[str, Any], rs_li
             msg = f'Failed to create new replica set "{new_rs["metadata"]["name"]}": {exc}'
             if util.has_progress_deadline(d):
                 util.set_deployment_condition(status, util.new_deployment_condition(
-                    util.PROGRESSING, "False", util.FAILED_RS_CREATE_REASON, msg))
+                    util.PROGRESSING, "False", util.FAILED_RS_CREATE_REASON, msg,
+                    dc.clock.now()))
                 # The create error is the one to report; a failed status write is not.
                 try:
                     await dc.write_deployment_status(d)
@@ -267,7 +270,7 @@ async def get_new_replica_set(dc: DeploymentController, d: dict[str, Any], rs_li
     if not already_exists and util.has_progress_deadline(d):
         util.set_deployment_condition(status, util.new_deployment_condition(
             util.PROGRESSING, "True", util.NEW_RS_REASON,
-            f'Created new replica set "{created_name}"'))
+            f'Created new replica set "{created_name}"', dc.clock.now()))
         needs_update = True
     if needs_update:
         await dc.write_deployment_status(d)
@@ -403,7 +406,8 @@ async def cleanup_deployment(dc: DeploymentController, old_rss: list[Obj], d: Ob
 async def sync_deployment_status(dc: DeploymentController, all_rss: Sequence[Obj | None],
                                  new_rs: Obj | None, d: dict[str, Any]) -> None:
     """Write the status computed from the ReplicaSets if it differs from the current one."""
-    new_status = calculate_status(all_rss, new_rs, d, dc.enable_status_terminating_replicas)
+    new_status = calculate_status(all_rss, new_rs, d, dc.enable_status_terminating_replicas,
+                                  dc.clock.now())
     if d.get("status") == new_status:
         return
     d["status"] = new_status
@@ -411,7 +415,8 @@ async def sync_deployment_status(dc: DeploymentController, all_rss: Sequence[Obj
 
 
 def calculate_status(all_rss: Sequence[Obj | None], new_rs: Obj | None, d: Obj,
-                     terminating_replicas: bool = True) -> dict[str, Any]:
+                     terminating_replicas: bool = True, now: float | None = None
+                     ) -> dict[str, Any]:
     """The DeploymentStatus the ReplicaSets add up to (conditions: Available updated, rest kept).
 
     ``terminating_replicas``: the DeploymentReplicaSetTerminatingReplicas
@@ -445,11 +450,11 @@ def calculate_status(all_rss: Sequence[Obj | None], new_rs: Obj | None, d: Obj,
     if available >= util.spec_replicas(d) - util.max_unavailable(d):
         util.set_deployment_condition(status, util.new_deployment_condition(
             util.AVAILABLE, "True", util.MINIMUM_REPLICAS_AVAILABLE,
-            "Deployment has minimum availability."))
+            "Deployment has minimum availability.", now))
     else:
         util.set_deployment_condition(status, util.new_deployment_condition(
             util.AVAILABLE, "False", util.MINIMUM_REPLICAS_UNAVAILABLE,
-            "Deployment does not have minimum availability."))
+            "Deployment does not have minimum availability.", now))
     return status
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import logging
 import math
-import time
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from typing import Any, Final
 
@@ -35,6 +34,7 @@ import orjson
 
 from pykcm.api import protobuf as pb
 from pykcm.api.accessors import meta_of
+from pykcm.api.clock import REAL_CLOCK
 from pykcm.api.intstr import get_scaled_value_from_int_or_percent
 from pykcm.api.labels import selector_from_label_selector
 from pykcm.api.strconv import parse_int, parse_uint
@@ -153,7 +153,7 @@ def _annotations(obj: Obj | None) -> Mapping[str, str]:
 
 def now_rfc3339(now: float | None = None) -> str:
     """metav1.Now() as it serialises (second precision, UTC)."""
-    return format_time(time.time() if now is None else now)
+    return format_time(REAL_CLOCK.now() if now is None else now)
 
 
 # -- sorting (upstream controller.ReplicaSetsBy*) ------------------------------------------
@@ -850,5 +850,5 @@ def deployment_timed_out(d: Obj, new_status: Obj, now: float | None = None) -> b
     since = parse_time(cond.get("lastUpdateTime"))
     if since is None:
         return False
-    t = time.time() if now is None else now
+    t = REAL_CLOCK.now() if now is None else now
     return since + int(_spec(d)["progressDeadlineSeconds"]) < t

@@ -49,11 +49,11 @@ import asyncio
 import copy
 import json
 import logging
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from pykcm.api.accessors import meta_of, spec_of, status_of
+from pykcm.api.clock import Clock, clock_of
 from pykcm.api.conditions import set_status_condition
 from pykcm.api.intstr import get_scaled_value_from_int_or_percent
 from pykcm.api.labels import (
@@ -215,13 +215,14 @@ class DisruptionController(ControllerHost):
                  pdb_informer: GenericInformer, rc_informer: GenericInformer | None,
                  rs_informer: GenericInformer, deployment_informer: GenericInformer,
                  statefulset_informer: GenericInformer, recorder: EventRecorder | None,
-                 clock: Callable[[], float] = time.time,
+                 clock: Clock | Callable[[], float] | None = None,
                  stale_pod_disruption_timeout: float = STALE_POD_DISRUPTION_TIMEOUT,
                  deletion_timeout: float = DELETION_TIMEOUT) -> None:
         self.name = "disruption"
         self.client = client
         self.recorder = recorder
-        self.clock = clock
+        self._time = clock_of(clock)
+        self.clock: Callable[[], float] = self._time.now
         self.stale_pod_disruption_timeout = stale_pod_disruption_timeout
         self.deletion_timeout = deletion_timeout
         self.pod_lister = pod_informer.lister
@@ -230,8 +231,9 @@ class DisruptionController(ControllerHost):
         self.rs_lister = rs_informer.lister
         self.d_lister = deployment_informer.lister
         self.ss_lister = statefulset_informer.lister
-        self.controller = Controller("disruption", self.sync)
-        self.stale_controller = Controller("stale_pod_disruption", self.sync_stale_pod_disruption)
+        self.controller = Controller("disruption", self.sync, clock=self._time)
+        self.stale_controller = Controller("stale_pod_disruption", self.sync_stale_pod_disruption,
+                                           clock=self._time)
         self.controller.watch(pdb_informer, ResourceEventHandlerFuncs(
             add_func=self.controller.enqueue,
             update_func=lambda _old, new: self.controller.enqueue(new),

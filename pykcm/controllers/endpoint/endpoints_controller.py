@@ -45,6 +45,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from pykcm.api.accessors import meta_of
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.endpoints import (
     ENDPOINTS_LABEL_MANAGED_BY,
     ENDPOINTS_LAST_CHANGE_TRIGGER_TIME,
@@ -284,7 +285,9 @@ class EndpointController(ControllerHost):
 
     def __init__(self, *, client: Client, pod_informer: GenericInformer,
                  service_informer: GenericInformer, endpoints_informer: GenericInformer,
-                 recorder: EventRecorder | None = None, batch_period: float = 0.0) -> None:
+                 recorder: EventRecorder | None = None, batch_period: float = 0.0,
+                 clock: Clock | None = None) -> None:
+        self._time: Clock = clock if clock is not None else REAL_CLOCK
         self.client = client
         self.recorder = recorder
         self.batch_period = batch_period
@@ -295,7 +298,8 @@ class EndpointController(ControllerHost):
         self._stale: dict[tuple[str, str], str] = {}
         # per Service: (its resourceVersion, its pods' entries): compute_subsets' memo
         self._memo: dict[tuple[str, str], tuple[str, PodMemo]] = {}
-        self.controller = Controller("endpoint", self.sync_service, max_retries=MAX_RETRIES)
+        self.controller = Controller("endpoint", self.sync_service, max_retries=MAX_RETRIES,
+                                     clock=self._time)
         self._endpoints_synced = endpoints_informer.informer.has_synced
         c = self.controller
         c.watch(service_informer)  # add / update / delete: the Service's key
@@ -323,8 +327,8 @@ class EndpointController(ControllerHost):
             await asyncio.gather(leftovers, return_exceptions=True)
 
     async def _check_leftover_endpoints(self) -> None:
-        while not self._endpoints_synced():
-            await asyncio.sleep(0.1)
+        while not self._endpoints_synced():  # an informer's list: I/O progress, real time
+            await REAL_CLOCK.sleep(0.1)
         for ep in self.endpoints_lister.list():
             if LEADER_ELECTION_RECORD_ANNOTATION in (meta_of(ep).get("annotations") or {}):
                 continue  # a leader-election lock of an old component
@@ -351,10 +355,10 @@ class EndpointController(ControllerHost):
         event of our own PUT is usually already read, only not yet handled, so a short
         wait lets the informer catch up without a retry (the EndpointSlice controller
         does the same). Still stale after STALE_CACHE_WAIT: upstream's error, retried."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + STALE_CACHE_WAIT
-        while loop.time() < deadline:
-            await asyncio.sleep(STALE_CACHE_POLL)
+        # Waiting for the informer to deliver our own write is I/O progress: real time.
+        deadline = REAL_CLOCK.monotonic() + STALE_CACHE_WAIT
+        while REAL_CLOCK.monotonic() < deadline:
+            await REAL_CLOCK.sleep(STALE_CACHE_POLL)
             cached = self._cached_endpoints(ns, name)
             if not self._is_stale(ns, name, cached):
                 return cached

@@ -43,12 +43,12 @@ topology queue (only topology-aware hints use it, see reconciler.py).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
 from pykcm.api.accessors import meta_of
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.endpoints import LABEL_MANAGED_BY, LABEL_SERVICE_NAME
 from pykcm.api.labels import selector_from_set
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
@@ -99,7 +99,9 @@ class EndpointSliceController(ControllerHost):
     def __init__(self, *, client: Client, pod_informer: GenericInformer,
                  service_informer: GenericInformer, node_informer: GenericInformer,
                  endpointslice_informer: GenericInformer, max_endpoints_per_slice: int = 100,
-                 batch_period: float = 0.0, recorder: EventRecorder | None = None) -> None:
+                 batch_period: float = 0.0, recorder: EventRecorder | None = None,
+                 clock: Clock | None = None) -> None:
+        self._time: Clock = clock if clock is not None else REAL_CLOCK
         self.client = client
         self.recorder = recorder
         self.batch_period = batch_period
@@ -115,7 +117,8 @@ class EndpointSliceController(ControllerHost):
             "endpoint_slice", self.sync_service, max_retries=MAX_RETRIES,
             rate_limiter=MaxOfRateLimiter(
                 ItemExponentialFailureRateLimiter(DEFAULT_SYNC_BACKOFF, MAX_SYNC_BACKOFF),
-                BucketRateLimiter(10.0, 100)))
+                BucketRateLimiter(10.0, 100, clock=self._time)),
+            clock=self._time)
         c = self.controller
         c.watch(service_informer)
         c.watch(pod_informer, ResourceEventHandlerFuncs(
@@ -208,10 +211,10 @@ class EndpointSliceController(ControllerHost):
         """The slices once the cache holds our last writes; StaleInformerCache if it still
         does not after STALE_CACHE_WAIT (module doc: sleeping lets the informer read the
         watch events already on their way)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + STALE_CACHE_WAIT
-        while loop.time() < deadline:
-            await asyncio.sleep(STALE_CACHE_POLL)
+        # Waiting for the informer to deliver our own write is I/O progress: real time.
+        deadline = REAL_CLOCK.monotonic() + STALE_CACHE_WAIT
+        while REAL_CLOCK.monotonic() < deadline:
+            await REAL_CLOCK.sleep(STALE_CACHE_POLL)
             slices = self._slices(ns, name)
             if not self.tracker.stale_slices(ns, name, slices):
                 return slices

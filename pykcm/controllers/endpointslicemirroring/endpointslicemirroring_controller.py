@@ -46,6 +46,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from pykcm.api.accessors import meta_of
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.endpoints import (
     ENDPOINT_SLICES,
     ENDPOINTS_LAST_CHANGE_TRIGGER_TIME,
@@ -137,7 +138,8 @@ class EndpointSliceMirroringController(ControllerHost):
     def __init__(self, *, client: Client, endpoints_informer: GenericInformer,
                  endpointslice_informer: GenericInformer, service_informer: GenericInformer,
                  max_endpoints_per_subset: int = 1000, batch_period: float = 0.0,
-                 recorder: EventRecorder | None = None) -> None:
+                 recorder: EventRecorder | None = None, clock: Clock | None = None) -> None:
+        self._time: Clock = clock if clock is not None else REAL_CLOCK
         self.client = client
         self.recorder = recorder
         self.max_per_subset = max_endpoints_per_subset
@@ -149,7 +151,8 @@ class EndpointSliceMirroringController(ControllerHost):
         self.controller = Controller(
             "endpoint_slice_mirroring", self.sync_endpoints, max_retries=MAX_RETRIES,
             rate_limiter=MaxOfRateLimiter(ItemExponentialFailureRateLimiter(1.0, 100.0),
-                                          BucketRateLimiter(10.0, 100)))
+                                          BucketRateLimiter(10.0, 100, clock=self._time)),
+            clock=self._time)
         c = self.controller
 
         def ep_add(ep: Any) -> None:

@@ -46,6 +46,7 @@ from dataclasses import replace
 from typing import Any, Final
 
 from pykcm.api.accessors import meta_of
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.resources import ResourceInfo
 from pykcm.client import Client, is_not_found
 from pykcm.controller.event_recorder import EventBroadcaster, EventRecorder
@@ -119,20 +120,21 @@ class GarbageCollector:
                  recorder: EventRecorder | None = None,
                  ignored_resources: Iterable[tuple[str, str]] = DEFAULT_IGNORED_RESOURCES,
                  resync_discovery_period: float = 30.0,
-                 initial_sync_timeout: float = 30.0) -> None:
+                 initial_sync_timeout: float = 30.0, clock: Clock | None = None) -> None:
+        self._time: Clock = clock if clock is not None else REAL_CLOCK
         self.client = client
         self._factory = informer_factory
         self._broadcaster: EventBroadcaster | None = None
         if recorder is None:
-            self._broadcaster = EventBroadcaster(client)
+            self._broadcaster = EventBroadcaster(client, clock=self._time)
             recorder = self._broadcaster.new_recorder(EVENT_SOURCE)
         self.recorder = recorder
         self.resync_discovery_period = resync_discovery_period
         self.initial_sync_timeout = initial_sync_timeout
         self.attempt_to_delete: RateLimitingQueue[Node] = RateLimitingQueue(
-            name="garbage_collector_attempt_to_delete")
+            name="garbage_collector_attempt_to_delete", clock=self._time)
         self.attempt_to_orphan: RateLimitingQueue[Node] = RateLimitingQueue(
-            name="garbage_collector_attempt_to_orphan")
+            name="garbage_collector_attempt_to_orphan", clock=self._time)
         # Owners the API server said do not exist; shared with the graph builder.
         self.absent_owner_cache = ReferenceCache(500)
         self.graph_builder = GraphBuilder(
@@ -141,7 +143,8 @@ class GarbageCollector:
             absent_owner_cache=self.absent_owner_cache, recorder=recorder,
             ignored_resources=ignored_resources)
         self.rest_mapper = RESTMapper(client)
-        self.ops = GCOperations(client, self.rest_mapper, self.graph_builder.cached_object)
+        self.ops = GCOperations(client, self.rest_mapper, self.graph_builder.cached_object,
+                                clock=self._time)
         self._monitored: dict[GroupVersionResource, ResourceInfo] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._stop = asyncio.Event()
@@ -196,9 +199,11 @@ class GarbageCollector:
             await self.resync_monitors()
             builder = loop.create_task(self.graph_builder.run(), name="gc-graph-builder")
             self._tasks.append(builder)
-            deadline = loop.time() + self.initial_sync_timeout
-            while not self.is_synced() and loop.time() < deadline and not self._stop.is_set():
-                await asyncio.sleep(_SYNC_POLL)
+            # Waiting for the graph's informers to list is I/O progress: real time.
+            deadline = REAL_CLOCK.monotonic() + self.initial_sync_timeout
+            while (not self.is_synced() and REAL_CLOCK.monotonic() < deadline
+                   and not self._stop.is_set()):
+                await REAL_CLOCK.sleep(_SYNC_POLL)
             if self.is_synced():
                 log.info("garbage collector: all resource monitors have synced")
             else:
@@ -247,7 +252,7 @@ class GarbageCollector:
     async def _sync_loop(self) -> None:
         """Re-read discovery every period; monitor new resources, drop removed ones."""
         while not self._stop.is_set():
-            await asyncio.sleep(self.resync_discovery_period)
+            await self._time.sleep(self.resync_discovery_period)
             try:
                 await self.resync_monitors()
             except Exception:

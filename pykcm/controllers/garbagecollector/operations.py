@@ -36,6 +36,7 @@ from typing import Any, Final, Literal
 
 import orjson
 
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.owner_refs import api_group
 from pykcm.api.resources import ResourceInfo, builtin_registry, preferred_resources
 from pykcm.client import (
@@ -187,8 +188,10 @@ class GCOperations:
     """
 
     def __init__(self, client: Client, mapper: RESTMapper,
-                 cached: CachedObjectLookup | None = None) -> None:
+                 cached: CachedObjectLookup | None = None, *,
+                 clock: Clock | None = None) -> None:
         self.client = client
+        self._time: Clock = clock if clock is not None else REAL_CLOCK
         self.mapper = mapper
         self._cached = cached
 
@@ -329,7 +332,7 @@ class GCOperations:
                 if not is_conflict(exc):
                     raise
             if attempt + 1 < _RETRY_STEPS:
-                await asyncio.sleep(delay * (1 + random.random() * _RETRY_JITTER))
+                await self._time.sleep(delay * (1 + random.random() * _RETRY_JITTER))
                 delay *= _RETRY_FACTOR
         raise RuntimeError(f"updateMaxRetries({_RETRY_STEPS}) has reached. The garbage "
                            f"collector will retry later for owner {owner.identity}.")

@@ -66,6 +66,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from pykcm.api.accessors import meta_of, uid_of
+from pykcm.api.clock import clock_of
 from pykcm.api.labels import LabelSelector, SelectorParseError, selector_from_label_selector
 from pykcm.api.owner_refs import get_controller_of, is_controlled_by, new_controller_ref
 from pykcm.api.pod_util import is_pod_ready, parse_time
@@ -139,7 +140,6 @@ from pykcm.controllers.job.utils import (
     COMPLETE,
     FAILED,
     FAILURE_TARGET,
-    REAL_CLOCK,
     SUCCESS_CRITERIA_MET,
     SUSPENDED,
     Clock,
@@ -332,11 +332,11 @@ class JobController:
             JOB_GROUP_RESOURCE: job_informer.informer.last_store_sync_resource_version})
         self.pod_control: PodControl = (pod_control if pod_control is not None
                                         else RealPodControl(client, recorder, self._pod_written))
-        self.clock: Clock = clock if clock is not None else REAL_CLOCK
+        self.clock: Clock = clock_of(clock)
         self.sync_job_batch_period = sync_job_batch_period
         self.pod_failure_backoff = pod_failure_backoff
         self.max_pod_failure_backoff = max_pod_failure_backoff
-        self.expectations = ControllerExpectations()
+        self.expectations = ControllerExpectations(self.clock.monotonic)
         self.finalizer_expectations = UIDTrackingExpectations()
         self.backoff_store = BackoffStore()
         # UIDs of the Jobs whose finished status this controller wrote and whose update the
@@ -346,14 +346,16 @@ class JobController:
         self.controller = Controller(
             CONTROLLER_NAME, self.sync_job,
             rate_limiter=ItemExponentialFailureRateLimiter(DEFAULT_JOB_API_BACKOFF,
-                                                           MAX_JOB_API_BACKOFF))
+                                                           MAX_JOB_API_BACKOFF),
+            clock=self.clock)
         self.queue = self.controller.queue
         # Orphan pods that still carry the tracking finalizer: their own queue
         # and worker, as upstream, so they never wait behind Job syncs.
         self.orphan_controller = Controller(
             "job_orphan_pod", self.sync_orphan_pod,
             rate_limiter=ItemExponentialFailureRateLimiter(DEFAULT_JOB_API_BACKOFF,
-                                                           MAX_JOB_API_BACKOFF))
+                                                           MAX_JOB_API_BACKOFF),
+            clock=self.clock)
 
         job_inf = job_informer.informer
         self.job_lister = job_informer.lister

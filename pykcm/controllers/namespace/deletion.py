@@ -38,12 +38,12 @@ The conditions' reasons and messages are upstream's, word for word.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from pykcm.api.accessors import meta_of
+from pykcm.api.clock import REAL_CLOCK
 from pykcm.api.resources import ResourceInfo, preferred_resources
 from pykcm.api.timestamps import format_time, parse_time
 from pykcm.client import (
@@ -155,7 +155,7 @@ def _condition(type_: str, status: str, reason: str, message: str, now: float
 class NamespaceConditionUpdater:
     """Turns the deleter's errors and leftovers into the namespace's status conditions."""
 
-    def __init__(self, clock: Clock = time.time) -> None:
+    def __init__(self, clock: Clock = REAL_CLOCK.now) -> None:
         self._clock = clock
         self.new_conditions: list[dict[str, Any]] = []
         self.delete_content_errors: list[BaseException] = []
@@ -260,7 +260,7 @@ class NamespacedResourcesDeleter:
 
     def __init__(self, client: Client, *, finalizer_token: str = "kubernetes",
                  discover_resources: Callable[[], Awaitable[list[ResourceInfo]]] | None = None,
-                 ordered_deletion: bool = True, clock: Clock = time.time) -> None:
+                 ordered_deletion: bool = True, clock: Clock = REAL_CLOCK.now) -> None:
         self.client = client
         self.finalizer_token = finalizer_token
         self._discover = (discover_resources if discover_resources is not None

@@ -24,6 +24,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.resources import ResourceInfo
 from pykcm.cache.keys import DeletedFinalStateUnknown
 from pykcm.client import Client, is_not_found
@@ -50,10 +51,10 @@ NAMESPACE_DELETION_GRACE_PERIOD: Final = 5.0
 DEFAULT_WORKERS: Final = 10
 
 
-def ns_controller_rate_limiter() -> RateLimiter[str]:
+def ns_controller_rate_limiter(clock: Clock | None = None) -> RateLimiter[str]:
     """Retry a namespace at least every minute; 10 qps / burst 100 overall."""
     return MaxOfRateLimiter(ItemExponentialFailureRateLimiter(0.005, 60.0),
-                            BucketRateLimiter(10.0, 100))
+                            BucketRateLimiter(10.0, 100, clock=clock))
 
 
 class _EnqueueDeleting:
@@ -98,14 +99,17 @@ class NamespaceController(ControllerHost):
     def __init__(self, *, client: Client, namespace_informer: GenericInformer,
                  resync_period: float = 300.0, finalizer_token: str = "kubernetes",
                  deletion_grace_period: float = NAMESPACE_DELETION_GRACE_PERIOD,
-                 discover_resources: Callable[[], Awaitable[list[ResourceInfo]]] | None = None
-                 ) -> None:
+                 discover_resources: Callable[[], Awaitable[list[ResourceInfo]]] | None = None,
+                 clock: Clock | None = None) -> None:
+        self._time: Clock = clock if clock is not None else REAL_CLOCK
         self.client = client
         self.deleter = NamespacedResourcesDeleter(client, finalizer_token=finalizer_token,
-                                                  discover_resources=discover_resources)
+                                                  discover_resources=discover_resources,
+                                                  clock=self._time.now)
         self._lister = namespace_informer.lister
         self.controller = Controller("namespace", self.sync_namespace_from_key,
-                                     rate_limiter=ns_controller_rate_limiter())
+                                     rate_limiter=ns_controller_rate_limiter(self._time),
+                                     clock=self._time)
         self.controller.watch(namespace_informer,
                               _EnqueueDeleting(self.controller, deletion_grace_period),
                               resync_period)

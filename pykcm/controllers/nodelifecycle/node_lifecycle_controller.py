@@ -37,7 +37,8 @@ Taints are written with a JSON merge patch of ``spec.taints`` carrying the
 cached ``resourceVersion``; on a conflict the node is read again (upstream's
 PatchNodeTaints + retry).
 
-Time: decisions read ``clock()`` (wall seconds; the default ``time.time``),
+Time: decisions read ``clock()`` (wall seconds of the injected
+:class:`pykcm.api.clock.Clock`; the monitor passes and queues wait on it too),
 so a fake clock drives the logic in tests. Metrics: upstream's ``node_collector_*``
 (:mod:`pykcm.controllers.nodelifecycle.metrics`).
 
@@ -53,11 +54,11 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from pykcm.api.accessors import meta_of
+from pykcm.api.clock import Clock, clock_of
 from pykcm.api.timestamps import format_time, parse_time
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.cache.synced import wait_for_named_cache_sync
@@ -141,7 +142,7 @@ class NodeLifecycleController(ControllerHost):
                  secondary_eviction_limiter_qps: float = 0.01,
                  large_cluster_threshold: int = 50,
                  unhealthy_zone_threshold: float = 0.55,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Clock | Callable[[], float] | None = None) -> None:
         self.name = "node-lifecycle"
         self.client = client
         self.recorder = recorder
@@ -152,7 +153,8 @@ class NodeLifecycleController(ControllerHost):
         self.secondary_eviction_limiter_qps = secondary_eviction_limiter_qps
         self.large_cluster_threshold = large_cluster_threshold
         self.unhealthy_zone_threshold = unhealthy_zone_threshold
-        self.clock = clock
+        self._time = clock_of(clock)
+        self.clock: Callable[[], float] = self._time.now
         self.node_lister = node_informer.lister
         self.lease_lister = lease_informer.lister
         self.node_health: dict[str, NodeHealth] = {}
@@ -168,8 +170,9 @@ class NodeLifecycleController(ControllerHost):
         self.pod_lister = pod_informer.lister
 
         # NoSchedule tainting, keyed by node name.
-        self.node_controller = Controller("node-lifecycle-noschedule", self.sync_no_schedule)
-        self.pod_controller = Controller("node-lifecycle-pods", self.sync_pod)
+        self.node_controller = Controller("node-lifecycle-noschedule", self.sync_no_schedule,
+                                          clock=self._time)
+        self.pod_controller = Controller("node-lifecycle-pods", self.sync_pod, clock=self._time)
         self._synced: list[Callable[[], bool]] = []
         reg = node_informer.informer.add_event_handler(ResourceEventHandlerFuncs(
             add_func=self._node_added,
@@ -235,7 +238,7 @@ class NodeLifecycleController(ControllerHost):
                 raise
             except Exception:
                 log.exception("node lifecycle pass %s failed", getattr(fn, "__name__", fn))
-            await asyncio.sleep(period)
+            await self._time.sleep(period)
 
     # -- monitor --------------------------------------------------------------------
 

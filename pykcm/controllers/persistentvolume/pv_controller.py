@@ -52,6 +52,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from pykcm.api.accessors import meta_of
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.pv_helpers import (
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
@@ -117,7 +118,8 @@ class PersistentVolumeController(ControllerHost):
 
     def __init__(self, *, claim_informer: GenericInformer, volume_informer: GenericInformer,
                  class_informer: GenericInformer, client: Client, recorder: EventRecorder,
-                 sync_period: float = DEFAULT_SYNC_PERIOD) -> None:
+                 sync_period: float = DEFAULT_SYNC_PERIOD, clock: Clock | None = None) -> None:
+        self._time: Clock = clock if clock is not None else REAL_CLOCK
         self.name = "persistentvolume-binder-controller"
         self.client = client
         self.recorder = recorder
@@ -125,7 +127,7 @@ class PersistentVolumeController(ControllerHost):
         self.claims = claim_informer.lister
         self.volumes = volume_informer.lister
         self.classes = class_informer.lister
-        self.controller = Controller(self.name, self.sync)
+        self.controller = Controller(self.name, self.sync, clock=self._time)
         for inf, prefix in ((claim_informer, _CLAIM), (volume_informer, _VOLUME)):
             reg = inf.informer.add_event_handler(ResourceEventHandlerFuncs(
                 add_func=functools.partial(self._enqueue, prefix),
@@ -173,7 +175,7 @@ class PersistentVolumeController(ControllerHost):
 
     async def _resync_loop(self) -> None:
         while True:
-            await asyncio.sleep(self.sync_period)
+            await self._time.sleep(self.sync_period)
             for claim in self.claims.list():
                 self._enqueue(_CLAIM, claim)
             for volume in self.volumes.list():

@@ -29,11 +29,11 @@ from __future__ import annotations
 
 import copy
 import logging
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from pykcm.api.accessors import meta_of, spec_of, status_of
+from pykcm.api.clock import Clock, clock_of
 from pykcm.api.labels import SelectorParseError, parse_label_selector, selector_from_label_selector
 from pykcm.api.quantity import BINARY_SI, DECIMAL_SI, Quantity
 from pykcm.api.timestamps import format_time
@@ -123,7 +123,7 @@ class HorizontalController(ControllerHost):
                  tolerance: float = DEFAULT_TOLERANCE, cpu_initialization_period: float = 300.0,
                  initial_readiness_delay: float = 30.0,
                  metrics: MetricsClient | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Clock | Callable[[], float] | None = None) -> None:
         self.client = client
         self.recorder = recorder
         self.sync_period = sync_period
@@ -131,13 +131,14 @@ class HorizontalController(ControllerHost):
         self.cpu_initialization_period = cpu_initialization_period
         self.initial_readiness_delay = initial_readiness_delay
         self.metrics = metrics or MetricsClient(client)
-        self.clock = clock
-        self.normalizer = Normalizer(downscale_stabilization, clock)
+        self._time = clock_of(clock)
+        self.clock: Callable[[], float] = self._time.now
+        self.normalizer = Normalizer(downscale_stabilization, self.clock)
         self.hpa_lister = hpa_informer.lister
         self.pod_lister = pod_informer.lister
         # HPA key → its target's pod selector (the last one seen), for AmbiguousSelector
         self.selectors: dict[str, Any] = {}
-        self.controller = Controller("horizontalpodautoscaler", self.sync)
+        self.controller = Controller("horizontalpodautoscaler", self.sync, clock=self._time)
         self.controller.watch(hpa_informer, ResourceEventHandlerFuncs(
             add_func=self._enqueue, update_func=lambda old, new: self._enqueue(new),
             delete_func=self._deleted), resync_period=sync_period)

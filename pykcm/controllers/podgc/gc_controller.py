@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from pykcm.api.accessors import meta_of
+from pykcm.api.clock import Clock, clock_of
 from pykcm.api.timestamps import format_time, parse_time
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.client import Client
@@ -82,19 +82,20 @@ class PodGCController(ControllerHost):
                  node_informer: GenericInformer, terminated_pod_threshold: int,
                  gc_check_period: float = GC_CHECK_PERIOD,
                  quarantine_time: float = QUARANTINE_TIME,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Clock | Callable[[], float] | None = None) -> None:
         self.name = "podgc"
         self.client = client
         self.terminated_pod_threshold = terminated_pod_threshold
         self.gc_check_period = gc_check_period
         self.quarantine_time = quarantine_time
-        self.clock = clock
+        self._time = clock_of(clock)
+        self.clock: Callable[[], float] = self._time.monotonic  # the orphan quarantine
         self.pod_lister = pod_informer.lister
         self.node_lister = node_informer.lister
         self.node_indexer = node_informer.informer.get_indexer()
         # node name -> when its quarantine ends (upstream's delaying queue)
         self.node_queue: dict[str, float] = {}
-        self.controller = Controller("podgc", self.reconcile)
+        self.controller = Controller("podgc", self.reconcile, clock=self._time)
         for inf in (pod_informer, node_informer):
             reg = inf.informer.add_event_handler(ResourceEventHandlerFuncs())
             self.controller.add_synced(reg.has_synced)
@@ -209,7 +210,7 @@ class PodGCController(ControllerHost):
                 cond = dict(condition)
                 if generation:
                     cond["observedGeneration"] = generation
-                cond["lastTransitionTime"] = format_time(time.time())
+                cond["lastTransitionTime"] = format_time(self._time.now())
                 status["conditions"] = [cond]
             await self.client.patch("pods", name, {"metadata": {"uid": meta.get("uid")},
                                                    "status": status}, "strategic", ns,

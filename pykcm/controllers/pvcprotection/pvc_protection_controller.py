@@ -22,6 +22,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.pod_util import pod_claim_names
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.cache.frozen_object import thaw
@@ -56,12 +57,13 @@ class PVCProtectionController(ControllerHost):
     default_workers = 1
 
     def __init__(self, *, claim_informer: GenericInformer, pod_informer: GenericInformer,
-                 client: Client) -> None:
+                 client: Client, clock: Clock | None = None) -> None:
+        self._time: Clock = clock if clock is not None else REAL_CLOCK
         self.name = "persistentvolumeclaim-protection-controller"
         self.client = client
         self.claims = claim_informer.lister
         self.pods = pod_informer.lister
-        self.controller = Controller("pvcprotection", self.sync)
+        self.controller = Controller("pvcprotection", self.sync, clock=self._time)
         self.controller.watch(claim_informer)
         self.controller.watch(pod_informer, ResourceEventHandlerFuncs(
             add_func=self._pod_changed, update_func=self._pod_updated,

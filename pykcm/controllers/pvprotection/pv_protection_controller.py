@@ -18,6 +18,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.cache.frozen_object import thaw
 from pykcm.client import Client
 from pykcm.client.errors import is_not_found
@@ -36,11 +37,13 @@ class PVProtectionController(ControllerHost):
 
     default_workers = 1
 
-    def __init__(self, *, volume_informer: GenericInformer, client: Client) -> None:
+    def __init__(self, *, volume_informer: GenericInformer, client: Client,
+                 clock: Clock | None = None) -> None:
+        self._time: Clock = clock if clock is not None else REAL_CLOCK
         self.name = "persistentvolume-protection-controller"
         self.client = client
         self.volumes = volume_informer.lister
-        self.controller = Controller("pvprotection", self.sync)
+        self.controller = Controller("pvprotection", self.sync, clock=self._time)
         self.controller.watch(volume_informer)
 
     async def sync(self, key: str) -> None:

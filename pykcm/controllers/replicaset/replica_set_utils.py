@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from pykcm.api.clock import REAL_CLOCK
 from pykcm.api.timestamps import format_time, parse_time
 from pykcm.client import Client, ResourceRef
 
@@ -77,7 +77,7 @@ def new_replica_set_condition(type_: str, status: str, reason: str, message: str
     return {
         "type": type_,
         "status": status,
-        "lastTransitionTime": format_time(time.time() if now is None else now),
+        "lastTransitionTime": format_time(REAL_CLOCK.now() if now is None else now),
         "reason": reason,
         "message": message,
     }
@@ -148,7 +148,7 @@ def calculate_status(rs: Mapping[str, Any], active_pods: Sequence[Mapping[str, A
         new["conditions"] = list(old["conditions"])
     spec = rs.get("spec") or {}
     min_ready = int(spec.get("minReadySeconds") or 0)
-    t = time.time() if now is None else now
+    t = REAL_CLOCK.now() if now is None else now
     # The template's labels are a superset of the selector: a pod carrying
     # them all is "fully labeled" (upstream's Set(...).AsSelectorPreValidated():
     # equality on every key, tested here as a subset without building a selector).

@@ -20,10 +20,10 @@ Differences from ReplicaSets, as upstream's:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from pykcm.api.clock import Clock
 from pykcm.api.labels import LabelSelector, selector_from_set
 from pykcm.api.resources import ResourceInfo
 from pykcm.client import Client, ResourceRef
@@ -62,7 +62,7 @@ class ReplicationManager(ReplicaSetController):
     def __init__(self, *, pod_informer: GenericInformer, rc_informer: GenericInformer,
                  client: Client, recorder: EventRecorder, burst_replicas: int = BURST_REPLICAS,
                  pod_control: PodControl | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Clock | Callable[[], float] | None = None) -> None:
         super().__init__(pod_informer=pod_informer, rs_informer=rc_informer, client=client,
                          recorder=recorder, burst_replicas=burst_replicas,
                          pod_control=pod_control, enable_status_terminating_replicas=False,

@@ -28,6 +28,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.quota import (
     Registry,
     calculate_usage,
@@ -59,16 +60,18 @@ class ResourceQuotaController:
 
     def __init__(self, *, client: Client, quota_informer: GenericInformer,
                  informer_factory: SharedInformerFactory, resync_period: float = 300.0,
-                 metadata_informers: ObjectOrMetadataInformerFactory | None = None) -> None:
+                 metadata_informers: ObjectOrMetadataInformerFactory | None = None,
+                 clock: Clock | None = None) -> None:
+        self._time: Clock = clock if clock is not None else REAL_CLOCK
         self.name = "resourcequota"
         self.client = client
         self.quotas = quota_informer
         self.resync_period = resync_period
         self.monitor = QuotaMonitor(client, informer_factory, self.replenish,
-                                    metadata_informers)
-        self.registry: Registry = new_registry(self.monitor.list_for)
-        self.primary = Controller("resourcequota_primary", self.sync)
-        self.priority = Controller("resourcequota_priority", self.sync)
+                                    metadata_informers, clock=self._time)
+        self.registry: Registry = new_registry(self.monitor.list_for, clock=self._time.now)
+        self.primary = Controller("resourcequota_primary", self.sync, clock=self._time)
+        self.priority = Controller("resourcequota_priority", self.sync, clock=self._time)
         reg = quota_informer.informer.add_event_handler(ResourceEventHandlerFuncs(
             add_func=self.add_quota, update_func=self._update_quota,
             delete_func=self.primary.enqueue))
@@ -182,7 +185,7 @@ class ResourceQuotaController:
             log.info("periodic quota controller resync disabled")
             return
         while True:
-            await asyncio.sleep(self.resync_period)
+            await self._time.sleep(self.resync_period)
             self.enqueue_all()
 
     def health_check(self) -> str | None:

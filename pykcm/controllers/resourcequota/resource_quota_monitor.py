@@ -30,10 +30,10 @@ informer per resource type of the cluster.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.quota import Evaluator, ObjectCountEvaluator, Registry
 from pykcm.api.quota.persistent_volume_claims import requires_quota_replenish
 from pykcm.api.quota.pods import is_terminating, quota_v1_pod
@@ -91,8 +91,10 @@ class QuotaMonitor:
     """One informer per quota-tracked resource, feeding usage lists and replenishment."""
 
     def __init__(self, client: Client, factory: SharedInformerFactory, replenish: Replenish,
-                 metadata_informers: ObjectOrMetadataInformerFactory | None = None) -> None:
+                 metadata_informers: ObjectOrMetadataInformerFactory | None = None,
+                 clock: Clock | None = None) -> None:
         self.client = client
+        self._time: Clock = clock if clock is not None else REAL_CLOCK
         self.factory = factory
         self.metadata_informers = metadata_informers
         self.replenish = replenish
@@ -118,16 +120,16 @@ class QuotaMonitor:
         if key in self.informers:
             return True
         missed = self._unresolvable.get(key)
-        if missed is not None and time.monotonic() - missed < self.retry_unresolved:
+        if missed is not None and self._time.monotonic() - missed < self.retry_unresolved:
             return False
         ref = f"v1/{resource}" if not group else f"{resource}.{group}"
         try:
             info = await self.client.resolve(ref)
         except (NoResourceMatchError, ValueError):
-            self._unresolvable[key] = time.monotonic()
+            self._unresolvable[key] = self._time.monotonic()
             return False
         if not info.namespaced or not {"list", "watch"} <= set(info.verbs):
-            self._unresolvable[key] = time.monotonic()
+            self._unresolvable[key] = self._time.monotonic()
             return False
         self._unresolvable.pop(key, None)
         if self.metadata_informers is None or key in FULL_OBJECT_RESOURCES:

@@ -32,6 +32,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from pykcm.api.accessors import meta_of
+from pykcm.api.clock import REAL_CLOCK, Clock, wait_event
 from pykcm.api.serviceaccount import (
     INVALID_SINCE_LABEL_KEY,
     LAST_USED_LABEL_KEY,
@@ -79,7 +80,7 @@ class LegacySATokenCleaner:
                  secret_informer: GenericInformer, pod_informer: GenericInformer,
                  clean_up_period: float = DEFAULT_CLEAN_UP_PERIOD,
                  sync_interval: float = DEFAULT_SYNC_INTERVAL,
-                 clock: Callable[[], datetime] | None = None) -> None:
+                 clock: Clock | Callable[[], datetime] | None = None) -> None:
         if not clean_up_period > 0:
             raise ValueError(f"invalid CleanUpPeriod: {clean_up_period}")
         if not sync_interval > 0:
@@ -92,7 +93,11 @@ class LegacySATokenCleaner:
                         pod_informer.informer.has_synced]
         self.minimum_since_last_used = timedelta(seconds=clean_up_period)
         self.sync_interval = sync_interval
-        self.clock = clock or (lambda: datetime.now(UTC))
+        # A Clock (its utcnow, and the pass interval waits on it), or a bare function
+        # returning an aware datetime (tests), with real-time intervals.
+        self._time: Clock = clock if isinstance(clock, Clock) else REAL_CLOCK
+        self.clock: Callable[[], datetime] = (clock if clock is not None and not isinstance(
+            clock, Clock) else self._time.utcnow)
         self._stop = asyncio.Event()
         self._failure: str | None = None
 
@@ -109,10 +114,7 @@ class LegacySATokenCleaner:
                     raise
                 except Exception as exc:  # noqa: BLE001 - upstream logs and waits for the next pass
                     log.error("legacy token cleaner pass failed: %s", exc)
-                try:
-                    await asyncio.wait_for(self._stop.wait(), self.sync_interval)
-                except TimeoutError:
-                    pass
+                await wait_event(self._time, self._stop, self.sync_interval)
         finally:
             log.info("Shutting down legacy service account token cleaner controller")
 

@@ -27,6 +27,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.cache.keys import DeletedFinalStateUnknown
 from pykcm.client import Client
@@ -56,12 +57,14 @@ class ServiceAccountsController(ControllerHost):
 
     def __init__(self, *, client: Client, sa_informer: GenericInformer,
                  ns_informer: GenericInformer,
-                 service_accounts: Sequence[str] = DEFAULT_SERVICE_ACCOUNTS) -> None:
+                 service_accounts: Sequence[str] = DEFAULT_SERVICE_ACCOUNTS,
+                 clock: Clock | None = None) -> None:
+        self._time: Clock = clock if clock is not None else REAL_CLOCK
         self.client = client
         self.service_accounts = tuple(service_accounts)
         self.sa_lister = sa_informer.lister
         self.ns_lister = ns_informer.lister
-        self.controller = Controller("serviceaccount", self.sync_namespace)
+        self.controller = Controller("serviceaccount", self.sync_namespace, clock=self._time)
         queue = self.controller.queue
 
         def sa_deleted(obj: Any) -> None:

@@ -39,6 +39,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from pykcm.api.accessors import meta_of
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.serviceaccount import (
     SECRET_TYPE_SERVICE_ACCOUNT_TOKEN,
     SERVICE_ACCOUNT_NAME_KEY,
@@ -90,15 +91,17 @@ class TokensController(ControllerHost):
 
     def __init__(self, *, client: Client, sa_informer: GenericInformer,
                  secret_informer: GenericInformer, token_generator: JWTTokenGenerator,
-                 root_ca: bytes = b"", max_retries: int = MAX_RETRIES) -> None:
+                 root_ca: bytes = b"", max_retries: int = MAX_RETRIES,
+                 clock: Clock | None = None) -> None:
+        self._time: Clock = clock if clock is not None else REAL_CLOCK
         self.client = client
         self.token = token_generator
         self.root_ca = root_ca
         self.max_retries = max_retries
         self.sa_lister = sa_informer.lister
         self.secret_lister = secret_informer.lister
-        self.sa_controller = Controller(QUEUE_NAME, self.sync_service_account)
-        self.secret_controller = Controller(QUEUE_NAME, self.sync_secret)
+        self.sa_controller = Controller(QUEUE_NAME, self.sync_service_account, clock=self._time)
+        self.secret_controller = Controller(QUEUE_NAME, self.sync_secret, clock=self._time)
         self.controller = self.sa_controller
 
         def queue_sa(obj: Any) -> None:
@@ -315,7 +318,7 @@ class TokensController(ControllerHost):
                     return
                 if not is_conflict(exc) or step == steps - 1:
                     raise
-            await asyncio.sleep(duration * (1 + random.random() * jitter))
+            await self._time.sleep(duration * (1 + random.random() * jitter))
 
     # -- lookups -------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from pykcm.api.accessors import meta_of
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.client import Client
 from pykcm.client.errors import is_already_exists, is_conflict, is_not_found
 from pykcm.controller.consistency import ConsistencyStoreLike, NoopConsistencyStore
@@ -63,8 +64,10 @@ class StatefulPodControl:
 
     def __init__(self, client: Client, pod_indexer: Any, claim_indexer: Any | None,
                  recorder: EventRecorder,
-                 consistency: ConsistencyStoreLike | None = None) -> None:
+                 consistency: ConsistencyStoreLike | None = None,
+                 clock: Clock | None = None) -> None:
         self.client = client
+        self.clock: Clock = clock if clock is not None else REAL_CLOCK
         self.pod_indexer = pod_indexer
         self.claim_indexer = claim_indexer
         self.recorder = recorder
@@ -188,7 +191,7 @@ class StatefulPodControl:
                 err = exc
                 if not is_conflict(exc) or step == steps - 1:
                     break
-                await asyncio.sleep(delay * (1 + 0.1 * random.random()))
+                await self.clock.sleep(delay * (1 + 0.1 * random.random()))
                 delay *= factor
         if attempted:
             self.record_pod_event("update", set_, pod, err)

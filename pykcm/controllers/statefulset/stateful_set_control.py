@@ -47,6 +47,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 from pykcm.api.accessors import meta_of, name_of
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.labels import selector_from_label_selector
 from pykcm.client import Client
 from pykcm.client.errors import is_conflict
@@ -152,9 +153,11 @@ class DefaultStatefulSetControl:
 
     def __init__(self, pod_control: StatefulPodControl, client: Client, set_indexer: Any,
                  history: History, *, max_unavailable_stateful_set: bool = False,
-                 consistency: ConsistencyStoreLike | None = None) -> None:
+                 consistency: ConsistencyStoreLike | None = None,
+                 clock: Clock | None = None) -> None:
         self.consistency: ConsistencyStoreLike = (consistency if consistency is not None
                                                   else NoopConsistencyStore())
+        self.clock: Clock = clock if clock is not None else REAL_CLOCK
         self.pod_control = pod_control
         self.client = client
         self.set_indexer = set_indexer
@@ -532,7 +535,7 @@ class DefaultStatefulSetControl:
             cached = self.set_indexer.get_by_key(f"{ns}/{name}")
             if cached is not None:
                 to_update = dict(cached)
-            await asyncio.sleep(delay * (1 + 0.1 * random.random()))
+            await self.clock.sleep(delay * (1 + 0.1 * random.random()))
             delay *= factor
 
 

@@ -28,6 +28,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.cache.keys import DeletedFinalStateUnknown
 from pykcm.client import Client
@@ -49,13 +50,15 @@ class TTLController(ControllerHost):
 
     default_workers = 5
 
-    def __init__(self, *, node_informer: GenericInformer, client: Client) -> None:
+    def __init__(self, *, node_informer: GenericInformer, client: Client,
+                 clock: Clock | None = None) -> None:
+        self._time: Clock = clock if clock is not None else REAL_CLOCK
         self.name = "ttlcontroller"
         self.client = client
         self.node_count = 0
         self.boundary_step = 0
         self.desired_ttl_seconds = 0
-        self.controller = Controller("ttlcontroller", self.update_node_if_needed)
+        self.controller = Controller("ttlcontroller", self.update_node_if_needed, clock=self._time)
         self.queue = self.controller.queue
         inf = node_informer.informer
         self.node_indexer = inf.get_indexer()

@@ -23,8 +23,9 @@ Data flow
              ▼
         DELETE jobs/<name>  propagationPolicy=Foreground, preconditions.uid
 
-Time comes from an injectable clock (epoch seconds) so tests can expire a
-TTL without waiting; the requeue delay itself is real time.
+Time comes from an injectable :class:`pykcm.api.clock.Clock` (epoch seconds for
+the TTL; the requeue at expiry waits on the same clock), so tests can expire a
+TTL without waiting.
 """
 
 from __future__ import annotations
@@ -33,13 +34,14 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pykcm.api.clock import clock_of
 from pykcm.api.pod_util import parse_time
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.cache.keys import split_meta_namespace_key
 from pykcm.client import Client
 from pykcm.client.errors import ApiError, is_not_found
 from pykcm.controller.controller import Controller, ControllerHost, Result
-from pykcm.controllers.job.utils import COMPLETE, FAILED, REAL_CLOCK, Clock, is_job_finished
+from pykcm.controllers.job.utils import COMPLETE, FAILED, Clock, is_job_finished
 from pykcm.informers.generic import GenericInformer
 
 __all__ = [
@@ -97,14 +99,16 @@ class TTLAfterFinishedController(ControllerHost):
     """Deletes finished Jobs ``ttlSecondsAfterFinished`` after they finished.
 
     Build it before the informer factory starts (its handler is added to
-    ``job_informer`` here). ``clock``: ``now()`` in epoch seconds.
+    ``job_informer`` here). ``clock``: its time (schedules and TTLs
+    read ``now()``, epoch seconds; requeues wait on it).
     """
 
-    def __init__(self, *, job_informer: GenericInformer, client: Client, clock: Clock | None = None) -> None:
+    def __init__(self, *, job_informer: GenericInformer, client: Client,
+                 clock: Clock | None = None) -> None:
         self.name = CONTROLLER_NAME
         self.client = client
-        self.clock: Clock = clock if clock is not None else REAL_CLOCK
-        self.controller = Controller("ttl_jobs_to_delete", self.process_job)
+        self.clock: Clock = clock_of(clock)
+        self.controller = Controller("ttl_jobs_to_delete", self.process_job, clock=self.clock)
         self.queue = self.controller.queue
         self.job_lister = job_informer.lister
         reg = job_informer.informer.add_event_handler(ResourceEventHandlerFuncs(
