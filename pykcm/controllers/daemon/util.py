@@ -17,12 +17,12 @@ and client-go's ``flowcontrol.Backoff`` (the failed-pods backoff).
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from pykcm.api.accessors import meta_of
+from pykcm.api.clock import REAL_CLOCK
 from pykcm.api.intstr import get_scaled_value_from_int_or_percent
 from pykcm.api.scheduling import (
     add_or_update_toleration,
@@ -268,7 +268,7 @@ class Backoff:
     """
 
     def __init__(self, initial: float, maximum: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = REAL_CLOCK.monotonic) -> None:
         self.initial = initial
         self.maximum = maximum
         self.clock = clock
