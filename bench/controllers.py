@@ -17,6 +17,9 @@ read from /proc):
                 `pykcm apiserver` (TLS, durable, fresh data dir) and `pykcm
                 controller-manager --controllers '*'`
   pykcm/kube    (on request) the real kube-controller-manager on pykcm's server
+  kube/pykcm-compact, kube/pykcm-dicts
+                (on request) kube/pykcm with --compact-informer-objects=true or
+                =false (issue 19: the manager's caches of compact objects or of dicts)
 
 On the real API server the real kube-controller-manager also runs the
 controllers pykcm lacks (a support manager: node lifecycle, service accounts,
@@ -279,7 +282,8 @@ class Stack:
                 "controller-manager", "--kubeconfig", self.kubeconfig, "--controllers", "*",
                 "--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", "0",
                 "--port", str(self.cm_port), "--kube-api-qps", str(self.qps),
-                "--kube-api-burst", str(self.burst), "--v", str(self.verbosity)])
+                "--kube-api-burst", str(self.burst), "--v", str(self.verbosity),
+                *MANAGER_FLAGS.get(self.manager, [])])
 
     def _start_kube(self, timeout: float) -> None:
         assert self.kit is not None
@@ -1016,7 +1020,15 @@ SETUP_TITLES = {
     "kube/pykcm": "pykcm controller manager on kube-apiserver",
     "pykcm/pykcm": "pykcm up (pykcm apiserver + controller manager)",
     "pykcm/kube": "kube-controller-manager v1.36.2 on pykcm apiserver",
+    "kube/pykcm-compact": "pykcm controller manager --compact-informer-objects on "
+                          "kube-apiserver",
+    "kube/pykcm-dicts": "pykcm controller manager --compact-informer-objects=false on "
+                        "kube-apiserver",
 }
+# pykcm manager variants (issue 19): the same manager with its informer caches of compact
+# objects or of dicts, whatever the default, so both are compared in one run
+MANAGER_FLAGS = {"pykcm-compact": ["--compact-informer-objects=true"],
+                 "pykcm-dicts": ["--compact-informer-objects=false"]}
 REF_SETUP = "kube/kube"
 COMPONENTS = ("apiserver", "etcd", "sim", "controller-manager", "support-controller-manager",
               "driver")
