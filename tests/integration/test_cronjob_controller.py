@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 import pytest
 
+from pykcm.api.clock import FakeClock
 from pykcm.api.pod_util import parse_time
 from pykcm.client import Client, NotFound, load_kube_config
 from pykcm.controller import EventBroadcaster
@@ -54,25 +56,32 @@ async def client(apiserver: Backend) -> AsyncIterator[Client]:
         yield c
 
 
-@pytest.fixture
-async def env(client: Client, apiserver: Backend) -> AsyncIterator[Env]:
-    ns = await create_namespace(client, apiserver, "cj")
+@asynccontextmanager
+async def _running(client: Client, ns: str, clock: Any) -> AsyncIterator[CronJobController]:
+    """A CronJobController on ``clock``, its informers started; stopped on exit."""
     factory = SharedInformerFactory(client, namespace=ns, tune_gc=False)
     broadcaster = EventBroadcaster(client)
     broadcaster.start()
-    clock = FakeWallClock(time.time())
     ctl = CronJobController(cronjob_informer=factory.batch_v1.cronjobs,
                             job_informer=factory.batch_v1.jobs, client=client,
                             recorder=broadcaster.new_recorder("cronjob-controller"), clock=clock)
     factory.start()
     task = asyncio.create_task(ctl.run(2))
     try:
-        yield Env(client, ns, clock, ctl)
+        yield ctl
     finally:
         ctl.shutdown()
         await asyncio.wait_for(task, 10)
         await broadcaster.shutdown()
         await factory.shutdown()
+
+
+@pytest.fixture
+async def env(client: Client, apiserver: Backend) -> AsyncIterator[Env]:
+    ns = await create_namespace(client, apiserver, "cj")
+    clock = FakeWallClock(time.time())
+    async with _running(client, ns, clock) as ctl:
+        yield Env(client, ns, clock, ctl)
 
 
 
@@ -273,3 +282,79 @@ async def test_too_many_missed_times_starts_the_latest(env: Env) -> None:
     await wait_jobs(env, {f"sleepy-{int(t1) // 60 + 200}"})
     await eventually(lambda: has_event(c, ns, "sleepy", "TooManyMissedTimes"),
                      what="TooManyMissedTimes")
+
+
+# -- the clock seam end to end ---------------------------------------------------------
+# The clock seam end to end: a CronJob controller on a FakeClock, against either API
+# server, creates its Jobs when the test advances the clock, with no wall-clock wait and
+# no manual resync.
+#
+# The controller's requeue at the next schedule time is a timer on the FakeClock (its
+# work queue's), so ``advance_to`` past a schedule time is what makes it create the Job.
+# Three runs of ``*/10 * * * *`` take 20 virtual minutes and a moment of wall time.
+
+PERIOD = 600.0  # */10 * * * *
+
+
+@dataclass
+class ClockEnv:
+    client: Client
+    ns: str
+    clock: FakeClock
+    ctl: CronJobController
+
+
+@pytest.fixture
+async def clock_env(client: Client, apiserver: Backend) -> AsyncIterator[ClockEnv]:
+    ns = await create_namespace(client, apiserver, "cjclock")
+    # The fake wall line starts at the real time: the CronJob's creationTimestamp,
+    # written by the API server, is its start.
+    clock = FakeClock(wall=time.time())
+    async with _running(client, ns, clock) as ctl:
+        yield ClockEnv(client, ns, clock, ctl)
+
+
+async def _requeued(env: ClockEnv) -> None:
+    """Wait until the controller has synced and parked the CronJob on the clock (its
+    next-schedule requeue), so the next advance finds the timer armed."""
+    await eventually(lambda: env.ctl.queue.waiting_len() == 1 and len(env.ctl.queue) == 0,
+                     what="the CronJob parked for its next schedule time")
+
+
+async def _scheduled_jobs(env: ClockEnv, n: int) -> list[float]:
+    async def check() -> list[float] | None:
+        jobs = (await env.client.list("jobs", env.ns))["items"]
+        if len(jobs) != n:
+            return None
+        return sorted(parse_time(j["metadata"]["annotations"][SCHEDULED_ANNOTATION]) or 0.0
+                      for j in jobs)
+    return list(await eventually(check, what=f"{n} jobs"))
+
+
+async def test_cronjob_runs_on_schedule_as_the_fake_clock_advances(clock_env: ClockEnv) -> None:
+    env = clock_env
+    body: dict[str, Any] = {
+        "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "every10"},
+        "spec": {"schedule": "*/10 * * * *", "timeZone": "Etc/UTC",
+                 "jobTemplate": {"spec": {"template": {"spec": {
+                     "restartPolicy": "Never",
+                     "containers": [{"name": "c", "image": "busybox"}]}}}}}}
+    cj = await env.client.create("cronjobs", body, env.ns)
+    created = parse_time(cj["metadata"]["creationTimestamp"])
+    assert created is not None
+    first = (created // PERIOD + 1) * PERIOD
+
+    await _requeued(env)
+    assert (await env.client.list("jobs", env.ns))["items"] == []  # nothing due yet
+    for i in range(3):
+        due = first + i * PERIOD
+        env.clock.advance_to(due + 1)  # the requeue fires at due + 100 ms
+        assert await _scheduled_jobs(env, i + 1) == [first + k * PERIOD for k in range(i + 1)]
+        await _requeued(env)
+
+    cj = await env.client.get("cronjobs", "every10", env.ns)
+    assert parse_time(cj["status"]["lastScheduleTime"]) == first + 2 * PERIOD
+    assert len(cj["status"]["active"]) == 3
+    # 20 virtual minutes went by on the clock; a controller waiting on the wall clock
+    # for any of them would have failed the polls above (30 s each) instead.
+    assert env.clock.now() == first + 2 * PERIOD + 1
