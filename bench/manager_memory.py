@@ -14,7 +14,8 @@ with the objects, through the API:
 - suspended Jobs (no pods).
 
 Then each manager runs alone, in turn, with the same ``--controllers`` (every
-controller pykcm has), leader election off: the real kube-controller-manager, then
+controller pykcm has) and the control plane's PKI (root CA, service-account key, CSR
+signer: so both run the token and CSR-signing controllers), leader election off: the real kube-controller-manager, then
 pykcm's (``python -m pykcm controller-manager``), the same with
 ``--compact-informer-objects`` (FrozenObject caches), then, with ``--before-tree DIR``,
 pykcm's from another source tree (e.g. ``git archive <commit> | tar -x -C DIR``: the
@@ -33,29 +34,34 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
+import ssl
 import statistics
 import sys
 import tempfile
 import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from _common import append_results, log, machine_load, proc_cpu, proc_rss_mib, run_async
 from _kube import KubeServer, kit_or_reason
 from _replay_server import make_pod
 
-from pykcm.client import Client, load_kube_config
+from pykcm.client import AlreadyExists, Client, load_kube_config
 from pykcm.testing.upstream import KubeControllerManager, PykcmProcess, pykcm_controller_names
 
 NS = "bench-memory"
 
 
-def _pod(i: int) -> dict[str, Any]:
+def _pod(i: int, ns: str = NS) -> dict[str, Any]:
     pod = make_pod(i, server_fields=False)
     meta = pod["metadata"]
     meta.pop("ownerReferences", None)
     meta.pop("generateName", None)
-    meta["namespace"] = NS
+    meta["namespace"] = ns
     pod["spec"].pop("nodeName", None)
     return pod
 
@@ -78,33 +84,46 @@ def _job(i: int) -> dict[str, Any]:
                 "containers": [{"name": "c", "image": "busybox:1.36"}]}}}}
 
 
-async def load(kubeconfig: str, pods: int, deployments: int, jobs: int) -> float:
-    """Create the objects with 48 concurrent writers; the seconds it took."""
+async def load(kubeconfig: str, pods: int, deployments: int, jobs: int, *,
+               first_pod: int = 0, pod_ns: str = NS) -> float:
+    """Create pods ``first_pod``..``pods - 1`` (in ``pod_ns``), the Deployments and the
+    Jobs with 48 concurrent writers (the namespaces once); the seconds it took.
+    bench/cost_curves.py grows the same server in steps this way."""
     start = time.monotonic()
     cfg = load_kube_config(kubeconfig)
     cfg.qps, cfg.burst = 5000.0, 5000
     async with Client(cfg) as c:
-        await c.create("namespaces", {"metadata": {"name": NS}})
-        for _ in range(100):  # kube-apiserver's ServiceAccount admission wants "default"
-            try:
-                await c.create("serviceaccounts", {"metadata": {"name": "default"}}, NS)
-                break
-            except Exception as exc:  # noqa: BLE001 - already there, or not yet allowed
-                if "already exists" in str(exc):
-                    break
-                await asyncio.sleep(0.1)
+        for ns in dict.fromkeys((NS, pod_ns)):
+            await ensure_namespace(c, ns)
         work: list[tuple[str, dict[str, Any]]] = (
-            [("pods", _pod(i)) for i in range(pods)]
+            [("pods", _pod(i, pod_ns)) for i in range(first_pod, pods)]
             + [("deployments", _deployment(i)) for i in range(deployments)]
             + [("jobs", _job(i)) for i in range(jobs)])
         it = iter(work)
 
         async def writer() -> None:
             for resource, body in it:
-                await c.create(resource, body, NS)
+                await c.create(resource, body, body["metadata"]["namespace"])
 
         await asyncio.gather(*(writer() for _ in range(48)))
     return time.monotonic() - start
+
+
+async def ensure_namespace(c: Client, ns: str) -> None:
+    """The namespace and its "default" ServiceAccount (kube-apiserver's ServiceAccount
+    admission wants it before pods), whether or not they exist yet."""
+    try:
+        await c.create("namespaces", {"metadata": {"name": ns}})
+    except AlreadyExists:
+        pass
+    for _ in range(100):
+        try:
+            await c.create("serviceaccounts", {"metadata": {"name": "default"}}, ns)
+            break
+        except AlreadyExists:
+            break
+        except Exception:  # noqa: BLE001 - not yet allowed (namespace initializing)
+            await asyncio.sleep(0.1)
 
 
 def settle(pid: int | None, exited: Any) -> dict[str, float]:
@@ -130,24 +149,60 @@ def settle(pid: int | None, exited: Any) -> dict[str, float]:
             "seconds": time.monotonic() - start}
 
 
-def run_kube(kit: Any, server: KubeServer, work: str, controllers: list[str]) -> dict[str, float]:
+@dataclass
+class Manager:
+    """A running controller manager: its pid, exit check, log, and /metrics text."""
+
+    pid: int | None
+    exited: Callable[[], str | None]
+    log: Callable[[], str]
+    metrics: Callable[[], str]
+
+
+@contextlib.contextmanager
+def kube_manager(server: KubeServer, controllers: list[str], *, name: str = "memory-kcm",
+                 qps: float | None = None, burst: int | None = None) -> Iterator[Manager]:
+    """The real kube-controller-manager with ``controllers``, leader election off; /metrics
+    read over HTTPS with the kubeconfig's admin token (its delegated authorization)."""
     kcm = KubeControllerManager.for_control_plane(
-        server.cp, controllers=",".join(controllers), name="memory-kcm")
+        server.cp, controllers=",".join(controllers), name=name, kube_api_qps=qps,
+        kube_api_burst=burst)
     kcm.start()
+    insecure = ssl.create_default_context()
+    insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE  # self-signed
+
+    def metrics() -> str:
+        req = urllib.request.Request(kcm.url + "/metrics",
+                                     headers={"Authorization": f"Bearer {server.token}"})
+        with urllib.request.urlopen(req, context=insecure, timeout=60) as r:
+            return str(r.read().decode())
+
     try:
-        return settle(kcm.pid, lambda: None if kcm.pid is not None else "stopped")
+        yield Manager(kcm.pid, lambda: None if kcm.pid is not None else "stopped", kcm.log,
+                      metrics)
     finally:
         kcm.stop()
 
 
-def run_pykcm(server: KubeServer, work: str, controllers: list[str],
-              tree: str | None, extra: tuple[str, ...] = ()) -> dict[str, float]:
+@contextlib.contextmanager
+def pykcm_manager(server: KubeServer, work: str, controllers: list[str], tree: str | None,
+                  extra: tuple[str, ...] = (), *, log_name: str = "pykcm.log",
+                  qps: float = 20.0, burst: int = 30) -> Iterator[Manager]:
+    """pykcm's controller manager (from ``tree`` when given) with ``controllers``, and the
+    control plane's PKI as kube_manager's (so the token and CSR-signing controllers run
+    in both)."""
+    pki = server.cp.pki
+    extra = (f"--root-ca-file={pki / 'ca.crt'}",
+             f"--service-account-private-key-file={pki / 'sa.key'}",
+             f"--cluster-signing-cert-file={pki / 'ca.crt'}",
+             f"--cluster-signing-key-file={pki / 'ca.key'}", *extra)
     saved = os.environ.get("PYTHONPATH")
     if tree:
         os.environ["PYTHONPATH"] = tree
     try:
-        p = PykcmProcess.controller_manager(server.kubeconfig, os.path.join(work, "pykcm.log"),
-                                            controllers=",".join(controllers), extra=extra)
+        p = PykcmProcess.controller_manager(server.kubeconfig, os.path.join(work, log_name),
+                                            controllers=",".join(controllers), extra=extra,
+                                            kube_api_qps=qps, kube_api_burst=burst)
         p.start(timeout=120)
     finally:
         if tree:
@@ -155,10 +210,26 @@ def run_pykcm(server: KubeServer, work: str, controllers: list[str],
                 os.environ.pop("PYTHONPATH", None)
             else:
                 os.environ["PYTHONPATH"] = saved
+
+    def metrics() -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{p.port}/metrics", timeout=60) as r:
+            return str(r.read().decode())
+
     try:
-        return settle(p.pid, p.exited)
+        yield Manager(p.pid, p.exited, p.log, metrics)
     finally:
         p.stop()
+
+
+def run_kube(kit: Any, server: KubeServer, work: str, controllers: list[str]) -> dict[str, float]:
+    with kube_manager(server, controllers) as m:
+        return settle(m.pid, m.exited)
+
+
+def run_pykcm(server: KubeServer, work: str, controllers: list[str],
+              tree: str | None, extra: tuple[str, ...] = ()) -> dict[str, float]:
+    with pykcm_manager(server, work, controllers, tree, extra) as m:
+        return settle(m.pid, m.exited)
 
 
 def main() -> int:
