@@ -166,6 +166,7 @@ def test_realistic_metadata_takes_the_typed_path(d: dict[str, Any]) -> None:
     meta = fo["metadata"]
     assert isinstance(meta, FrozenMeta)
     _check_reads(meta, d["metadata"])
+    assert bool(meta) is bool(d["metadata"])  # truth as the dict's (``meta or {}``)
     if "labels" in d["metadata"]:
         assert type(meta["labels"]) is FrozenDict
     for ref in meta.get("ownerReferences") or ():
@@ -253,6 +254,26 @@ def test_managed_fields_stripped_while_decoding_or_by_the_transform(d: dict[str,
     expected = strip_managed_fields(copy.deepcopy(d))
     assert CompactDecoder(strip_managed_fields=True).object(raw) == expected
     assert strip_managed_fields(CompactDecoder().object(raw)) == expected
+
+
+def test_truth_of_typed_metadata_stops_at_the_first_set_field(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # ``pod.get("metadata") or {}`` runs for every pod of every sync: its truth test must
+    # not walk every field, as __len__ does
+    meta = CompactDecoder().object(orjson.dumps(
+        {"metadata": {"name": "p", "namespace": "ns", "labels": {"a": "b"}}}))["metadata"]
+    ref = OwnerReference(uid="u")
+    empty = CompactDecoder().object(orjson.dumps({"metadata": {}}))["metadata"]
+    assert isinstance(meta, FrozenMeta) and isinstance(empty, FrozenMeta)
+
+    def walk(self: object) -> int:
+        raise AssertionError("__len__ called for a truth test")
+
+    monkeypatch.setattr(FrozenMeta, "__len__", walk)
+    monkeypatch.setattr(OwnerReference, "__len__", walk)
+    assert bool(meta) and bool(ref) and not empty
+    fallback: Mapping[str, Any] = {}
+    assert (meta or fallback)["name"] == "p"
 
 
 def test_freeze_and_thaw_round_trip() -> None:
