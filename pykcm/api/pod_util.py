@@ -24,6 +24,7 @@ __all__ = [
     "new_pod_condition",
     "parse_time",
     "pod_claim_names",
+    "pod_phase_and_ready",
 ]
 
 
@@ -39,6 +40,31 @@ def get_pod_condition(pod: Mapping[str, Any], type_: str) -> Mapping[str, Any] |
 def get_pod_ready_condition(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The pod's ``Ready`` condition, or None."""
     return get_pod_condition(pod, "Ready")
+
+
+def _phase_and_ready(pod: Mapping[str, Any]) -> tuple[Any, Any, Any]:
+    status = pod.get("status") or {}
+    for cond in status.get("conditions") or ():
+        if cond.get("type") == "Ready":
+            return status.get("phase"), cond.get("status"), cond.get("lastTransitionTime")
+    return status.get("phase"), None, None
+
+
+def pod_phase_and_ready(pod: Mapping[str, Any]) -> tuple[Any, Any, Any]:
+    """(``status.phase``, the Ready condition's ``status``, its ``lastTransitionTime``),
+    None where absent: what a ReplicaSet sync reads of each of its pods.
+
+    A compact cached pod (pykcm.cache.frozen_object) keeps the tuple once computed:
+    reading its status decodes the status JSON again each time, and a sync of a
+    ReplicaSet of 2,000 pods did that twice per pod.
+    """
+    if type(pod) is dict:
+        return _phase_and_ready(pod)
+    memo = getattr(pod, "memo", None)
+    if memo is None:
+        return _phase_and_ready(pod)
+    facts: tuple[Any, Any, Any] = memo("pod_phase_and_ready", _phase_and_ready)
+    return facts
 
 
 def is_pod_ready(pod: Mapping[str, Any]) -> bool:

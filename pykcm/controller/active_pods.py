@@ -59,6 +59,7 @@ from pykcm.api.pod_util import (
     is_pod_ready,
     is_pod_terminal,
     parse_time,
+    pod_phase_and_ready,
 )
 from pykcm.cache.shared_informer import SharedIndexInformer
 from pykcm.cache.store import Indexer
@@ -200,7 +201,7 @@ def split_active_and_terminating(pods: Iterable[Any]) -> tuple[list[Any], list[A
     active: list[Any] = []
     terminating: list[Any] = []
     for p in pods:
-        if (p.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        if pod_phase_and_ready(p)[0] in ("Succeeded", "Failed"):
             continue
         if (p.get("metadata") or {}).get("deletionTimestamp"):
             terminating.append(p)

@@ -10,6 +10,9 @@ from typing import Any
 import pytest
 
 from pykcm.api.labels import selector_from_set
+from pykcm.api.pod_util import pod_phase_and_ready
+from pykcm.api.timestamps import parse_time
+from pykcm.cache.frozen_object import FrozenObject
 from pykcm.cache.keys import meta_namespace_key
 from pykcm.cache.store import new_indexer
 from pykcm.controller.active_pods import (
@@ -31,6 +34,7 @@ from pykcm.controller.active_pods import (
     sort_pods_for_deletion,
     split_active_and_terminating,
 )
+from pykcm.controllers.replicaset.replica_set_utils import calculate_status
 
 NOW = 1_800_000_000.0
 
@@ -300,3 +304,41 @@ def test_availability_checks() -> None:
     # That moment has passed by the time the clock is read: check at once.
     assert find_min_next_pod_availability_check(pods, 30, NOW, lambda: NOW + 6) == 0
     assert find_min_next_pod_availability_check([long_ready], 30, NOW, lambda: NOW) is None
+
+
+def test_compact_pods_give_the_same_split_and_status_as_dicts() -> None:
+    # a ReplicaSet sync reads each pod's phase and Ready condition through
+    # pod_phase_and_ready, which a compact cached pod keeps once read (FrozenObject.memo)
+    def pod(i: int, phase: str | None, ready: str | None, deleted: bool = False,
+            ) -> dict[str, Any]:
+        meta: dict[str, Any] = {"name": f"p{i}", "namespace": "ns", "labels": {"app": "a"}}
+        if deleted:
+            meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        status: dict[str, Any] = {} if phase is None else {"phase": phase}
+        if ready is not None:
+            status["conditions"] = [
+                {"type": "PodScheduled", "status": "True"},
+                {"type": "Ready", "status": ready,
+                 "lastTransitionTime": f"2026-01-01T00:00:0{i % 10}Z"}]
+        return {"metadata": meta, "spec": {}, "status": status}
+
+    dicts = [pod(0, "Running", "True"), pod(1, "Running", "False"), pod(2, "Pending", None),
+             pod(3, "Succeeded", "False"), pod(4, "Failed", None), pod(5, None, None),
+             pod(6, "Running", "True", deleted=True), pod(7, "Running", "True")]
+    frozen: list[Any] = [FrozenObject.from_dict(p) for p in dicts]
+    assert [pod_phase_and_ready(p) for p in frozen] == [pod_phase_and_ready(p) for p in dicts]
+    assert pod_phase_and_ready(dicts[0]) == ("Running", "True", "2026-01-01T00:00:00Z")
+    assert pod_phase_and_ready(dicts[2]) == ("Pending", None, None)
+    rs = {"metadata": {"name": "rs", "namespace": "ns"},
+          "spec": {"replicas": 5, "minReadySeconds": 5,
+                   "template": {"metadata": {"labels": {"app": "a"}}}}, "status": {}}
+    for _ in range(2):  # the second time from the kept values
+        da, dt = split_active_and_terminating(dicts)
+        fa, ft = split_active_and_terminating(frozen)
+        assert [p["metadata"]["name"] for p in fa] == [p["metadata"]["name"] for p in da] \
+            == ["p0", "p1", "p2", "p5", "p7"]
+        assert [p["metadata"]["name"] for p in ft] == ["p6"]
+        now = parse_time("2026-01-01T00:00:06Z")
+        assert calculate_status(rs, fa, ft, None, now=now) == \
+            calculate_status(rs, da, dt, None, now=now)
+        assert calculate_status(rs, fa, ft, None, now=now)["availableReplicas"] == 1

@@ -276,6 +276,27 @@ def test_truth_of_typed_metadata_stops_at_the_first_set_field(
     assert (meta or fallback)["name"] == "p"
 
 
+def test_memo_computes_once_per_object_and_is_not_part_of_it() -> None:
+    dec = CompactDecoder()
+    line = orjson.dumps({"metadata": {"name": "p"}, "status": {"phase": "Running"}})
+    fo, other = dec.object(line), dec.object(line)
+    calls: list[object] = []
+
+    def phase(o: FrozenObject) -> str:
+        calls.append(o)
+        return str(o["status"]["phase"])
+
+    assert fo.memo("phase", phase) == "Running" and fo.memo("phase", phase) == "Running"
+    assert calls == [fo]  # kept with the object
+    assert fo.memo("name", lambda o: o["metadata"]["name"]) == "p"
+    assert fo.memo("phase", phase) == "Running" and len(calls) == 1  # both kept
+    assert other.memo("phase", phase) == "Running" and len(calls) == 2  # per object
+    # not part of the object's value: equality, JSON, thaw, pickle
+    assert fo == other and fo.to_json() == other.to_json() == line
+    assert fo.thaw() == orjson.loads(line)
+    assert pickle.loads(pickle.dumps(other)) == fo
+
+
 def test_freeze_and_thaw_round_trip() -> None:
     value = {"a": [1, {"b": [2, 3]}], "c": {"d": None}}
     frozen = freeze(value)

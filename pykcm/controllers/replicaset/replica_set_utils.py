@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from pykcm.api.clock import REAL_CLOCK
+from pykcm.api.pod_util import pod_phase_and_ready
 from pykcm.api.timestamps import format_time, parse_time
 from pykcm.client import Client, ResourceRef
 
@@ -120,14 +121,6 @@ def remove_condition(status: dict[str, Any], type_: str) -> None:
         status.pop("conditions", None)
 
 
-def _ready_condition(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for cond in (pod.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == "Ready":
-            found: Mapping[str, Any] = cond
-            return found
-    return None
-
-
 def calculate_status(rs: Mapping[str, Any], active_pods: Sequence[Mapping[str, Any]],
                      terminating_pods: Sequence[Mapping[str, Any]] | None,
                      manage_replicas_err: BaseException | None, *,
@@ -165,14 +158,15 @@ def calculate_status(rs: Mapping[str, Any], active_pods: Sequence[Mapping[str, A
                 break
         else:
             fully_labeled += 1
-        cond = _ready_condition(pod)
-        if cond is None or cond.get("status") != "True":
+        # (a compact cached pod keeps these once read: its status is raw JSON)
+        _, ready_status, ready_since = pod_phase_and_ready(pod)
+        if ready_status != "True":
             continue
         ready += 1
         if min_ready == 0:
             available += 1
         else:
-            since = parse_time(cond.get("lastTransitionTime"))
+            since = parse_time(ready_since)
             if since is not None and since + min_ready <= t:
                 available += 1
 
