@@ -29,9 +29,10 @@ import csv
 import hmac
 import os
 import secrets
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+from pykcm.api.clock import REAL_CLOCK, Clock
 
 __all__ = [
     "ANONYMOUS_PATHS",
@@ -109,7 +110,10 @@ class TokenAuthenticator:
     SUCCESS_CACHE_SIZE = 4096
 
     def __init__(self, tokens: dict[str, User] | None = None,
-                 api_audiences: Sequence[str] = (), success_cache_ttl: float = 10.0) -> None:
+                 api_audiences: Sequence[str] = (), success_cache_ttl: float = 10.0,
+                 clock: Clock = REAL_CLOCK) -> None:
+        # the server's clock: a cached success expires with the tokens it validated
+        self.clock = clock
         self._tokens: dict[str, User] = dict(tokens or {})
         self.api_audiences: tuple[str, ...] = tuple(api_audiences)
         self._others: list[TokenAuthenticatorFunc] = []
@@ -148,7 +152,7 @@ class TokenAuthenticator:
         """Run the chain on ``token`` for ``audiences`` (None: the API audiences); raises
         :class:`TokenError` with kube-apiserver's aggregate message when nobody takes it."""
         auds = tuple(audiences) if audiences else None
-        now = time.monotonic()
+        now = self.clock.monotonic()
         static = self._static(token, auds)
         cached = self._cache.get((token, auds)) if static is None else None
         if static is not None:

@@ -46,6 +46,7 @@ from typing import Any, Final, Protocol
 
 from pykcm.api import serviceaccount as sa_api
 from pykcm.api.accessors import meta_of
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.timestamps import format_time
 from pykcm.api.validation import go_quote
 from pykcm.apiserver import errors
@@ -104,6 +105,8 @@ class ServiceAccountTokens:
     max_expiration_seconds: int = 0
     extend_expiration: bool = True
     signing_key_file: str = ""
+    # the server's clock: TokenRequest issue and expiry times, validation's "now"
+    clock: Clock = REAL_CLOCK
 
     def __post_init__(self) -> None:
         if not self.issuers:
@@ -129,7 +132,8 @@ class ServiceAccountTokens:
     def load(cls, pki_dir: str, *, signing_key_file: str = "",
              key_files: Sequence[str] = (), issuers: Sequence[str] = (),
              api_audiences: Sequence[str] = (), max_expiration_seconds: int = 0,
-             extend_expiration: bool = True, ephemeral: bool = False) -> ServiceAccountTokens:
+             extend_expiration: bool = True, ephemeral: bool = False,
+             clock: Clock = REAL_CLOCK) -> ServiceAccountTokens:
         """Keys from the files given, else ``pki_dir/sa.key`` (+ ``sa.pub``), made if missing
         (``ephemeral``: see :func:`ensure_key_pair`)."""
         if not signing_key_file:
@@ -147,7 +151,7 @@ class ServiceAccountTokens:
             raise ValueError("the service-account-max-token-expiration must be between 1 hour "
                              "and 2^32 seconds")
         return cls(signing_key, public, list(issuers), list(api_audiences),
-                   max_expiration_seconds, extend_expiration, signing_key_file)
+                   max_expiration_seconds, extend_expiration, signing_key_file, clock)
 
     def install(self, auth: TokenAuthenticator, getter: ObjectGetter,
                 on_legacy_used: Callable[[dict[str, Any]], None] | None = None) -> None:
@@ -324,7 +328,7 @@ class LegacyTokenAuthenticator(_JWTAuthenticator):
         """The last-used label, written at most once a day (patchSecretWithLastUsedDate)."""
         if self.on_used is None:
             return
-        now = time.time()
+        now = self.tokens.clock.now()
         today = time.strftime("%Y-%m-%d", time.gmtime(now))
         tomorrow = time.strftime("%Y-%m-%d", time.gmtime(now + 86400))
         last = (meta_of(secret).get("labels") or {}).get(sa_api.LAST_USED_LABEL_KEY)
@@ -341,7 +345,7 @@ class BoundTokenAuthenticator(_JWTAuthenticator):
         self.issuers = frozenset(tokens.issuers)
 
     def validate(self, token: str, claims: dict[str, Any]) -> tuple[User, list[str]]:
-        now = time.time()
+        now = self.tokens.clock.now()
 
         def numeric(key: str) -> float | None:
             v = claims.get(key)
@@ -472,7 +476,7 @@ def issue_token(tokens: ServiceAccountTokens, getter: ObjectGetter, namespace: s
             "TokenRequest in version \"v1\" cannot be handled as a TokenRequest: json: cannot "
             "unmarshal into Go struct field TokenRequestSpec.spec.expirationSeconds of type "
             "int64")
-    now = time.time()
+    now = tokens.clock.now()
     out_meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": sa_uid}
     for k in ("generateName", "labels", "annotations"):
         if meta.get(k):
@@ -599,10 +603,10 @@ def _review_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def self_subject_review(user: User | None) -> dict[str, Any]:
+def self_subject_review(user: User | None, clock: Clock = REAL_CLOCK) -> dict[str, Any]:
     """``POST selfsubjectreviews``: the requesting user."""
     if user is None:
         raise errors.bad_request("no user present on request")
     return {"kind": "SelfSubjectReview", "apiVersion": AUTH_GV,
-            "metadata": {"creationTimestamp": format_time(time.time())},
+            "metadata": {"creationTimestamp": format_time(clock.now())},
             "status": {"userInfo": user_info(user)}}

@@ -27,7 +27,6 @@ import hashlib
 import logging
 import socket
 import struct
-import time
 import uuid
 from typing import TYPE_CHECKING, Any, Final
 
@@ -88,7 +87,7 @@ class IdentityLease:
                 log.error("failed to renew the identity lease %s: %s", self.name, exc.message)
             except Exception:  # keep renewing, as the lease controller does
                 log.exception("failed to renew the identity lease %s", self.name)
-            await asyncio.sleep(self.interval)
+            await self.rest.clock.sleep(self.interval)
 
     async def renew(self) -> None:
         """One pass of the lease controller: create the Lease, or move its renewTime."""
@@ -98,7 +97,7 @@ class IdentityLease:
         labels = {IDENTITY_LABEL: COMPONENT, HOSTNAME_LABEL: self.hostname}
         spec: dict[str, Any] = {"holderIdentity": self.holder,
                                 "leaseDurationSeconds": DURATION_SECONDS,
-                                "renewTime": format_micro_time(time.time())}
+                                "renewTime": format_micro_time(self.rest.clock.now())}
         entry = self.rest.rs(info).current(f"{NAMESPACE}/{self.name}")
         if entry is None:
             await self.rest.create(info, NAMESPACE, {

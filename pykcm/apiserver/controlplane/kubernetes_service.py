@@ -134,7 +134,7 @@ class KubernetesServiceController:
                 log.error("unable to sync kubernetes service: %s", exc.message)
             except Exception:  # keep reconciling, as the periodic loop upstream does
                 log.exception("unable to sync kubernetes service")
-            await asyncio.sleep(self.interval)
+            await self.rest.clock.sleep(self.interval)
 
     async def stop(self) -> None:
         """Remove this server's address (the Endpoints then have no subset)."""

@@ -30,7 +30,7 @@ from pykcm.apiserver.registry.networking.servicecidr import (
 )
 from pykcm.apiserver.registry.rest_storage import RESTStorage
 from pykcm.apiserver.registry.scheduling.priorityclass import system_priority_classes
-from pykcm.apiserver.registry.strategy import now_rfc3339
+from pykcm.apiserver.registry.strategy import rfc3339
 
 __all__ = ["ensure_post_start_objects"]
 
@@ -47,7 +47,7 @@ async def ensure_post_start_objects(rest: RESTStorage, registry: ResourceRegistr
     await _ensure_flowcontrol_bootstrap(rest, registry)
     sc = registry.get("networking.k8s.io", "v1", "servicecidrs")
     if sc is not None and rest.rs(sc).current(DEFAULT_SERVICE_CIDR_NAME) is None:
-        obj = default_service_cidr(list(service_cidrs), now_rfc3339())
+        obj = default_service_cidr(list(service_cidrs), rfc3339(rest.clock.now()))
         status = obj["status"]  # (the create drops it: the server writes it through /status)
         entry = await rest.create(sc, "", obj)
         await rest.update(sc, "", DEFAULT_SERVICE_CIDR_NAME, {**entry.obj, "status": status},
@@ -65,7 +65,7 @@ async def _ensure_local_apiservices(rest: RESTStorage, registry: ResourceRegistr
         name = f"{version}.{group}"
         if (group, version) not in served or rest.rs(api).current(name) is not None:
             continue
-        obj = local_apiservice(group, version, now_rfc3339())
+        obj = local_apiservice(group, version, rfc3339(rest.clock.now()))
         status = obj["status"]  # (the create drops it: written through /status)
         entry = await rest.create(api, "", obj)
         await rest.update(api, "", name, {**entry.obj, "status": status}, "status")
@@ -87,6 +87,6 @@ async def _ensure_flowcontrol_bootstrap(rest: RESTStorage, registry: ResourceReg
             continue
         entry = await rest.create(fs, "", obj)
         level = obj["spec"]["priorityLevelConfiguration"]["name"]
-        cond = dangling_condition(level, rest.rs(pl).current(level) is not None, now_rfc3339())
+        cond = dangling_condition(level, rest.rs(pl).current(level) is not None, rfc3339(rest.clock.now()))
         await rest.update(fs, "", name, {**entry.obj, "status": {"conditions": [cond]}},
                           "status")

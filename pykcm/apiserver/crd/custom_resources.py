@@ -17,7 +17,6 @@ reads the same stored objects.
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +24,7 @@ from pykcm.api.resources import ResourceInfo, ResourceRegistry
 from pykcm.api.validation import Cause
 from pykcm.apiserver.crd import schema as crd_schema
 from pykcm.apiserver.registry import printers
+from pykcm.apiserver.server_clock import CLOCK as SERVER_CLOCK
 
 CRD_GROUP = "apiextensions.k8s.io"
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
@@ -100,7 +100,7 @@ class CustomResourceVersion:
             defs.append({"name": c.get("name", ""), "type": c.get("type", "string"),
                          "format": c.get("format", ""), "description": desc,
                          "priority": int(c.get("priority", 0))})
-        t = now if now is not None else time.time()
+        t = now if now is not None else SERVER_CLOCK.get().now()
         rows = []
         for obj in objects:
             cells: list[Any] = [obj.get("metadata", {}).get("name", "")]

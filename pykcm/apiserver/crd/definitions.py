@@ -30,7 +30,6 @@ non-conforming schemas, and ``deprecationWarning`` checks.
 from __future__ import annotations
 
 import json
-import time
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -60,6 +59,7 @@ from pykcm.apiserver.crd.schema import (
     render_bad_value,
     validate_structural,
 )
+from pykcm.apiserver.server_clock import now_rfc3339
 
 __all__ = [
     "MAX_SELECTABLE_FIELDS",
@@ -98,7 +98,7 @@ def _str(v: Any) -> str:
 
 
 def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time()))
+    return now_rfc3339()  # the clock of the server running this request
 
 
 # --- defaulting ---------------------------------------------------------------------

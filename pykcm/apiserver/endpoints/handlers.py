@@ -13,7 +13,6 @@ import asyncio
 import base64
 import logging
 import random
-import time
 import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -22,6 +21,7 @@ import orjson
 import yaml
 from aiohttp import web
 
+from pykcm.api.clock import REAL_CLOCK
 from pykcm.api.fields import parse_field_selector
 from pykcm.api.labels import parse_label_selector, selector_from_label_selector
 from pykcm.api.patch import schema_ref_for
@@ -511,7 +511,8 @@ class APIHandlers:
                 if table is not None:
                     return table_response(tables.table("Scale", "autoscaling", [scale],
                                                        list_meta=None, include_object=table,
-                                                       api_version=_TABLE_GV))
+                                                       api_version=_TABLE_GV,
+                                                       now=rest.clock.now()))
                 return json_response(orjson.dumps(scale))
             if table is not None:
                 return table_response(self._table(res, [entry.obj], None, table))
@@ -643,7 +644,7 @@ class APIHandlers:
         (resource_metrics.py)."""
         if info.verb not in ("get", "list") or info.subresource:
             raise errors.method_not_allowed()
-        now = time.time()
+        now = self.rest.clock.now()
         opts = list_options(request.query)
         pods_info = self.registry.get("", "v1", "pods")
         nodes_info = self.registry.get("", "v1", "nodes")
@@ -787,7 +788,8 @@ class APIHandlers:
             answer = _access_review(res.kind, info.namespace, request.get(AUTHENTICATED), body)
         else:
             authn = request.get(AUTHENTICATED)
-            answer = service_accounts.self_subject_review(authn.user if authn else None)
+            answer = service_accounts.self_subject_review(authn.user if authn else None,
+                                                          self.rest.clock)
         request[_WARNINGS].extend(warnings)
         resp = json_response(orjson.dumps(answer), 201)
         if unknown and directive == "Warn":
@@ -957,11 +959,13 @@ class APIHandlers:
         crv = self.rest.custom.get(res)
         if crv is not None:
             return crv.table(objs, list_meta=list_meta, include_object=include_object,
-                             with_column_definitions=with_column_definitions)
+                             with_column_definitions=with_column_definitions,
+                             now=self.rest.clock.now())
         return tables.table(res.kind, res.group, objs, printer=self.rest.strategy(res).printer,
                             list_meta=list_meta,
                             include_object=include_object, api_version=_TABLE_GV,
-                            with_column_definitions=with_column_definitions)
+                            with_column_definitions=with_column_definitions,
+                            now=self.rest.clock.now())
 
     def _to_scale(self, res: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
         return self._scale_view(res, obj)
@@ -1054,11 +1058,11 @@ class APIHandlers:
             if c.get("type") == "PodScheduled":
                 if c.get("status") != "True":
                     c["status"] = "True"
-                    c["lastTransitionTime"] = format_time(time.time())
+                    c["lastTransitionTime"] = format_time(self.rest.clock.now())
                 break
         else:
             conds.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
-                          "lastTransitionTime": format_time(time.time())})
+                          "lastTransitionTime": format_time(self.rest.clock.now())})
         status["conditions"] = conds
         if dry:
             return
@@ -1140,6 +1144,9 @@ class APIHandlers:
                     ) -> web.StreamResponse:
         rest = self.rest
         store = rest.store
+        # timeoutSeconds and bookmarks are on the server's clock; the transport check and
+        # the bound on a write to a client that does not read are real time (I/O)
+        clock = rest.clock
         rs = rest.rs(res)
         flt = rest.build_filter(res, ns, opts, name)
         rv_param = opts.resource_version or ""
@@ -1152,7 +1159,7 @@ class APIHandlers:
         timeout = opts.timeout_seconds
         if timeout is None or timeout <= 0:
             timeout = random.randint(1800, 3600)
-        start = time.monotonic()
+        start = clock.monotonic()
         deadline = start + timeout
         expired: StatusError | None = None
         zero = (defaults.zero_object_fields(res.group, res.kind)
@@ -1217,7 +1224,7 @@ class APIHandlers:
                 writing = True
                 try:
                     # timeoutSeconds holds while a write waits on a client that does not read
-                    async with asyncio.timeout(max(deadline - time.monotonic(), 0.001)):
+                    async with asyncio.timeout(max(deadline - clock.monotonic(), 0.001)):
                         await resp.write(b"".join(lines))
                 finally:
                     writing = False
@@ -1240,7 +1247,7 @@ class APIHandlers:
                     await send(w.drain())
                 if w.closed or self.shutting_down.is_set():
                     break
-                now = time.monotonic()
+                now = clock.monotonic()
                 if now >= deadline:
                     break
                 if bookmarks and next_bookmark is not None and now >= next_bookmark:
@@ -1248,18 +1255,28 @@ class APIHandlers:
                         await send([bookmark_line(res.kind, res.api_version, store.rv, False,
                                                   *zero)])
                     next_bookmark = _next_bookmark(now, deadline)
-                wait = min(deadline - now, transport_check)
+                wait = deadline - now
                 if bookmarks and next_bookmark is not None:
                     wait = min(wait, max(0.0, next_bookmark - now))
                 if not w.queue:
                     # Woken directly by the store (no inner task, as wait_for would
                     # add), so a committed event reaches this socket before the
                     # writer's response, as kube-apiserver's watch cache mostly does.
+                    # On another clock than the process's, a timer of that clock wakes
+                    # the watch at its deadline or bookmark (one real timer otherwise).
+                    timer = None
+                    if clock is not REAL_CLOCK:
+                        w.wake.clear()  # a timer's wake-up leaves it set, nothing queued
+                        timer = clock.call_later(wait, w.wake.set)
+                        wait = transport_check
                     try:
-                        async with asyncio.timeout(max(wait, 0.001)):
+                        async with asyncio.timeout(max(min(wait, transport_check), 0.001)):
                             await w.wake.wait()
                     except TimeoutError:
                         pass
+                    finally:
+                        if timer is not None:
+                            timer.cancel()
                 tr = request.transport
                 if tr is None or tr.is_closing():
                     break

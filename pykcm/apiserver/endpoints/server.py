@@ -42,6 +42,7 @@ from aiohttp.http_exceptions import BadHttpMethod
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.resources import ResourceRegistry, builtin_registry
 from pykcm.api.serviceaccount import LAST_USED_LABEL_KEY
 from pykcm.apiserver import errors
@@ -159,7 +160,12 @@ class APIServer:
         api_audiences: Sequence[str] = (),
         service_account_max_token_expiration: int = 0,
         service_account_extend_token_expiration: bool = True,
+        clock: Clock = REAL_CLOCK,
     ) -> None:
+        # The server's one clock (issue 21), held by its Store: every time it writes or
+        # waits on (timestamps, managedFields, leases, deletion deadlines, watch timeouts
+        # and bookmarks, tokens, ages, compaction). TLS and request I/O stay on real time.
+        self.clock = clock
         self.data_dir = os.path.abspath(data_dir) if data_dir else None
         self.fsync = fsync  # fsync every commit (see storage/log.py); False: --unsafe-no-fsync
         self.host = host
@@ -186,7 +192,7 @@ class APIServer:
         self.rest: RESTStorage | None = None
         self.handlers: APIHandlers | None = None
         self.discovery = Discovery(self.registry)
-        self.auth = TokenAuthenticator()
+        self.auth = TokenAuthenticator(clock=clock)
         self.authorizer: RBACAuthorizer | None = None
         self.token = ""
         self.ca_pem: bytes | None = None
@@ -252,12 +258,12 @@ class APIServer:
             api_audiences=self.api_audiences,
             max_expiration_seconds=self.service_account_max_token_expiration,
             extend_expiration=self.service_account_extend_token_expiration,
-            ephemeral=self.data_dir is None)
+            ephemeral=self.data_dir is None, clock=self.clock)
         self.service_accounts.install(self.auth, self._committed_object,
                                       self._legacy_token_used)
         log_ = (SqliteLog(os.path.join(state_dir, "state.db"), fsync=self.fsync)
                 if self.data_dir else None)
-        self.store = Store(log_)
+        self.store = Store(log_, clock=self.clock)
         self.store.on_fatal = self._on_fatal
         await self.store.start()
         self.rest = RESTStorage(self.store, self.registry)
@@ -390,7 +396,7 @@ class APIServer:
         """Label a legacy token's Secret with the day it was last used (in the background)."""
         meta = secret.get("metadata") or {}
         body = orjson.dumps({"metadata": {"uid": meta.get("uid"), "labels": {
-            LAST_USED_LABEL_KEY: time.strftime("%Y-%m-%d", time.gmtime())}}})
+            LAST_USED_LABEL_KEY: time.strftime("%Y-%m-%d", time.gmtime(self.clock.now()))}}})
 
         async def patch() -> None:
             info = self.registry.get("", "v1", "secrets")

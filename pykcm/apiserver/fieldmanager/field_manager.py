@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import copy
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -67,6 +66,7 @@ from pykcm.apiserver.fieldmanager.schema import TypeSchema
 from pykcm.apiserver.fieldmanager.to_field_set import to_field_set
 from pykcm.apiserver.fieldmanager.typed import TypedError
 from pykcm.apiserver.fieldmanager.validate import config_errors
+from pykcm.apiserver.server_clock import now_rfc3339
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 MAX_UPDATE_MANAGERS = 10
@@ -81,7 +81,8 @@ _STRIP_PATHS = list(_STRIP.paths())
 
 
 def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    # managedFields times: the clock of the server running this request (server_clock.py)
+    return now_rfc3339()
 
 
 def _meta(obj: dict[str, Any]) -> dict[str, Any]:

@@ -38,10 +38,8 @@ here the same operations run in-process on the store.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import random
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -230,7 +228,7 @@ class _Eviction:
                 await self._add_condition_and_delete(opts)
             except StatusError as exc:
                 if rv_unset and _is_conflict(exc) and attempt + 1 < _RETRY_STEPS:
-                    await asyncio.sleep(_delay())
+                    await self.rest.clock.sleep(_delay())
                     continue
                 raise
             return dict(SUCCESS)
@@ -298,7 +296,7 @@ class _Eviction:
             except StatusError as exc:
                 if not _is_conflict(exc):
                     raise
-            await asyncio.sleep(_delay())
+            await self.rest.clock.sleep(_delay())
         raise StatusError(504, "Timeout", f"couldn't update PodDisruptionBudget {go_quote(name)} "
                           "due to conflicts", details={"retryAfterSeconds": 10},
                           headers={"Retry-After": "10"})
@@ -323,7 +321,7 @@ class _Eviction:
         if self.opts.dry_run:
             return
         disrupted = dict(st.get("disruptedPods") or {})
-        disrupted[self.name] = format_time(time.time())
+        disrupted[self.name] = format_time(self.rest.clock.now())
         st["disruptedPods"] = disrupted
         await self.rest.update(self.pdbs, self.ns, name, pdb, "status")
 
@@ -345,7 +343,7 @@ class _Eviction:
                     "object might have been modified"))
             status = pod.setdefault("status", {})
             conditions = status.setdefault("conditions", [])
-            now = format_time(time.time())
+            now = format_time(self.rest.clock.now())
             new = {"type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
                    "lastTransitionTime": now, "reason": "EvictionByEvictionAPI",
                    "message": "Eviction API: evicting"}

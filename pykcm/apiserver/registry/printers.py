@@ -19,12 +19,12 @@ functions over wire-form JSON; nothing here does I/O.
 from __future__ import annotations
 
 import datetime as _dt
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
 from pykcm.api.labels import selector_from_label_selector
+from pykcm.apiserver.server_clock import CLOCK as SERVER_CLOCK
 
 Obj = Mapping[str, Any]
 Cells = list[Any]
@@ -104,7 +104,8 @@ def parse_timestamp_ns(value: Any) -> int | None:
 
 
 def now_ns(now: float | None) -> int:
-    return time.time_ns() if now is None else int(now * _NS)
+    # None: now on the clock of the server running this request (server_clock.py)
+    return int((SERVER_CLOCK.get().now() if now is None else now) * _NS)
 
 
 def translate_timestamp_since(timestamp: Any, now: float | None = None) -> str:

@@ -68,7 +68,7 @@ from pykcm.apiserver.registry import selectable_fields as _selectable
 from pykcm.apiserver.registry.apiextensions.customresource import CustomResourceStrategy
 from pykcm.apiserver.registry.lookup import strategy_for
 from pykcm.apiserver.registry.scheduling.priorityclass import system_class_delete_error
-from pykcm.apiserver.registry.strategy import Strategy, now_rfc3339, rfc3339
+from pykcm.apiserver.registry.strategy import Strategy, rfc3339
 from pykcm.apiserver.serializer import go_json
 from pykcm.apiserver.serializer.go_types import (
     GoDecodeError,
@@ -78,6 +78,7 @@ from pykcm.apiserver.serializer.go_types import (
     kind_struct,
     zero_nulls,
 )
+from pykcm.apiserver.server_clock import CLOCK as SERVER_CLOCK
 from pykcm.apiserver.storage import Entry, ResourceStore, Store, object_key, resource_id
 
 GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -147,6 +148,8 @@ def _rv_of(entry: Entry | None) -> int:
 class RESTStorage:
     def __init__(self, store: Store, registry: ResourceRegistry) -> None:
         self.store = store
+        # the server's one clock, held by its store: every time this pipeline writes
+        self.clock = store.clock
         self.registry = registry
         ns_info = registry.get("", "v1", "namespaces")
         assert ns_info is not None
@@ -205,7 +208,7 @@ class RESTStorage:
             # legacy-serviceaccount-token-cleaner (which logs an error without it).
             await self.create(cm_info, "kube-system", {
                 "metadata": {"name": LEGACY_TOKEN_TRACKING},
-                "data": {"since": time.strftime("%Y-%m-%d", time.gmtime())}})
+                "data": {"since": time.strftime("%Y-%m-%d", time.gmtime(self.clock.now()))}})
 
     # -- reads ----------------------------------------------------------------
 
@@ -354,6 +357,8 @@ class RESTStorage:
     def strategy(self, info: ResourceInfo) -> Strategy:
         """The resource's strategy: a custom resource's from its CRD version, else its kind's."""
         crv = self.custom.get(info)
+        # the strategy's time stamps (now_rfc3339) read this server's clock in this task
+        SERVER_CLOCK.set(self.clock)
         return CustomResourceStrategy(crv) if crv is not None else strategy_for(info)
 
 
@@ -399,7 +404,7 @@ class RESTStorage:
         st = self.strategy(info)
         st.prepare_for_create(obj)
         meta["uid"] = _new_uid()
-        meta["creationTimestamp"] = now_rfc3339()
+        meta["creationTimestamp"] = rfc3339(self.clock.now())
         if generate:
             meta["name"] = _generate_name(meta["generateName"])
         crv = self.custom.get(info)
@@ -559,7 +564,7 @@ class RESTStorage:
                     await self.delete_collection(info, "", ListOptions(), DeleteOptions(
                         propagation_policy="Background"))
                     if self.rs(info).items:
-                        await asyncio.sleep(0.2)
+                        await self.clock.sleep(0.2)
                         continue
                 current = rs_crd.current(name)
                 if current is None:
@@ -582,7 +587,7 @@ class RESTStorage:
                 self.custom.remove_crd(crd)
                 return
             except StatusError:
-                await asyncio.sleep(0.2)
+                await self.clock.sleep(0.2)
 
     def _service_allocator(self) -> ServiceAllocator:
         alloc = self.services
@@ -735,6 +740,7 @@ class RESTStorage:
     def field_manager(self, info: ResourceInfo, subresource: str = "") -> FieldManager | None:
         """The field manager of an endpoint (None: no schema for the kind)."""
         crv = self.custom.get(info)
+        SERVER_CLOCK.set(self.clock)  # managedFields times: this server's clock
         return field_manager_for(info, subresource, crv.raw_schema if crv else None,
                                  custom=crv is not None)
 
@@ -981,7 +987,7 @@ class RESTStorage:
             new_meta["finalizers"] = finalizers
         else:
             new_meta.pop("finalizers", None)
-        now = time.time()
+        now = self.clock.now()
         if info.group == CRD_GROUP and info.kind == "CustomResourceDefinition":
             if meta.get("deletionTimestamp"):
                 return False, current

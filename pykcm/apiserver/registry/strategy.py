@@ -29,11 +29,15 @@ drive the generic split and generation rules.
 Deliberate deviation: upstream has separate status strategy objects
 (``deploymentStatusStrategy``); here one object per resource carries both, the
 status hooks named ``*_status_*``.
+
+Time. Strategies are shared by every server of the process, so the few hooks that
+stamp a time (a PersistentVolume's phase transition, a CSR's condition times) read it
+through :func:`now_rfc3339`: the clock of the server whose ``RESTStorage.strategy()``
+handed the strategy out in the running task (``pykcm.apiserver.server_clock``).
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any, ClassVar
 
 from pykcm.api.resources import ResourceInfo
@@ -47,10 +51,6 @@ Obj = dict[str, Any]
 SYSTEM_METADATA = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
 
 
-def now_rfc3339() -> str:
-    # time.time(), not C time() (time.gmtime() with no argument): the coarse clock
-    # runs up to a tick behind, so stamps just after a second boundary showed the last one.
-    return format_time(time.time())
 
 
 def rfc3339(ts: float) -> str:

@@ -38,7 +38,6 @@ import asyncio
 import bisect
 import contextlib
 import logging
-import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -46,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.apiserver import errors
 from pykcm.apiserver.storage.log import LogRow, SqliteLog
 
@@ -149,13 +149,14 @@ class Event:
 
     __slots__ = ("_lines", "entry", "key", "prev", "rv", "time", "type")
 
-    def __init__(self, rv: int, type_: str, key: str, entry: Entry, prev: Entry | None) -> None:
+    def __init__(self, rv: int, type_: str, key: str, entry: Entry, prev: Entry | None,
+                 at: float) -> None:
         self.rv = rv
         self.type = type_
         self.key = key
         self.entry = entry
         self.prev = prev
-        self.time = time.monotonic()
+        self.time = at  # the store clock's monotonic reading (history window)
         self._lines: dict[str, bytes] | None = None
 
     def line(self, type_: str) -> bytes:
@@ -294,8 +295,11 @@ def _history_cost(ev: Event) -> int:
 class Store:
     """All resources, the global revision counter, and the group-commit writer."""
 
-    def __init__(self, log_: SqliteLog | None = None) -> None:
+    def __init__(self, log_: SqliteLog | None = None, *, clock: Clock = REAL_CLOCK) -> None:
         self._log = log_
+        # The server's one clock (APIServer(clock=)): history ages, compaction rounds, and
+        # through RESTStorage every timestamp the server writes.
+        self.clock = clock
         self.rv = 0  # last committed revision
         self._next_rv = 0  # last assigned revision
         self._resources: dict[str, ResourceStore] = {}
@@ -389,7 +393,7 @@ class Store:
                     ev_type = MODIFIED if prev is not None else ADDED
                 if prev is not None:
                     prev.release()
-                rs.record(Event(row.rv, ev_type, key, entry, prev))
+                rs.record(Event(row.rv, ev_type, key, entry, prev, self.clock.monotonic()))
             if row.deleted:
                 rs.items.pop(key, None)
             else:
@@ -430,7 +434,7 @@ class Store:
             final["metadata"]["resourceVersion"] = str(rv)
             raw = exact_bytes(orjson.dumps(final))
             entry = Entry(final, raw, rv)
-            ev = Event(rv, DELETED, key, entry, prev)
+            ev = Event(rv, DELETED, key, entry, prev, self.clock.monotonic())
             self._pending[(rs.rid, key)] = (rv, None)
         else:
             obj["metadata"]["resourceVersion"] = str(rv)
@@ -439,7 +443,8 @@ class Store:
                 self._next_rv = rv - 1  # nothing was written: the revision is not used
                 raise _too_large(len(raw) + len(rs.rid) + len(key) + 16)
             entry = Entry(obj, raw, rv)
-            ev = Event(rv, ADDED if prev is None else MODIFIED, key, entry, prev)
+            ev = Event(rv, ADDED if prev is None else MODIFIED, key, entry, prev,
+                       self.clock.monotonic())
             self._pending[(rs.rid, key)] = (rv, entry)
         row = LogRow(rv, rs.rid + "/" + key, obj is None, prev.rv if prev else 0, raw)
         if self._log is None:
@@ -568,7 +573,7 @@ class Store:
 
     async def _compact_loop(self) -> None:
         while True:
-            await asyncio.sleep(COMPACT_INTERVAL)
+            await self.clock.sleep(COMPACT_INTERVAL)
             try:
                 await self.compact()
             except Exception:  # keep serving; the next round tries again
@@ -576,7 +581,7 @@ class Store:
 
     async def compact(self, now: float | None = None) -> None:
         """Trim history windows and delete the log rows nobody can ask for any more."""
-        t = time.monotonic() if now is None else now
+        t = self.clock.monotonic() if now is None else now
         for rs in self._resources.values():
             rs.trim(t)
         if self._log is None:

@@ -52,7 +52,8 @@ from pykcm.apiserver.rbac.escalation import CURRENT
 from pykcm.apiserver.registry import printers as pr
 from pykcm.apiserver.registry.field_docs import field_doc
 from pykcm.apiserver.registry.lookup import register
-from pykcm.apiserver.registry.strategy import Obj, Strategy, now_rfc3339
+from pykcm.apiserver.registry.strategy import Obj, Strategy
+from pykcm.apiserver.server_clock import now_rfc3339
 
 __all__ = ["CertificateSigningRequestStrategy", "approval_state"]
 

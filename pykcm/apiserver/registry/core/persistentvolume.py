@@ -31,7 +31,8 @@ from pykcm.apiserver.registry import printers as pr
 from pykcm.apiserver.registry.core import volume_fields as vf
 from pykcm.apiserver.registry.defaulting import go_order_object
 from pykcm.apiserver.registry.lookup import register
-from pykcm.apiserver.registry.strategy import Strategy, now_rfc3339
+from pykcm.apiserver.registry.strategy import Strategy
+from pykcm.apiserver.server_clock import now_rfc3339
 
 Obj = dict[str, Any]
 
