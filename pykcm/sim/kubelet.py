@@ -102,12 +102,12 @@ import ipaddress
 import logging
 import math
 import secrets
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Final
 
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.pod_util import new_pod_condition, parse_time, pod_claim_names
 from pykcm.api.timestamps import format_time
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
@@ -582,8 +582,12 @@ class Kubelet:
                  claims: GenericInformer | None = None,
                  recorder: EventRecorder | None = None,
                  max_grace_period: float | None = None,
-                 node_recorders: Mapping[str, EventRecorder] | None = None) -> None:
+                 node_recorders: Mapping[str, EventRecorder] | None = None,
+                 clock: Clock = REAL_CLOCK) -> None:
         self._client = client
+        # the simulator's clock: run and ready delays, crash-loop backoff, probes, grace
+        # periods and every time written into pods (startTime, startedAt, conditions)
+        self.clock = clock
         # Caps the grace period of pods without sim.pykcm.io/termination-seconds
         # (None: killed when their own grace period ends, as a real kubelet)
         self.max_grace_period = max_grace_period
@@ -608,7 +612,7 @@ class Kubelet:
         """Pods deleted (grace 0) so far."""
         self.stopped_nodes: set[str] = set()
         """Nodes whose kubelet is dead: their pods are left as they are."""
-        self.controller = Controller("kubelet", self._sync_pod)
+        self.controller = Controller("kubelet", self._sync_pod, clock=clock)
         self.controller.watch(pods, _PodHandler(self))
         if claims is not None:
             self.controller.watch(claims, ResourceEventHandlerFuncs(
@@ -732,11 +736,11 @@ class Kubelet:
             if pull_error is not None:
                 return await self._failing_pull(key, pod, node, pull_error)
             self._drop_pull(key)
-            now = time.time()
+            now = self.clock.now()
             rec = self._records[key] = self._record_for(pod, node, now)
         elif rec.finished is not None or phase in ("Succeeded", "Failed"):
             return None
-        now = time.time()
+        now = self.clock.now()
         if rec.written_rv is not None and meta.get("resourceVersion") == rec.written_rv and (
                 rec.next_wake is None or now < rec.next_wake):
             # The echo of our own write, before the next transition (whose requeue
@@ -759,7 +763,7 @@ class Kubelet:
             self._release(rec)  # the sandbox is gone; the status keeps the IP
             return None
         if rec.next_wake is not None:
-            return Result(requeue_after=max(0.0, rec.next_wake - time.time()))
+            return Result(requeue_after=max(0.0, rec.next_wake - self.clock.now()))
         return None
 
     async def _write_status(self, key: str, pod: Mapping[str, Any], rec: PodRecord,
@@ -807,7 +811,7 @@ class Kubelet:
                                           f"Container {name} failed liveness probe, will be "
                                           f"restarted")
         rec.liveness_kills.clear()
-        initializing = rec.init_until is not None and time.time() < rec.init_until
+        initializing = rec.init_until is not None and self.clock.now() < rec.init_until
         if (rec.finished is None and rec.waiting_until is None
                 and rec.starts_reported != rec.restarts
                 and not (initializing and rec.starts_reported == -2)):
@@ -864,7 +868,7 @@ class Kubelet:
         meta = pod["metadata"]
         status = pod.get("status") or {}
         phase = status.get("phase")
-        now = time.time()
+        now = self.clock.now()
         if rec is None and phase not in ("Succeeded", "Failed") and any(
                 c.get("containerID") for c in status.get("containerStatuses") or ()):
             # running before a simulator restart: kill what the status says runs
@@ -916,7 +920,7 @@ class Kubelet:
     async def _failing_pull(self, key: str, pod: Mapping[str, Any], node: str,
                             scripted: str) -> Result | None:
         """ErrImagePull at each attempt, ImagePullBackOff between them (image_pull.py)."""
-        now = time.time()
+        now = self.clock.now()
         st = self._pulls.get(key)
         if st is None:
             st = self._pulls[key] = _PullState(node=node, ip=self._ipam[node].allocate(),
@@ -966,7 +970,7 @@ class Kubelet:
                 return None
             raise
         self.status_writes += 1
-        return Result(requeue_after=max(0.0, wake - time.time()))
+        return Result(requeue_after=max(0.0, wake - self.clock.now()))
 
     async def _wait_for_volumes(self, key: str, pod: Mapping[str, Any],
                                 node: str) -> Result | None:
@@ -979,7 +983,7 @@ class Kubelet:
         meta = pod["metadata"]
         fingerprint = ("waiting", tuple(missing))
         if self._volume_wait.get(key) != fingerprint:
-            now = time.time()
+            now = self.clock.now()
             start = parse_time((pod.get("status") or {}).get("startTime")) or now
             status = waiting_status(pod, self._nodes[node].host_ip, now, start)
             try:

@@ -42,12 +42,12 @@ import asyncio
 import contextlib
 import json
 import logging
-import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from aiohttp import WSMsgType, web
 
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.pod_util import parse_time
 from pykcm.sim.container_exec import run_command
 from pykcm.sim.container_logs import LogLine, format_line, next_line_at, run_lines
@@ -109,7 +109,11 @@ def _bool(v: str | None) -> bool:
 class KubeletServer:
     """The endpoint; ``pod(namespace, name)`` looks a pod up (the kubelet's cache)."""
 
-    def __init__(self, pod: PodLookup, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, pod: PodLookup, host: str = "127.0.0.1", port: int = 0, *,
+                 clock: Clock = REAL_CLOCK) -> None:
+        # the simulator's clock: a run's log lines are stamped on it; the follow and
+        # attach polls of the pod and the connection are real time (I/O)
+        self.clock = clock
         self._pod = pod
         self.host = host
         self.port = port
@@ -167,7 +171,7 @@ class KubeletServer:
             return web.Response(status=e.code, text=e.message)
         started, finished = run
         timestamps = _bool(q.get("timestamps"))
-        now = time.time()
+        now = self.clock.now()
         lines = run_lines(pod, started, finished if finished is not None else now)
         since = self._since(q, now)
         if since is not None:
@@ -245,8 +249,8 @@ class KubeletServer:
         while not (request.transport is None or request.transport.is_closing()):
             due = next_line_at(pod, started, shown_until)
             wait = _FOLLOW_POLL if due is None else min(_FOLLOW_POLL,
-                                                        max(0.0, due - time.time()))
-            await asyncio.sleep(wait)
+                                                        max(0.0, due - self.clock.now()))
+            await REAL_CLOCK.sleep(wait)
             cur = self._pod(ns, pod_name)
             if cur is None or (cur.get("metadata") or {}).get("uid") != uid:
                 return
@@ -255,7 +259,7 @@ class KubeletServer:
             except _Error:
                 return
             run = _run(st.get("state") or {})
-            now = time.time()
+            now = self.clock.now()
             end = now if run is None or run[1] is None else run[1]
             new = [ln for ln in run_lines(cur, started, end) if shown_until < ln.at <= end]
             shown_until = max(shown_until, min(end, now))
@@ -365,17 +369,17 @@ class KubeletServer:
             return ws
         meta = pod.get("metadata") or {}
         ns, pod_name, uid = meta.get("namespace", ""), meta.get("name", ""), meta.get("uid")
-        started, shown = run[0], time.time()
+        started, shown = run[0], self.clock.now()
         reader = asyncio.ensure_future(self._read_stdin(ws, echo=True)) if want_stdin else None
         try:
             while not ws.closed and (reader is None or not reader.done()):
-                await asyncio.sleep(_FOLLOW_POLL)
+                await REAL_CLOCK.sleep(_FOLLOW_POLL)
                 cur = self._pod(ns, pod_name)
                 if cur is None or (cur.get("metadata") or {}).get("uid") != uid:
                     break
                 _, st = _container(cur, name)
                 now_run = _run(st.get("state") or {})
-                now = time.time()
+                now = self.clock.now()
                 end = now if now_run is None or now_run[1] is None else now_run[1]
                 for ln in run_lines(cur, started, end):
                     if shown < ln.at <= end:

@@ -35,12 +35,12 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
-import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.timestamps import format_micro_time, format_time
 from pykcm.client import Client, is_already_exists, is_conflict, is_forbidden, is_not_found
 
@@ -224,8 +224,10 @@ class NodeHeartbeats:
     def __init__(self, client: Client, names: Sequence[str], config: NodeConfig, *,
                  lease_renew_interval: float = 10.0,
                  status_report_interval: float = 300.0,
-                 parallelism: int = 32) -> None:
+                 parallelism: int = 32, clock: Clock = REAL_CLOCK) -> None:
         self._client = client
+        # the simulator's clock: heartbeat periods, Lease renewTime, condition times
+        self.clock = clock
         self.names = list(names)
         self.index = {n: i for i, n in enumerate(self.names)}
         self.config = config
@@ -260,7 +262,7 @@ class NodeHeartbeats:
     async def register(self, name: str) -> None:
         """Create the Node, or (a restart) reuse it: labels merged, status Ready again."""
         i = self.index[name]
-        now = time.time()
+        now = self.clock.now()
         body = build_node(name, i, self.config, now)
         try:
             created = await self._client.create("nodes", body)
@@ -299,14 +301,14 @@ class NodeHeartbeats:
                 await self.register(name)
                 return
         old = (current.get("status") or {}).get("conditions") or ()
-        status = build_node_status(name, self.index[name], self.config, time.time(), old)
+        status = build_node_status(name, self.index[name], self.config, self.clock.now(), old)
         await self._client.patch("nodes", name, {"status": status}, subresource="status")
 
     # -- leases ---------------------------------------------------------------------
 
     async def renew_lease(self, name: str) -> None:
         """Renew (or create) the node's Lease, as the kubelet's lease controller does."""
-        now = time.time()
+        now = self.clock.now()
         lease = self._leases.get(name)
         if lease is not None:
             body = dict(lease)
@@ -361,10 +363,10 @@ class NodeHeartbeats:
                              self._loop(self.status_report_interval, self.report_status))
 
     async def _loop(self, period: float, action: Any) -> None:
-        loop = asyncio.get_running_loop()
-        next_at = loop.time() + period
+        clock = self.clock
+        next_at = clock.monotonic() + period
         while True:
-            await asyncio.sleep(max(0.0, next_at - loop.time()))
+            await clock.sleep(max(0.0, next_at - clock.monotonic()))
             next_at += period
             names = [n for n in self.names if n not in self.stopped]
             results = await asyncio.gather(

@@ -54,11 +54,11 @@ from __future__ import annotations
 
 import logging
 import random
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.pod_util import get_pod_condition, is_pod_terminal
 from pykcm.api.scheduling import required_node_affinity_matches, tolerations_tolerate_taint
 from pykcm.api.timestamps import format_time
@@ -277,8 +277,12 @@ class Scheduler:
                  unschedulable_retry: float = UNSCHEDULABLE_RETRY_SECONDS,
                  claims: GenericInformer | None = None,
                  volumes: GenericInformer | None = None,
-                 classes: GenericInformer | None = None) -> None:
+                 classes: GenericInformer | None = None,
+                 clock: Clock = REAL_CLOCK) -> None:
         self._client = client
+        # the simulator's clock: retries of unschedulable pods, the volume binding
+        # timeout, PodScheduled condition times
+        self.clock = clock
         self.scheduler_name = scheduler_name
         self._recorder = recorder
         self._unschedulable_retry = unschedulable_retry
@@ -290,14 +294,14 @@ class Scheduler:
         self._next_start = 0
         self.bound = 0
         """Successful bindings so far."""
-        self.controller = Controller("scheduler", self._schedule_one)
+        self.controller = Controller("scheduler", self._schedule_one, clock=clock)
         self.controller.watch(pods, _PodHandler(self))
         self.controller.watch(nodes, _NodeHandler(self))
         self.volume_binder: VolumeBinder | None = None
         if claims is not None and volumes is not None and classes is not None:
             self.volume_binder = VolumeBinder(claims.informer.get_indexer(),
                                               volumes.informer.get_indexer(),
-                                              classes.informer.get_indexer())
+                                              classes.informer.get_indexer(), clock=clock)
             retry = _StorageHandler(self)
             for inf in (claims, volumes, classes):
                 self.controller.watch(inf, retry)
@@ -502,7 +506,7 @@ class Scheduler:
             self._recorder.event(pod, "Warning", "FailedScheduling", message)
         patch = {"status": {"conditions": [{
             "type": "PodScheduled", "status": "False", "reason": reason, "message": message,
-            "lastProbeTime": None, "lastTransitionTime": format_time(time.time())}]}}
+            "lastProbeTime": None, "lastTransitionTime": format_time(self.clock.now())}]}}
         meta = pod["metadata"]
         try:
             await self._client.patch("pods", meta["name"], patch, "strategic",

@@ -27,6 +27,14 @@ Data flow::
     Simulator.stop()   cancel the tasks, stop the informers, flush events.
                        The Nodes stay (as when kubelets stop).
 
+Time: one clock per simulator (``Simulator(clock=)``, default ``REAL_CLOCK``, the
+process's time), handed to the heartbeats (periods, Lease renewTime, node
+conditions), the informers, the event broadcaster, the kubelets (run and ready
+delays, crash-loop backoff, probes, grace periods, every time written into pods),
+the scheduler (retries, the volume binding timeout, condition times), the
+provisioner's queue and the kubelet server (log line times). Polls for another
+component's progress or a connection's state stay on real time.
+
 Sizing: one pods informer holds every pod of the cluster (the scheduler needs
 them all to account for node usage); pods are cached without managedFields.
 Work is bounded by the number of workers (``scheduler_workers`` bindings and
@@ -42,6 +50,7 @@ import logging
 from collections.abc import Coroutine, Sequence
 from typing import Any, Self
 
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.client import Client, NoResourceMatchError
 from pykcm.controller.event_recorder import EventBroadcaster
@@ -84,15 +93,19 @@ class Simulator:
                  record_events: bool = True,
                  storage_class: str | None = DEFAULT_STORAGE_CLASS,
                  max_grace_period: float | None = None,
-                 kubelet_server: bool = True) -> None:
+                 kubelet_server: bool = True,
+                 clock: Clock = REAL_CLOCK) -> None:
         if nodes < 0:
             raise ValueError(f"nodes must be >= 0, got {nodes}")
         self._client = client
+        # The simulator's one clock, handed to each part (see the module doc, "Time").
+        self.clock = clock
         self.node_config = node_config or NodeConfig()
         self.node_names: Sequence[str] = node_names(node_prefix, nodes)
         self.heartbeats = NodeHeartbeats(client, self.node_names, self.node_config,
                                          lease_renew_interval=lease_renew_interval,
-                                         status_report_interval=status_report_interval)
+                                         status_report_interval=status_report_interval,
+                                         clock=clock)
         self._enable_scheduler = scheduler
         self._scheduler_name = scheduler_name
         self._ready_after = ready_after
@@ -105,7 +118,8 @@ class Simulator:
         self.kubelet_server: KubeletServer | None = None
         if kubelet_server:
             self.kubelet_server = KubeletServer(
-                lambda ns, name: self.kubelet.pod(ns, name) if self.kubelet is not None else None)
+                lambda ns, name: self.kubelet.pod(ns, name) if self.kubelet is not None else None,
+                clock=clock)
         self.provisioner: Provisioner | None = None
         self.factory: SharedInformerFactory | None = None
         self.scheduler: Scheduler | None = None
@@ -134,12 +148,13 @@ class Simulator:
                 self.heartbeats.config = self.node_config
             await self.heartbeats.register_all()
             factory = self.factory = SharedInformerFactory(
-                self._client, transform=strip_managed_fields, name="pykcm-sim")
+                self._client, transform=strip_managed_fields, name="pykcm-sim",
+                clock=self.clock)
             pods = factory.core_v1.pods
             networks = {name: NodeNetwork(node_internal_ip(i), pod_cidr(i, self.node_config))
                         for i, name in enumerate(self.node_names)}
             if self._record_events:
-                self._broadcaster = EventBroadcaster(self._client)
+                self._broadcaster = EventBroadcaster(self._client, clock=self.clock)
                 self._broadcaster.start()
             claims = await self._start_storage(factory)
             self.kubelet = Kubelet(
@@ -150,7 +165,8 @@ class Simulator:
                 max_grace_period=self._max_grace_period,
                 node_recorders={n: self._broadcaster.new_recorder("kubelet", n)
                                 for n in self.node_names}
-                if self._broadcaster is not None else None)
+                if self._broadcaster is not None else None,
+                clock=self.clock)
             if self._enable_scheduler:
                 recorder = None
                 if self._broadcaster is not None:
@@ -162,7 +178,7 @@ class Simulator:
                                "classes": factory.storage_v1.storageclasses}
                 self.scheduler = Scheduler(self._client, pods, factory.core_v1.nodes,
                                            scheduler_name=self._scheduler_name,
-                                           recorder=recorder, **storage)
+                                           recorder=recorder, clock=self.clock, **storage)
             # sim.pykcm.io/heartbeat=stopped on a Node: its kubelet plays dead.
             control = self.heartbeat_control = HeartbeatControl(self.heartbeats, self.kubelet)
             for name in self.heartbeats.stopped:
@@ -197,7 +213,7 @@ class Simulator:
         claims = factory.core_v1.persistentvolumeclaims
         self.provisioner = Provisioner(self._client, claims, factory.core_v1.persistentvolumes,
                                        factory.storage_v1.storageclasses,
-                                       storage_class=self._storage_class)
+                                       storage_class=self._storage_class, clock=self.clock)
         await self.provisioner.ensure_storage_class()
         return claims
 

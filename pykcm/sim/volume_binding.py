@@ -37,12 +37,12 @@ here may both pick it; the loser's claim then waits for the next one).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.pod_util import pod_claim_names
 from pykcm.api.pv_helpers import (
     ANN_BOUND_BY_CONTROLLER,
@@ -116,7 +116,11 @@ class VolumeBinder:
     """The plugin over the simulator's caches (indexers with ``get_by_key``/``list``)."""
 
     def __init__(self, claims: Any, volumes: Any, classes: Any, *,
-                 bind_timeout: float = BIND_TIMEOUT, poll: float = 0.05) -> None:
+                 bind_timeout: float = BIND_TIMEOUT, poll: float = 0.05,
+                 clock: Clock = REAL_CLOCK) -> None:
+        # the bind timeout is the scheduler's setting, on the simulator's clock; the poll
+        # for the PV controller's progress is real time (I/O progress, not cluster time)
+        self.clock = clock
         self._claims = claims
         self._volumes = volumes
         self._classes = classes
@@ -224,13 +228,12 @@ class VolumeBinder:
             await client.patch("persistentvolumeclaims", str(meta.get("name")),
                                {"metadata": {"annotations": {ANN_SELECTED_NODE: plan.node}}},
                                "merge", str(meta.get("namespace")))
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.bind_timeout
+        deadline = self.clock.monotonic() + self.bind_timeout
         while not self._all_bound(plan.claims):
-            if loop.time() >= deadline:
+            if self.clock.monotonic() >= deadline:
                 raise TimeoutError(f"binding volumes: timed out waiting for the condition "
                                    f"({', '.join(plan.claims)})")
-            await asyncio.sleep(self._poll)
+            await REAL_CLOCK.sleep(self._poll)
 
     @staticmethod
     async def _pre_bind(client: Client, claim: Mapping[str, Any],

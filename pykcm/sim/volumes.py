@@ -39,6 +39,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.pod_util import new_pod_condition, pod_claim_names
 from pykcm.api.pv_helpers import (
     ANN_DYNAMICALLY_PROVISIONED,
@@ -81,7 +82,8 @@ class Provisioner:
 
     def __init__(self, client: Client, claims: GenericInformer, volumes: GenericInformer,
                  classes: GenericInformer, *, name: str = PROVISIONER_NAME,
-                 storage_class: str | None = DEFAULT_STORAGE_CLASS) -> None:
+                 storage_class: str | None = DEFAULT_STORAGE_CLASS,
+                 clock: Clock = REAL_CLOCK) -> None:
         self._client = client
         self.name = name
         self.storage_class = storage_class
@@ -90,7 +92,8 @@ class Provisioner:
         self._classes = classes.informer.get_indexer()
         self.provisioned = 0
         self.deleted = 0
-        self.controller = Controller("sim-provisioner", self._sync)
+        # its queue's retries are on the simulator's clock
+        self.controller = Controller("sim-provisioner", self._sync, clock=clock)
         self.controller.watch(claims, ResourceEventHandlerFuncs(
             add_func=self._claim, update_func=self._claim_updated))
         self.controller.watch(volumes, ResourceEventHandlerFuncs(
