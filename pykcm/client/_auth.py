@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import base64
 import logging
-import time
 from collections.abc import Callable
 
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.client.config import Config, ConfigError, TokenSource
 from pykcm.client.exec_credential import ExecCredential, ExecCredentialProvider, cluster_info
 
@@ -23,7 +23,7 @@ class FileTokenSource:
     """A bearer token read from a file, re-read at most every `period` seconds or on reset."""
 
     def __init__(self, path: str, *, period: float = 60.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = REAL_CLOCK.monotonic) -> None:
         self.path = path
         self.period = period
         self._clock = clock
@@ -66,7 +66,8 @@ Credential = str | ExecCredential | None
 class Authenticator:
     """Chooses the Authorization header for each request and refreshes it on 401."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, clock: Clock = REAL_CLOCK) -> None:
+        # the client's clock: exec credentials' expiry, the token file's re-read period
         self._static: str | None = None
         self.token_source: FileTokenSource | None = None
         self.exec: ExecCredentialProvider | None = None
@@ -76,9 +77,9 @@ class Authenticator:
                 config.host, ca_data=config.read_ca_data() if config.exec_provider
                 .provide_cluster_info else None, tls_server_name=config.tls_server_name,
                 insecure=config.insecure, proxy_url=config.proxy_url,
-                disable_compression=config.disable_compression))
+                disable_compression=config.disable_compression), clock=clock.now)
         if config.token_file:
-            self.token_source = FileTokenSource(config.token_file)
+            self.token_source = FileTokenSource(config.token_file, clock=clock.monotonic)
         elif config.token:
             self._static = "Bearer " + config.token
         elif config.username is not None or config.password is not None:

@@ -20,12 +20,13 @@ import base64
 import datetime
 import os
 import sys
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+
+from pykcm.api.clock import REAL_CLOCK
 
 __all__ = [
     "SUPPORTED_API_VERSIONS",
@@ -158,7 +159,7 @@ class ExecCredentialProvider:
         config: ExecConfig,
         *,
         cluster: Mapping[str, Any] | None = None,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = REAL_CLOCK.now,
         stdin_is_tty: Callable[[], bool] = _stdin_is_tty,
     ) -> None:
         self.config = config

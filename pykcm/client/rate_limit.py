@@ -7,14 +7,18 @@ second; `wait()` reserves a token and sleeps until it is due, so over any
 interval of length t at most `burst + qps * t` requests go through. A waiter
 that is cancelled gives its token back (as x/time/rate's Reservation.Cancel).
 With qps <= 0 the limiter is unlimited: `wait()` returns at once.
+
+Time: a `pykcm.api.clock.Clock` (`clock=`, default `REAL_CLOCK`): its monotonic
+line refills the bucket and its `sleep` waits for a token. A bare reading
+function with a `sleep=` callable (the older form) still works.
 """
 
 from __future__ import annotations
 
-import asyncio
 import math
-import time
 from collections.abc import Awaitable, Callable
+
+from pykcm.api.clock import REAL_CLOCK, Clock
 
 __all__ = ["TokenBucketRateLimiter"]
 
@@ -27,17 +31,21 @@ class TokenBucketRateLimiter:
         qps: float,
         burst: int,
         *,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Clock | Callable[[], float] = REAL_CLOCK,
+        sleep: Callable[[float], Awaitable[None]] | None = None,
     ) -> None:
         self._qps = float(qps)
         self._unlimited = not (self._qps > 0) or math.isinf(self._qps)
         # x/time/rate with burst 0 would never admit anything; client-go's
         # callers always give >= 1.
         self._burst = max(1, int(burst))
-        self._clock = clock
-        self._sleep = sleep
-        now = clock()
+        if isinstance(clock, Clock):
+            self._clock: Callable[[], float] = clock.monotonic
+            self._sleep = sleep if sleep is not None else clock.sleep
+        else:
+            self._clock = clock
+            self._sleep = sleep if sleep is not None else REAL_CLOCK.sleep
+        now = self._clock()
         self._tokens = float(self._burst)
         self._last = now         # when _tokens was last brought up to date
         self._last_event = now   # latest time a reservation is due to act

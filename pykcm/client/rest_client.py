@@ -28,7 +28,6 @@ counted in `rest_client_requests_total` and timed in
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import ssl
 import time
@@ -39,6 +38,7 @@ from urllib.parse import quote, urlsplit
 import aiohttp
 import orjson
 
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.resources import ResourceInfo, ResourceRegistry, builtin_registry
 from pykcm.client._auth import Authenticator
 from pykcm.client._discovery import (
@@ -181,8 +181,12 @@ class Client:
         registry: ResourceRegistry | None = None,
         rate_limiter: TokenBucketRateLimiter | None = None,
         write_fence: Callable[[], str | None] | None = None,
+        clock: Clock = REAL_CLOCK,
     ) -> None:
         self.config = config
+        # The client's clock (issue 21): the token bucket, retry backoffs and Retry-After
+        # waits, credentials' expiry. Request timeouts stay real (I/O).
+        self.clock = clock
         # Asked before every write is sent: None lets it through, a reason refuses it
         # (WritesFenced). Reads and watches are never fenced.
         self.write_fence = write_fence
@@ -190,8 +194,8 @@ class Client:
         self._metrics_host = urlsplit(config.host).netloc  # rest_client_* metrics' host label
         self._registry = registry if registry is not None else _default_registry()
         self.rate_limiter = rate_limiter if rate_limiter is not None else \
-            TokenBucketRateLimiter(config.qps, config.burst)
-        self._auth = Authenticator(config)
+            TokenBucketRateLimiter(config.qps, config.burst, clock=clock)
+        self._auth = Authenticator(config, clock)
         headers = {"Accept": JSON,
                    "User-Agent": config.user_agent or default_user_agent()}
         if config.impersonate_user:
@@ -302,14 +306,14 @@ class Client:
                 if why is not None:
                     raise WritesFenced(f"{method} {path} not sent: {why}")
             headers = list(h.items()) + self._multi_headers if self._multi_headers else h
-            start = time.monotonic()
+            start = time.perf_counter()  # request latency metrics: real work
             try:
                 resp = await session.request(
                     method, url, params=params, data=data, headers=headers,
                     timeout=timeout or self._timeout, proxy=cfg.proxy_url,
                     server_hostname=cfg.tls_server_name, allow_redirects=False)
             except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
-                observe_request(method, self._metrics_host, None, time.monotonic() - start)
+                observe_request(method, self._metrics_host, None, time.perf_counter() - start)
                 # Timeouts and TLS failures (a wrong CA, a wrong name) are answers,
                 # not glitches: only connection trouble is retried.
                 if isinstance(exc, (TimeoutError, aiohttp.ClientSSLError)) or \
@@ -318,10 +322,10 @@ class Client:
                 delay = self._backoff(attempt)
                 attempt += 1
                 log.debug("%s %s: %s; retry %d in %.1fs", method, path, exc, attempt, delay)
-                await asyncio.sleep(delay)
+                await self.clock.sleep(delay)
                 continue
             status = resp.status
-            observe_request(method, self._metrics_host, status, time.monotonic() - start)
+            observe_request(method, self._metrics_host, status, time.perf_counter() - start)
             if 200 <= status < 300:
                 if "Warning" in resp.headers:
                     for w in resp.headers.getall("Warning"):
@@ -348,7 +352,7 @@ class Client:
                 delay = retry_after if retry_after is not None else self._backoff(attempt)
                 attempt += 1
                 log.debug("%s %s: %d; retry %d in %.1fs", method, path, status, attempt, delay)
-                await asyncio.sleep(delay)
+                await self.clock.sleep(delay)
                 continue
             raise status_error_from(status, body, method=method, retry_after=retry_after)
 

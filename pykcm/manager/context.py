@@ -138,7 +138,8 @@ class ClientBuilder:
         if self._core is None or self._core.closed:
             self._core = Client(dataclasses.replace(
                 self._config, qps=self._qps, burst=self._burst,
-                user_agent=default_user_agent(USER_AGENT_COMPONENT), warning_handler=no_warnings))
+                user_agent=default_user_agent(USER_AGENT_COMPONENT), warning_handler=no_warnings),
+                clock=self._client_clock)
         return self._core
 
     async def ensure_service_accounts(self) -> None:
@@ -151,7 +152,8 @@ class ClientBuilder:
         """The client of controller ``name``, created on first use and cached."""
         c = self._clients.get(name)
         if c is None or c.closed:
-            c = self._clients[name] = Client(self.config(name), write_fence=self._fence)
+            c = self._clients[name] = Client(self.config(name), write_fence=self._fence,
+                                             clock=self._client_clock)
         return c
 
     def root_client(self, name: str) -> Client:
@@ -162,8 +164,14 @@ class ClientBuilder:
         c = self._root_clients.get(name)
         if c is None or c.closed:
             c = self._root_clients[name] = Client(self.root_config(name),
-                                                  write_fence=self._fence)
+                                                  write_fence=self._fence,
+                                                  clock=self._client_clock)
         return c
+
+    @property
+    def _client_clock(self) -> Clock:
+        """The clients' clock (token bucket, retry backoffs): the manager's."""
+        return self._clock if self._clock is not None else REAL_CLOCK
 
     def _fence(self) -> str | None:
         return self.write_fence() if self.write_fence is not None else None
@@ -171,7 +179,7 @@ class ClientBuilder:
     def new_client(self, name: str, *, timeout: float | None = None) -> Client:
         """A client for ``name`` not cached (closed by the caller), with the manager's own
         credentials: leader election's."""
-        return Client(self.root_config(name, timeout=timeout))
+        return Client(self.root_config(name, timeout=timeout), clock=self._client_clock)
 
     @property
     def names(self) -> list[str]:
