@@ -1,9 +1,11 @@
-"""Clock: the one time source of pykcm's client-side machinery and controllers.
+"""Clock: the one time source of pykcm's controllers, client, API server and simulator.
 
 Role. Everything that reads the time or waits for it (work queue delays and
 rate limiters, informer resync and reflector backoff, leader election, the
 event recorder's aggregation windows, every controller's requeues, backoffs,
-deadlines, schedules and TTLs) does it through a :class:`Clock`, never through
+deadlines, schedules and TTLs; the client's token bucket and retry waits; the
+API server's timestamps, deletion deadlines and watch timeouts; the simulated
+kubelets' and heartbeats' delays) does it through a :class:`Clock`, never through
 ``time``, ``datetime`` or ``asyncio.sleep`` directly
 (``tests/unit/test_clock_seams.py`` keeps it so). Wall-clock time
 (:data:`REAL_CLOCK`) is the default everywhere and behaves as the process
@@ -14,8 +16,9 @@ virtual time of the embedded cluster (issue 21) builds on the same seam.
 Data flow. A process (the controller manager) holds one clock and hands it
 down: ``ControllerContext.clock`` → informer factory → informers → reflectors;
 → event broadcasters and recorders; → leader elector; → each controller →
-its work queues and rate limiters. Components built on their own default to
-:data:`REAL_CLOCK`.
+its work queues and rate limiters. ``APIServer(clock=)`` and
+``Simulator(clock=)`` do the same for their parts (docs/architecture.md, "Time:
+one clock"). Components built on their own default to :data:`REAL_CLOCK`.
 
 Two time lines, as the process has: :meth:`Clock.now` (seconds since the
 epoch: what is written into objects, compared with their timestamps, and fed
