@@ -41,11 +41,11 @@ validating.py.
 
 from __future__ import annotations
 
-import asyncio
 import random
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
+from pykcm.api.clock import REAL_CLOCK
 from pykcm.api.resources import ResourceInfo
 from pykcm.api.serviceaccount import WARN_ONLY_BOUND_TOKEN_EXPIRATION_SECONDS, pod_secret_names
 from pykcm.apiserver import errors
@@ -86,9 +86,10 @@ ServiceAccountLookup = Callable[[str], dict[str, Any] | None]
 
 async def service_account(obj: dict[str, Any], namespace: str, name: str,
                           lookup: ServiceAccountLookup,
-                          sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+                          sleep: Callable[[float], Awaitable[None]] = REAL_CLOCK.sleep) -> None:
     """The ServiceAccount plugin on a pod create (``lookup(name)``: the namespace's account
-    of that name, or None); raises 403 StatusError."""
+    of that name, or None); raises 403 StatusError. Its retries wait in real time: they
+    wait for the serviceaccount controller's write (I/O progress), not for cluster time."""
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return
