@@ -163,17 +163,18 @@ def ns(request: pytest.FixtureRequest, kubectl_up: Kubectl, cluster: Cluster | K
     """A namespace of the test's own (``kubectl create namespace``), deleted afterwards.
 
     Named ``<NS_PREFIX>-<8 hex digits>``, with the test module's ``NS_PREFIX`` (default ``e2e``).
-    On the real kube-apiserver, pods need the namespace's ``default`` ServiceAccount, which
-    a controller creates a moment later: wait for it, as Kubernetes' own e2e framework does.
+    Pods need the namespace's ``default`` ServiceAccount, which a controller creates a
+    moment later (the ServiceAccount admission plugin looks it up for 1-2 s, on either API
+    server, then refuses the pod; on a loaded machine the controller can take longer): wait
+    for it, as Kubernetes' own e2e framework does.
     """
+    from tests.e2e.cluster_helpers import wait_until
+
     prefix = getattr(request.module, "NS_PREFIX", "e2e")
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
     kubectl_up.ok("create", "namespace", name)
-    if getattr(cluster, "apiserver_kind", "pykcm") == "kube":
-        from tests.e2e.cluster_helpers import wait_until
-
-        wait_until(lambda: kubectl_up.run("get", "serviceaccount", "default", "-n", name
-                                          ).returncode == 0, f"ServiceAccount {name}/default")
+    wait_until(lambda: kubectl_up.run("get", "serviceaccount", "default", "-n", name
+                                      ).returncode == 0, f"ServiceAccount {name}/default")
     yield name
     kubectl_up.run("delete", "namespace", name, "--wait=false")
 
