@@ -303,6 +303,11 @@ def list_resource_version(res: Res) -> dict[str, Any]:
             "steps": [
                 _post(res, res.new(name="{name}-a"), save="a"),
                 _post(res, res.new(name="{name}-b")),
+                # A consistent list first: kube-apiserver serves it from its watch cache
+                # once the cache has caught up with etcd (ConsistentListFromCache), so the
+                # "any" and NotOlderThan lists below see b too (they once missed it under
+                # load: a stale cache is their documented answer, not a difference).
+                _list(res),
                 _list(res, resourceVersion="0"),
                 _list(res, resourceVersion="{a.metadata.resourceVersion}",
                       resourceVersionMatch="NotOlderThan"),
