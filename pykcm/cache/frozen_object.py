@@ -24,7 +24,8 @@ of the rest (3.4 µs for the benchmark's 2.3 KB pod, against 6.5 µs for
 
 Turned on per :class:`~pykcm.cache.list_watch.ListWatch` (``compact=True``)
 or per factory (``SharedInformerFactory(compact_objects=True)``); off by
-default. The key functions, indexers, DeltaFIFO, listers, label selectors
+default there, on by default in the controller manager
+(``--compact-informer-objects``). The key functions, indexers, DeltaFIFO, listers, label selectors
 and the mutation detector work on it unchanged, as on a dict.
 
 Reading (a read-only ``Mapping[str, Any]``, as a dict reads)::

@@ -71,6 +71,15 @@ def test_bool_flag_forms() -> None:
         parse_bool("yes")
 
 
+def test_compact_informer_objects_on_by_default() -> None:
+    # pykcm only (issue 19): the informers cache compact read-only objects unless told not to
+    assert ControllerManagerOptions.parse([]).compact_informer_objects is True
+    assert ControllerManagerOptions.parse(
+        ["--compact-informer-objects=false"]).compact_informer_objects is False
+    assert ControllerManagerOptions.parse(
+        ["--compact-informer-objects"]).compact_informer_objects is True
+
+
 def test_empty_controllers_enables_nothing() -> None:
     o = ControllerManagerOptions.parse(["--controllers="])
     assert o.controllers == []
