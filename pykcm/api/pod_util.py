@@ -8,6 +8,7 @@ all of them lives here.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -42,19 +43,27 @@ def get_pod_ready_condition(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return get_pod_condition(pod, "Ready")
 
 
+def _shared(v: Any) -> Any:
+    # phases and condition statuses are a handful of words: one string object each
+    # for every pod that keeps them (memo below), not one per pod
+    return sys.intern(v) if type(v) is str else v
+
+
 def _phase_and_ready(pod: Mapping[str, Any]) -> tuple[Any, Any, Any]:
     status = pod.get("status") or {}
     for cond in status.get("conditions") or ():
         if cond.get("type") == "Ready":
-            return status.get("phase"), cond.get("status"), cond.get("lastTransitionTime")
-    return status.get("phase"), None, None
+            return (_shared(status.get("phase")), _shared(cond.get("status")),
+                    cond.get("lastTransitionTime"))
+    return _shared(status.get("phase")), None, None
 
 
 def pod_phase_and_ready(pod: Mapping[str, Any]) -> tuple[Any, Any, Any]:
     """(``status.phase``, the Ready condition's ``status``, its ``lastTransitionTime``),
     None where absent: what a ReplicaSet sync reads of each of its pods.
 
-    A compact cached pod (pykcm.cache.frozen_object) keeps the tuple once computed:
+    A compact cached pod (pykcm.cache.frozen_object) keeps the tuple once computed
+    (about 190 bytes a pod beside its 2.8 KiB, the few phase and status words shared):
     reading its status decodes the status JSON again each time, and a sync of a
     ReplicaSet of 2,000 pods did that twice per pod.
     """
