@@ -25,6 +25,7 @@ __all__ = [
     "new_pod_condition",
     "parse_time",
     "pod_claim_names",
+    "pod_node_name",
     "pod_phase_and_ready",
 ]
 
@@ -74,6 +75,23 @@ def pod_phase_and_ready(pod: Mapping[str, Any]) -> tuple[Any, Any, Any]:
         return _phase_and_ready(pod)
     facts: tuple[Any, Any, Any] = memo("pod_phase_and_ready", _phase_and_ready)
     return facts
+
+
+def _node_name(pod: Mapping[str, Any]) -> str:
+    return sys.intern(str((pod.get("spec") or {}).get("nodeName") or ""))
+
+
+def pod_node_name(pod: Mapping[str, Any]) -> str:
+    """``spec.nodeName`` ("" when unset): what the pod garbage collector reads of every
+    cached pod at every pass. A compact cached pod keeps it once read (the spec is its
+    largest raw part, decoded again at each read; node names are shared strings)."""
+    if type(pod) is dict:
+        return _node_name(pod)
+    memo = getattr(pod, "memo", None)
+    if memo is None:
+        return _node_name(pod)
+    name: str = memo("pod_node_name", _node_name)
+    return name
 
 
 def is_pod_ready(pod: Mapping[str, Any]) -> bool:

@@ -342,3 +342,23 @@ def test_compact_pods_give_the_same_split_and_status_as_dicts() -> None:
         assert calculate_status(rs, fa, ft, None, now=now) == \
             calculate_status(rs, da, dt, None, now=now)
         assert calculate_status(rs, fa, ft, None, now=now)["availableReplicas"] == 1
+
+
+def test_pod_node_name_and_terminated_read_the_same_on_compact_pods() -> None:
+    # the pod garbage collector's per-pass reads of every cached pod; a compact pod keeps
+    # its node name and phase once read (FrozenObject.memo) instead of decoding spec/status
+    from pykcm.api.pod_util import pod_node_name
+    from pykcm.controllers.podgc.gc_controller import is_pod_terminated
+
+    dicts: list[dict[str, Any]] = [
+        {"metadata": {"name": "a"}, "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}},
+        {"metadata": {"name": "b"}, "spec": {}, "status": {"phase": "Succeeded"}},
+        {"metadata": {"name": "c"}, "spec": {"nodeName": None}, "status": {}},
+        {"metadata": {"name": "d"}, "spec": {"nodeName": "n1"}, "status": {"phase": "Failed"}}]
+    frozen: list[Any] = [FrozenObject.from_dict(p) for p in dicts]
+    for _ in range(2):  # the second time from the kept values
+        assert [pod_node_name(p) for p in frozen] == [pod_node_name(p) for p in dicts] \
+            == ["n1", "", "", "n1"]
+        assert [is_pod_terminated(p) for p in frozen] == \
+            [is_pod_terminated(p) for p in dicts] == [False, True, True, True]
+    assert pod_node_name(frozen[0]) is pod_node_name(frozen[3])  # one string per node

@@ -31,6 +31,7 @@ from typing import Any, Final
 
 from pykcm.api.accessors import meta_of
 from pykcm.api.clock import Clock, clock_of
+from pykcm.api.pod_util import pod_node_name, pod_phase_and_ready
 from pykcm.api.timestamps import format_time, parse_time
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.client import Client
@@ -54,7 +55,8 @@ def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def is_pod_terminated(pod: Mapping[str, Any]) -> bool:
-    return _status(pod).get("phase") not in ("Pending", "Running", "Unknown")
+    # the phase through pod_phase_and_ready: a compact cached pod keeps it once read
+    return pod_phase_and_ready(pod)[0] not in ("Pending", "Running", "Unknown")
 
 
 def _is_evicted(pod: Mapping[str, Any]) -> bool:
@@ -161,7 +163,7 @@ class PodGCController(ControllerHost):
         existing = {str(meta_of(n).get("name")) for n in nodes}
         now = self.clock()
         for pod in pods:
-            node_name = str((pod.get("spec") or {}).get("nodeName") or "")
+            node_name = pod_node_name(pod)
             if node_name and node_name not in existing and node_name not in self.node_queue:
                 self.node_queue[node_name] = now + self.quarantine_time
         deleted: set[str] = set()
@@ -180,8 +182,10 @@ class PodGCController(ControllerHost):
                     deleted.add(node_name)
                 else:
                     log.error("Error while getting node %s: %s", node_name, exc)
+        if not deleted:  # nothing to delete: no second pass over every pod
+            return
         for pod in pods:
-            if str((pod.get("spec") or {}).get("nodeName") or "") not in deleted:
+            if pod_node_name(pod) not in deleted:
                 continue
             log.info("Found orphaned Pod %s/%s assigned to the Node %s, deleting",
                      meta_of(pod).get("namespace"), meta_of(pod).get("name"),
