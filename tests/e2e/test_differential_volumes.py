@@ -111,8 +111,15 @@ def scenario(run: Run) -> dict[str, Any]:
             return not names & {"static", "dynamic"}
         run.wait(claims_gone, "the deleted claims gone")
         time.sleep(1.0)  # a resync of the binder's, for its events to settle
+        # Left out: the static claim's ProvisioningFailed (class "manual" has no
+        # StorageClass object). A binder whose volume cache has not yet seen the volume
+        # created a moment before the claim tries to provision instead, and fails, before
+        # it binds; kube-controller-manager did once in a few loaded runs. Timing, not
+        # behaviour: the claim and volume views above show the binding itself.
         events = {(e["object"], e["type"], e["reason"], e["message"], e["source"])
-                  for e in run.events(kinds=("PersistentVolumeClaim", "PersistentVolume"))}
+                  for e in run.events(kinds=("PersistentVolumeClaim", "PersistentVolume"))
+                  if not (e["reason"] == "ProvisioningFailed"
+                          and e["object"].endswith("/static"))}
         out["events"] = sorted(list(e) for e in events)
         return out
     finally:
