@@ -1,7 +1,7 @@
 """Benchmark of the DaemonSet and StatefulSet controllers, side by side with kube-controller-manager.
 
     .venv/bin/python bench/workloads.py [--quick] [--runs N] [--nodes N] [--replicas N]
-                                        [--qps 20/30] [--setups kube/kube,kube/pykcm,pykcm/pykcm]
+                                        [--qps 20/30] [--setups kube/kube,kube/pykcm,pykcm/pykcm,kube/pykcm-dicts,kube/pykcm-compact]
                                         [--profile] [--no-record]
 
 Issue 13's acceptance benchmark: a DaemonSet on 100 simulated nodes, created
@@ -76,6 +76,11 @@ SETUP_TITLES = {
     "kube/kube": "kube-controller-manager v1.36.2 on kube-apiserver",
     "kube/pykcm": "pykcm controller manager on kube-apiserver",
     "pykcm/pykcm": "pykcm controller manager on pykcm apiserver",
+    # the manager with each cache representation whatever the default (bench/controllers.py)
+    "kube/pykcm-compact": "pykcm controller manager --compact-informer-objects on "
+                          "kube-apiserver",
+    "kube/pykcm-dicts": "pykcm controller manager --compact-informer-objects=false on "
+                        "kube-apiserver",
 }
 REF = "kube/kube"
 RESOURCES = {"requests": {"cpu": "1m", "memory": "1Mi"}}
