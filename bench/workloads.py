@@ -161,6 +161,28 @@ class PodTimeline:
                 "last_ready": max(ready, default=nan)}
 
 
+class EventTimeline:
+    """When the controller manager's Event writes were seen (perf_counter): one entry per
+    Event resourceVersion (a create, or a count bump), the simulator's and scheduler's left
+    out. The writes share the controllers' token bucket with their pod creations (as
+    upstream's event sinks do), so the ones seen before a phase's last pod took tokens
+    the creations waited for."""
+
+    def __init__(self, components: frozenset[str]) -> None:
+        self.components = components
+        self.seen: dict[tuple[str, str], float] = {}
+
+    def keep(self, obj: dict[str, Any]) -> None:
+        if (obj.get("source") or {}).get("component") not in self.components:
+            return
+        meta = obj["metadata"]
+        self.seen.setdefault((meta["name"], meta.get("resourceVersion") or ""),
+                             time.perf_counter())
+
+    def count(self, t0: float, t1: float) -> int:
+        return sum(1 for t in self.seen.values() if t0 <= t <= t1)
+
+
 def ss_done(s: tuple[Any, ...] | None, replicas: int) -> bool:
     return s is not None and s[1] >= s[0] and s[2] == s[3] == replicas and \
         bool(s[4]) and s[4] == s[5]
@@ -189,7 +211,10 @@ class WorkloadRun(Run):
                         f"/apis/apps/v1/namespaces/{NS}/statefulsets", ss_state)
             pods = PodTimeline()
             pw = Watch(drv, "pods", f"/api/v1/namespaces/{NS}/pods", pods.keep)
-            watches = [dsw, ssw, pw]
+            events = EventTimeline(frozenset({"daemonset-controller",
+                                              "statefulset-controller"}))
+            ew = Watch(drv, "events", f"/api/v1/namespaces/{NS}/events", events.keep)
+            watches = [dsw, ssw, pw, ew]
             starts: dict[str, float] = {}
             for w in watches:
                 w.start()
@@ -238,9 +263,11 @@ class WorkloadRun(Run):
                 if ph in self.phases:
                     t1 = t0 + self.phases[ph]["wall"]
                     self.phases[ph]["timeline"] = tl = pods.between(t0, t1)
+                    tl["events_before_last_pod"] = float(events.count(t0, t0 + tl["last_pod"]))
                     log(f"bench: [{self.label}] {ph}: pods first seen {tl['first_pod']:.2f} s, "
                         f"last {tl['last_pod']:.2f} s, last Ready {tl['last_ready']:.2f} s "
-                        "after the first request")
+                        f"after the first request; {tl['events_before_last_pod']:.0f} Event "
+                        "writes seen before the last pod")
             return {"phases": self.phases, "tree": tree, "failures": list(drv.failures)}
         except BenchError as exc:
             log(f"bench: [{self.label}] failed: {exc}")
