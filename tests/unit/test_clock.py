@@ -149,10 +149,8 @@ def test_clock_of_wraps_bare_reading_functions() -> None:
 
 def test_workqueue_names_are_the_shared_clock() -> None:
     from pykcm import workqueue
-    from pykcm.controllers.job import utils as job_utils
     from pykcm.leaderelection import Clock as LeClock
     from pykcm.leaderelection import RealClock as LeRealClock
 
     assert workqueue.FakeClock is FakeClock and workqueue.REAL_CLOCK is REAL_CLOCK
-    assert job_utils.REAL_CLOCK is REAL_CLOCK and job_utils.Clock is Clock
     assert LeClock is Clock and LeRealClock is RealClock

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any, cast
 
+from pykcm.api.clock import FakeClock
 from pykcm.cache.listers import GenericLister
 from pykcm.cache.shared_informer import SharedIndexInformer
 from pykcm.client import Client
@@ -15,7 +16,6 @@ from pykcm.controllers.tainteviction import (
     get_min_toleration_time,
 )
 from pykcm.informers.generic import GenericInformer, GroupVersionResource
-from pykcm.workqueue.clock import FakeClock
 
 UNREACHABLE = {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}
 

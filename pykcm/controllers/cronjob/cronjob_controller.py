@@ -64,7 +64,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from pykcm.api.accessors import meta_of
-from pykcm.api.clock import clock_of
+from pykcm.api.clock import Clock, clock_of
 from pykcm.api.cron import CronParseError, load_location, local_zone, parse_standard
 from pykcm.api.owner_refs import get_controller_of, is_controlled_by
 from pykcm.api.pod_util import parse_time
@@ -89,7 +89,6 @@ from pykcm.controllers.cronjob.utils import (
 from pykcm.controllers.job.utils import (
     COMPLETE,
     FAILED,
-    Clock,
     finished_condition,
     is_job_finished,
     is_job_succeeded,

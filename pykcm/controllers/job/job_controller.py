@@ -66,7 +66,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from pykcm.api.accessors import meta_of, uid_of
-from pykcm.api.clock import clock_of
+from pykcm.api.clock import Clock, clock_of
 from pykcm.api.labels import LabelSelector, SelectorParseError, selector_from_label_selector
 from pykcm.api.owner_refs import get_controller_of, is_controlled_by, new_controller_ref
 from pykcm.api.pod_util import is_pod_ready, parse_time
@@ -142,7 +142,6 @@ from pykcm.controllers.job.utils import (
     FAILURE_TARGET,
     SUCCESS_CRITERIA_MET,
     SUSPENDED,
-    Clock,
     ensure_job_condition_status,
     find_condition_by_type,
     is_job_finished,

@@ -6,9 +6,6 @@ Upstream ``pkg/controller/job/util`` (``IsJobFinished``, ``FinishedCondition``,
 (``isPodFailed``, ``onlyReplaceFailedPods``, ``newCondition``,
 ``findConditionByType``, ``ensureJobConditionStatus``).
 
-Re-exports :class:`pykcm.api.clock.Clock` (and ``REAL_CLOCK``), the clock the
-three controllers take, under the names this module used to define.
-
 Jobs and pods are the JSON wire form (dicts). Nothing here mutates its
 arguments except :func:`ensure_job_condition_status`, which edits the
 condition list it is given (the caller's own copy of a Job's status).
@@ -19,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping, MutableSequence
 from typing import Any, Final
 
-from pykcm.api.clock import REAL_CLOCK, Clock, RealClock
 from pykcm.api.timestamps import format_time
 
 __all__ = [
@@ -27,11 +23,8 @@ __all__ = [
     "FAILED",
     "FAILURE_TARGET",
     "JOB_CONTROLLER_NAME",
-    "REAL_CLOCK",
     "SUCCESS_CRITERIA_MET",
     "SUSPENDED",
-    "Clock",
-    "RealClock",
     "ensure_job_condition_status",
     "find_condition_by_type",
     "finished_condition",
@@ -53,8 +46,6 @@ SUCCESS_CRITERIA_MET: Final = "SuccessCriteriaMet"
 
 #: spec.managedBy value meaning "the built-in Job controller" (batch.JobControllerName).
 JOB_CONTROLLER_NAME: Final = "kubernetes.io/job-controller"
-
-
 
 
 def _conditions(job: Mapping[str, Any]) -> list[Mapping[str, Any]]:

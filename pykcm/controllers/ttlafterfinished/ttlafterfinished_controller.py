@@ -34,14 +34,14 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
-from pykcm.api.clock import clock_of
+from pykcm.api.clock import Clock, clock_of
 from pykcm.api.pod_util import parse_time
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.cache.keys import split_meta_namespace_key
 from pykcm.client import Client
 from pykcm.client.errors import ApiError, is_not_found
 from pykcm.controller.controller import Controller, ControllerHost, Result
-from pykcm.controllers.job.utils import COMPLETE, FAILED, Clock, is_job_finished
+from pykcm.controllers.job.utils import COMPLETE, FAILED, is_job_finished
 from pykcm.informers.generic import GenericInformer
 
 __all__ = [
