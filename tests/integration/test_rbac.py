@@ -171,10 +171,18 @@ def test_unresolvable_role_is_the_reason(apiserver_api: Api) -> None:
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "nope"},
         "subjects": [{"kind": "User", "name": user}]})
     assert code == 201, body
-    code, body = api.get(f"/api/v1/namespaces/{ns}/pods", headers=_as(user))
-    assert (code, body["message"]) == (403, (
+    want = (403, (
         f'pods is forbidden: User "{user}" cannot list resource "pods" in API group "" in the '
         f'namespace "{ns}": RBAC: role.rbac.authorization.k8s.io "nope" not found'))
+    # kube-apiserver's authorizer sees the binding through its informers a moment later
+    # (until then the 403 has no reason): ask again until it does, within 30 s
+    deadline = time.monotonic() + 30
+    while True:
+        code, body = api.get(f"/api/v1/namespaces/{ns}/pods", headers=_as(user))
+        if (code, body["message"]) == want or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert (code, body["message"]) == want
 
 
 def test_validation(apiserver_api: Api) -> None:
