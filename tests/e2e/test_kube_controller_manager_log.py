@@ -69,6 +69,11 @@ ALLOWED: tuple[Allowed, ...] = (
             reason="a ReplicaSet sync racing its deletion by the garbage collector (the "
                    "informer had not seen the delete when the status write was answered "
                    "404): a timing race of any cluster, logged through HandleError"),
+    Allowed(pattern=r'"TaintEvictionController: timed worker failed" err="pods \\"[^"\\]+\\" '
+                    r'not found"',
+            reason="the taint-eviction controller's timed eviction of a pod that was gone "
+                   "already (a DaemonSet pod deleted with its node): the 404 is logged by "
+                   "kube-controller-manager's timed workers, a timing race of any cluster"),
     Allowed(pattern=r"unable to create new content in namespace \S+ because it is being "
                     r"terminated",
             reason="a controller creating in a namespace being deleted (the CronJob "
