@@ -69,6 +69,11 @@ ALLOWED: tuple[Allowed, ...] = (
             reason="a ReplicaSet sync racing its deletion by the garbage collector (the "
                    "informer had not seen the delete when the status write was answered "
                    "404): a timing race of any cluster, logged through HandleError"),
+    Allowed(pattern=(r'failed with : error storing status for daemon set .*: '
+                     r'daemonsets\.apps \\"[^"\\]+\\" not found'),
+            reason="a DaemonSet sync racing the DaemonSet's deletion (a test deleting it or "
+                   "its namespace): the status write is answered 404 before the informer "
+                   "saw the delete, logged through HandleError; a timing race of any cluster"),
     Allowed(pattern=r'"TaintEvictionController: timed worker failed" err="pods \\"[^"\\]+\\" '
                     r'not found"',
             reason="the taint-eviction controller's timed eviction of a pod that was gone "
@@ -116,6 +121,9 @@ reflector="k8s.io/client-go@v1.36.2/tools/cache/reflector.go:343" \
 type="*v1.CSINode"
 ??? E1201 21:28:34.597544   12223 reflector.go:227] "Failed to watch" err="failed to list \
 *v1.Pod: the server could not find the requested resource" type="*v1.Pod"
+??? E1202 15:40:08.987764   21348 daemon_controller.go:422] "Unhandled Error" err="ds-659246f7/agent \
+failed with : error storing status for daemon set &v1.DaemonSet{TypeMeta:v1.TypeMeta{Kind:\"\"}}: \
+daemonsets.apps \"agent\" not found" logger="UnhandledError"
 ??? E1201 20:53:37.355020   26684 namespace_controller.go:164] "Deletion of namespace failed" \
 err="unexpected items still remain in namespace: r2 for gvr: apps/v1, Resource=replicasets" \
 logger="UnhandledError" namespace="r2"
