@@ -183,6 +183,39 @@ class EventTimeline:
         return sum(1 for t in self.seen.values() if t0 <= t <= t1)
 
 
+class WriteTimeline:
+    """When each write (name, resourceVersion) of a watched collection was first seen."""
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple[str, str], float] = {}
+
+    def wrap(self, keep: Any) -> Any:
+        def note(obj: dict[str, Any]) -> Any:
+            meta = obj["metadata"]
+            self.seen.setdefault((meta["name"], meta.get("resourceVersion") or ""),
+                                 time.perf_counter())
+            return keep(obj)
+        return note
+
+
+def interleaving(pods: PodTimeline, t0: float, t1: float,
+                 others: dict[str, dict[tuple[str, str], float]]) -> str:
+    """The phase's pod creations (P) and the other writes (one letter each: E for the
+    controllers' Events, S for the set's own writes, R for ControllerRevisions) in the
+    order they were seen, runs compressed ("P15 E1 P16 ..."): which requests took tokens
+    between the creations."""
+    seq = sorted([(t, "P") for t in pods.added.values() if t0 <= t <= t1]
+                 + [(t, c) for c, seen in others.items() for t in seen.values()
+                    if t0 <= t <= t1])
+    runs: list[list[Any]] = []
+    for _, c in seq:
+        if runs and runs[-1][0] == c:
+            runs[-1][1] += 1
+        else:
+            runs.append([c, 1])
+    return " ".join(f"{c}{n}" for c, n in runs)
+
+
 def ss_done(s: tuple[Any, ...] | None, replicas: int) -> bool:
     return s is not None and s[1] >= s[0] and s[2] == s[3] == replicas and \
         bool(s[4]) and s[4] == s[5]
@@ -205,16 +238,20 @@ class WorkloadRun(Run):
             await drv.request("POST", "namespaces", "POST", "/api/v1/namespaces",
                               {"metadata": {"name": NS}})
             await self._service_accounts_in(stack, drv, NS)
+            sets, revisions = WriteTimeline(), WriteTimeline()
             dsw = Watch(drv, "daemonsets.apps", f"/apis/apps/v1/namespaces/{NS}/daemonsets",
-                        ds_state)
+                        sets.wrap(ds_state))
             ssw = Watch(drv, "statefulsets.apps",
-                        f"/apis/apps/v1/namespaces/{NS}/statefulsets", ss_state)
+                        f"/apis/apps/v1/namespaces/{NS}/statefulsets", sets.wrap(ss_state))
+            rw = Watch(drv, "controllerrevisions.apps",
+                       f"/apis/apps/v1/namespaces/{NS}/controllerrevisions",
+                       revisions.wrap(lambda o: None))
             pods = PodTimeline()
             pw = Watch(drv, "pods", f"/api/v1/namespaces/{NS}/pods", pods.keep)
             events = EventTimeline(frozenset({"daemonset-controller",
                                               "statefulset-controller"}))
             ew = Watch(drv, "events", f"/api/v1/namespaces/{NS}/events", events.keep)
-            watches = [dsw, ssw, pw, ew]
+            watches = [dsw, ssw, pw, ew, rw]
             starts: dict[str, float] = {}
             for w in watches:
                 w.start()
@@ -268,6 +305,8 @@ class WorkloadRun(Run):
                         f"last {tl['last_pod']:.2f} s, last Ready {tl['last_ready']:.2f} s "
                         f"after the first request; {tl['events_before_last_pod']:.0f} Event "
                         "writes seen before the last pod")
+                    log(f"bench: [{self.label}] {ph}: order seen: "
+                        f"{interleaving(pods, t0, t0 + tl['last_pod'], {'E': events.seen, 'S': sets.seen, 'R': revisions.seen})}")
             return {"phases": self.phases, "tree": tree, "failures": list(drv.failures)}
         except BenchError as exc:
             log(f"bench: [{self.label}] failed: {exc}")
