@@ -65,15 +65,15 @@ ALLOWED: tuple[Allowed, ...] = (
     Allowed(pattern=r"the object has been modified; please apply your changes to the latest",
             reason="optimistic concurrency between writers (controllers, the simulated "
                    "kubelets): the 409 is retried, as on any cluster"),
-    Allowed(pattern=r'failed with replicasets\.apps \\"[^"\\]+\\" not found',
-            reason="a ReplicaSet sync racing its deletion by the garbage collector (the "
-                   "informer had not seen the delete when the status write was answered "
-                   "404): a timing race of any cluster, logged through HandleError"),
-    Allowed(pattern=(r'failed with : error storing status for daemon set .*: '
-                     r'daemonsets\.apps \\"[^"\\]+\\" not found'),
-            reason="a DaemonSet sync racing the DaemonSet's deletion (a test deleting it or "
-                   "its namespace): the status write is answered 404 before the informer "
-                   "saw the delete, logged through HandleError; a timing race of any cluster"),
+    Allowed(pattern=(r'(failed with (: error storing status for daemon set .*: )?'
+                     r'(replicasets|daemonsets)\.apps|"Error syncing StatefulSet, requeuing" '
+                     r'err=".*statefulsets\.apps|syncing job: .*jobs\.batch) '
+                     r'\\"[^"\\]+\\" not found'),
+            reason="a workload controller's sync racing its object's deletion by a test, the "
+                   "garbage collector or the namespace controller (the informer had not seen "
+                   "the delete when the status write was answered 404): a timing race of any "
+                   "cluster, logged through HandleError (ReplicaSet and DaemonSet seen in CI "
+                   "runs; StatefulSet and Job log the same race with these messages)"),
     Allowed(pattern=r'"TaintEvictionController: timed worker failed" err="pods \\"[^"\\]+\\" '
                     r'not found"',
             reason="the taint-eviction controller's timed eviction of a pod that was gone "
