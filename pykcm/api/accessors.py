@@ -20,27 +20,43 @@ __all__ = ["meta_of", "name_of", "namespace_of", "spec_of", "status_of", "uid_of
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
-# Each accessor tests ``type(x) is dict`` first: the objects are dicts nearly always, and
-# isinstance against the Mapping ABC costs an __instancecheck__ call (these run for every
-# object every handler and sync looks at).
+# Each accessor tests whether the value's type is in the set of the types already found
+# to be Mappings (dict from the start): isinstance against the Mapping ABC costs an
+# __instancecheck__ call (these run for every object every handler and sync looks at; the
+# compact cached objects' metadata is a FrozenMeta, not a dict). A type never stops being
+# a Mapping (ABCs only gain registrations), so a type found once is one forever.
+_MAPPING_TYPES: set[type] = {dict}
+_MAPPING_TYPES_MAX = 64
+
+
+def _mapping_or_empty(v: Any) -> Mapping[str, Any]:
+    t = type(v)
+    if t in _MAPPING_TYPES:
+        m: Mapping[str, Any] = v
+        return m
+    if isinstance(v, Mapping):
+        if len(_MAPPING_TYPES) < _MAPPING_TYPES_MAX:
+            _MAPPING_TYPES.add(t)
+        return v
+    return _EMPTY
 
 
 def meta_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     """``obj.metadata``, or an empty mapping."""
-    m = obj.get("metadata")
-    return m if type(m) is dict or isinstance(m, Mapping) else _EMPTY
+    m: Any = obj.get("metadata")
+    return m if type(m) in _MAPPING_TYPES else _mapping_or_empty(m)
 
 
 def spec_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     """``obj.spec``, or an empty mapping."""
-    s = obj.get("spec")
-    return s if type(s) is dict or isinstance(s, Mapping) else _EMPTY
+    s: Any = obj.get("spec")
+    return s if type(s) in _MAPPING_TYPES else _mapping_or_empty(s)
 
 
 def status_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     """``obj.status``, or an empty mapping."""
-    s = obj.get("status")
-    return s if type(s) is dict or isinstance(s, Mapping) else _EMPTY
+    s: Any = obj.get("status")
+    return s if type(s) in _MAPPING_TYPES else _mapping_or_empty(s)
 
 
 def name_of(obj: Mapping[str, Any]) -> str:

@@ -95,9 +95,12 @@ def pod_node_name(pod: Mapping[str, Any]) -> str:
 
 
 def is_pod_ready(pod: Mapping[str, Any]) -> bool:
-    """Whether the pod's Ready condition is True (podutil.IsPodReady)."""
-    cond = get_pod_ready_condition(pod)
-    return cond is not None and cond.get("status") == "True"
+    """Whether the pod's Ready condition is True (podutil.IsPodReady).
+
+    Read from :func:`pod_phase_and_ready` (the first Ready condition's status, as
+    ``get_pod_ready_condition`` finds it): a compact cached pod answers every handler of
+    an event from one decoding of its status."""
+    return bool(pod_phase_and_ready(pod)[1] == "True")
 
 
 def is_pod_available(pod: Mapping[str, Any], min_ready_seconds: int,
@@ -120,7 +123,7 @@ def is_pod_available(pod: Mapping[str, Any], min_ready_seconds: int,
 
 def is_pod_terminal(pod: Mapping[str, Any]) -> bool:
     """Phase Succeeded or Failed."""
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+    return pod_phase_and_ready(pod)[0] in ("Succeeded", "Failed")
 
 
 def is_pod_active(pod: Mapping[str, Any]) -> bool:
@@ -131,7 +134,25 @@ def is_pod_active(pod: Mapping[str, Any]) -> bool:
 
 def pod_claim_names(pod: Mapping[str, Any]) -> list[str]:
     """The PersistentVolumeClaims a pod's volumes use: ``persistentVolumeClaim`` sources
-    and generic ephemeral volumes (claim ``<pod name>-<volume name>``)."""
+    and generic ephemeral volumes (claim ``<pod name>-<volume name>``).
+
+    A compact cached pod keeps them once read (as a tuple: usually the empty one): the
+    PVC protection controller asks at every event of every pod, and the spec is the
+    pod's largest raw part."""
+    if type(pod) is dict:
+        return _claim_names(pod)
+    memo = getattr(pod, "memo", None)
+    if memo is None:
+        return _claim_names(pod)
+    names: tuple[str, ...] = memo("pod_claim_names", _claim_names_tuple)
+    return list(names)
+
+
+def _claim_names_tuple(pod: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(_claim_names(pod))
+
+
+def _claim_names(pod: Mapping[str, Any]) -> list[str]:
     out: list[str] = []
     name = str((pod.get("metadata") or {}).get("name") or "")
     for v in (pod.get("spec") or {}).get("volumes") or []:

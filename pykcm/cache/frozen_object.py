@@ -85,6 +85,8 @@ from typing import Any, ClassVar, Final, NoReturn
 
 import orjson
 
+from pykcm.api.owner_refs import generic_controller_of, register_controller_of
+
 try:
     import msgspec
     from msgspec import UNSET, Raw, Struct, UnsetType
@@ -246,7 +248,17 @@ def thaw(value: Any) -> Any:
 # --- typed metadata -------------------------------------------------------------------
 
 
-class _FrozenStruct(Struct, gc=False, frozen=True, forbid_unknown_fields=True):
+class _ReadOnlyMapping(Struct, gc=False, frozen=True):
+    """The base of the Structs that read as Mappings (never instantiated itself).
+
+    It is what is registered as a ``Mapping``, not each class: CPython's ABC machinery
+    never caches a *directly* registered class, so ``isinstance(x, Mapping)`` of one
+    runs ``Mapping.__subclasscheck__`` (and a Python ``__subclasshook__``) on every
+    call, about 1 µs; a subclass of a registered class is found once and cached (the
+    controllers' accessors ask it of every cached object's metadata they read)."""
+
+
+class _FrozenStruct(_ReadOnlyMapping, gc=False, frozen=True, forbid_unknown_fields=True):
     """A read-only Mapping over a Struct's fields (UNSET = absent). Subclasses list
     in ``_OUT`` the fields handed out through a function (the others as stored)."""
 
@@ -432,7 +444,7 @@ _set_owner_references = FrozenMeta.__dict__["ownerReferences"].__set__
 # --- the object -----------------------------------------------------------------------
 
 
-class FrozenObject(Struct, gc=False, frozen=True):
+class FrozenObject(_ReadOnlyMapping, gc=False, frozen=True):
     """A cached Kubernetes object, read-only and compact; see the module docstring.
 
     ``_keys``: the top-level keys in order (one tuple shared by all objects
@@ -612,10 +624,32 @@ class FrozenObject(Struct, gc=False, frozen=True):
                 f"keys={list(self._keys)}>")
 
 
-for _cls in (FrozenObject, FrozenMeta, OwnerReference):
-    Mapping.register(_cls)
+# The base, not each class: see _ReadOnlyMapping.
+Mapping.register(_ReadOnlyMapping)
 
 _set_memo = FrozenObject.__dict__["_memo"].__set__
+
+
+def _controller_of(obj: FrozenObject) -> Any:
+    """``get_controller_of(obj)`` read from the struct's fields (the same OwnerReference
+    the Mapping reading finds, without building the FrozenList of references or calling
+    ``get`` per field): every workload controller's pod handler asks it per event."""
+    m = obj._meta
+    if type(m) is FrozenMeta:
+        refs: Any = m.ownerReferences  # decoded by CompactDecoder._finish: a tuple or None
+        if type(refs) is tuple:
+            for ref in refs:
+                if type(ref) is OwnerReference:
+                    if ref.controller:
+                        return ref
+                elif ref.get("controller"):
+                    return ref
+            return None
+    whole: Any = obj  # a Mapping (registered), which mypy does not know
+    return generic_controller_of(whole)
+
+
+register_controller_of(FrozenObject, _controller_of)
 
 
 def frozen_default(obj: Any) -> Any:

@@ -59,6 +59,7 @@ from pykcm.api.pod_util import (
     is_pod_ready,
     is_pod_terminal,
     parse_time,
+    pod_node_name,
     pod_phase_and_ready,
 )
 from pykcm.cache.shared_informer import SharedIndexInformer
@@ -138,8 +139,10 @@ def add_pod_controller_indexer(target: SharedIndexInformer | Indexer) -> None:
 
 
 def _pod_node_name_index_func(pod: Any) -> list[str]:
-    node = (pod.get("spec") or {}).get("nodeName")
-    return [str(node)] if node else []
+    # pod_node_name: a compact cached pod keeps its node name once read (the index
+    # asks at every event of every pod; the spec is decoded again at each read)
+    node = pod_node_name(pod)
+    return [node] if node else []
 
 
 def add_pod_node_name_indexer(target: SharedIndexInformer | Indexer) -> None:

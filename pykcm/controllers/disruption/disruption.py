@@ -104,6 +104,29 @@ PDB_KIND: Final = "PodDisruptionBudget"
 Pod = Mapping[str, Any]
 
 
+
+def _compute_disruption_target(pod: Pod) -> tuple[Any, ...]:
+    cond = get_pod_condition(pod, "DisruptionTarget")
+    if (cond is None or cond.get("status") != "True"
+            or cond.get("reason") == TERMINATION_BY_KUBELET or is_pod_terminal(pod)):
+        return ()
+    return (cond.get("lastTransitionTime"),)
+
+
+def _disruption_target(pod: Pod) -> tuple[Any, ...]:
+    """``()`` unless the pod is not terminal and has a DisruptionTarget=True condition
+    the kubelet did not set; then ``(its lastTransitionTime,)``. A compact cached pod
+    keeps the answer once read: the disruption controller asks at every event of every
+    pod, and each read of the status decodes it again."""
+    if type(pod) is dict:
+        return _compute_disruption_target(pod)
+    memo = getattr(pod, "memo", None)
+    if memo is None:
+        return _compute_disruption_target(pod)
+    target: tuple[Any, ...] = memo("disruption_target", _compute_disruption_target)
+    return target
+
+
 class SyncError(Exception):
     """A sync failure whose text becomes the SyncFailed condition's message."""
 
@@ -244,8 +267,9 @@ class DisruptionController(ControllerHost):
             delete_func=self._pod_deleted))
         for inf in (rc_informer, rs_informer, deployment_informer, statefulset_informer):
             if inf is not None:
-                reg = inf.informer.add_event_handler(ResourceEventHandlerFuncs())
-                self.controller.add_synced(reg.has_synced)
+                # Their listers only, no handler (as upstream: a handler that does
+                # nothing still costs a delivery at every event)
+                self.controller.add_synced(inf.informer.has_synced)
 
     # -- running -----------------------------------------------------------------------------
 
@@ -296,11 +320,16 @@ class DisruptionController(ControllerHost):
         """The first budget selecting ``pod`` (upstream: the lister's order, "arbitrarily");
         a ``MultiplePodDisruptionBudgets`` warning when there are more."""
         meta = meta_of(pod)
+        # The namespace's budgets first: usually none, and then the pod's labels need
+        # not be read (a handler of every pod event)
+        pdbs = self.pdb_lister.by_namespace(str(meta.get("namespace") or "")).list()
+        if not pdbs:
+            return None
         labels = meta.get("labels") or {}
         if not labels:
             return None
         found: list[Mapping[str, Any]] = []
-        for pdb in self.pdb_lister.by_namespace(str(meta.get("namespace") or "")).list():
+        for pdb in pdbs:
             try:
                 sel = selector_from_label_selector(spec_of(pdb).get("selector"))
             except SelectorParseError:
@@ -577,11 +606,10 @@ class DisruptionController(ControllerHost):
         before it counts as stale) (upstream nonTerminatingPodHasStaleDisruptionCondition)."""
         if meta_of(pod).get("deletionTimestamp"):
             return False, 0.0
-        cond = get_pod_condition(pod, "DisruptionTarget")
-        if (cond is None or cond.get("status") != "True"
-                or cond.get("reason") == TERMINATION_BY_KUBELET or is_pod_terminal(pod)):
+        target = _disruption_target(pod)
+        if not target:
             return False, 0.0
-        since = parse_time(cond.get("lastTransitionTime")) or 0.0
+        since = parse_time(target[0]) or 0.0
         return True, max(0.0, self.stale_pod_disruption_timeout - (self.clock() - since))
 
     async def sync_stale_pod_disruption(self, key: str) -> None:

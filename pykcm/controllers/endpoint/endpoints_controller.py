@@ -314,6 +314,10 @@ class EndpointController(ControllerHost):
         pod = pod.obj if isinstance(pod, DeletedFinalStateUnknown) else pod
         ns = str(meta_of(pod).get("namespace") or "")
         services = self.service_lister.by_namespace(ns).list()
+        if not services:
+            # No Service in the pod's namespace: no key to queue, whatever changed (as the
+            # EndpointSlice controller's handler)
+            return
         for key in services_to_update(services, old, new):
             self.controller.queue.add_after(key, self.batch_period)
 

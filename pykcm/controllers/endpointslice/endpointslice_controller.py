@@ -134,7 +134,13 @@ class EndpointSliceController(ControllerHost):
     def _on_pod(self, old: Any, new: Any) -> None:
         pod = _unwrap(new if new is not None else old)
         ns = str(meta_of(pod).get("namespace") or "")
-        for key in services_to_update(self.service_lister.by_namespace(ns).list(), old, new):
+        services = self.service_lister.by_namespace(ns).list()
+        if not services:
+            # No Service in the pod's namespace: no key to queue, whatever changed
+            # (upstream computes the change first; the answer is the same empty set, and
+            # this handler sees every pod event of the cluster)
+            return
+        for key in services_to_update(services, old, new):
             self.controller.queue.add_after(key, self.batch_period)
 
     def _queue_service_for(self, slice_: Mapping[str, Any]) -> None:

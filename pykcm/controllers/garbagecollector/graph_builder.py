@@ -42,8 +42,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from msgspec import UNSET
+
 from pykcm.api.resources import ResourceInfo
 from pykcm.cache.event_handlers import ResourceEventHandlerRegistration
+from pykcm.cache.frozen_object import FrozenMeta
 from pykcm.cache.keys import DeletedFinalStateUnknown
 from pykcm.controller.event_recorder import EVENT_TYPE_WARNING, EventRecorder
 from pykcm.controllers.garbagecollector.graph import (
@@ -107,14 +110,50 @@ class ObjectMeta:
     @classmethod
     def of(cls, obj: Mapping[str, Any]) -> ObjectMeta:
         meta = obj.get("metadata") or {}
+        if type(meta) is FrozenMeta:
+            return cls._of_frozen(meta)
         return cls(uid=str(meta.get("uid") or ""), name=str(meta.get("name") or ""),
                    namespace=str(meta.get("namespace") or ""),
                    owner_references=owner_references_of(meta.get("ownerReferences")),
                    finalizers=tuple(meta.get("finalizers") or ()),
                    being_deleted=meta.get("deletionTimestamp") is not None)
 
+    @classmethod
+    def _of_frozen(cls, meta: FrozenMeta) -> ObjectMeta:
+        # What ``of`` reads, from a compact cached object's fields (the graph builder
+        # reads both versions of every object at every event of every resource): unset
+        # fields are UNSET (falsy), as a missing key; the owner references' conversion
+        # is shared by the objects that share their decoded references (a ReplicaSet's
+        # pods)
+        dt = meta.deletionTimestamp
+        refs: Any = meta.ownerReferences  # decoded: a tuple, None or UNSET
+        fins = meta.finalizers
+        return cls(uid=str(meta.uid or ""), name=str(meta.name or ""),
+                   namespace=str(meta.namespace or ""),
+                   owner_references=_shared_owner_references(refs) if type(refs) is tuple
+                   else owner_references_of(meta.get("ownerReferences")),
+                   finalizers=tuple(fins) if fins else (),
+                   being_deleted=dt is not UNSET and dt is not None)
+
     def has_finalizer(self, finalizer: str) -> bool:
         return finalizer in self.finalizers
+
+
+# Converted owner references by the id of the decoded tuple a compact object holds (the
+# tuple is kept in the entry, so its id is not reused while the entry exists).
+_converted_refs: dict[int, tuple[tuple[Any, ...], tuple[OwnerReference, ...]]] = {}
+_CONVERTED_REFS_MAX: Final = 4096
+
+
+def _shared_owner_references(refs: tuple[Any, ...]) -> tuple[OwnerReference, ...]:
+    entry = _converted_refs.get(id(refs))
+    if entry is not None and entry[0] is refs:
+        return entry[1]
+    out = owner_references_of(refs)
+    if len(_converted_refs) >= _CONVERTED_REFS_MAX:
+        _converted_refs.clear()
+    _converted_refs[id(refs)] = (refs, out)
+    return out
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -68,7 +68,7 @@ from typing import Any, Final
 from pykcm.api.accessors import meta_of, uid_of
 from pykcm.api.clock import Clock, clock_of
 from pykcm.api.labels import LabelSelector, SelectorParseError, selector_from_label_selector
-from pykcm.api.owner_refs import get_controller_of, is_controlled_by, new_controller_ref
+from pykcm.api.owner_refs import get_controller_of, new_controller_ref
 from pykcm.api.pod_util import is_pod_ready, parse_time
 from pykcm.api.timestamps import format_time
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
@@ -483,8 +483,20 @@ class JobController:
         except SelectorParseError as exc:
             log.error("parsing deleted job selector: %s", exc)
             return
-        for pod in self.pod_lister.by_namespace(str(meta_of(job).get("namespace") or "")).list(sel):
-            if is_controlled_by(pod, job) and has_job_tracking_finalizer(pod):
+        uid = meta_of(job).get("uid")
+        if uid is None:
+            return  # is_controlled_by: nothing is controlled by a Job without a UID
+        matches = sel.matches
+        # Upstream lists the namespace's pods by the selector, then keeps the Job's own:
+        # the same pods, in the same order, testing the cheap controller UID first (this
+        # runs on every update of a finished Job, over every pod of its namespace)
+        for pod in self.pod_lister.by_namespace(str(meta_of(job).get("namespace") or "")).list():
+            ref = get_controller_of(pod)
+            if ref is None or ref.get("uid") != uid:
+                continue
+            if not sel.empty and not matches(meta_of(pod).get("labels")):
+                continue
+            if has_job_tracking_finalizer(pod):
                 self.enqueue_orphan_pod(pod)
 
     # -- Pod event handlers ----------------------------------------------------------------

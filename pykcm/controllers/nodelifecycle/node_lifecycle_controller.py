@@ -59,6 +59,7 @@ from typing import Any, Final
 
 from pykcm.api.accessors import meta_of
 from pykcm.api.clock import Clock, clock_of
+from pykcm.api.pod_util import pod_node_name
 from pykcm.api.timestamps import format_time, parse_time
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.cache.synced import wait_for_named_cache_sync
@@ -203,8 +204,9 @@ class NodeLifecycleController(ControllerHost):
         self.node_controller.enqueue(obj)
 
     def _pod_updated(self, old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> None:
-        node = (new.get("spec") or {}).get("nodeName")
-        if node and (old is None or (old.get("spec") or {}).get("nodeName") != node):
+        # pod_node_name: kept with a compact cached pod once read (every pod event)
+        node = pod_node_name(new)
+        if node and (old is None or pod_node_name(old) != node):
             self.pod_controller.enqueue(new)
 
     # -- run ------------------------------------------------------------------------

@@ -142,7 +142,9 @@ class HorizontalController(ControllerHost):
         self.controller.watch(hpa_informer, ResourceEventHandlerFuncs(
             add_func=self._enqueue, update_func=lambda old, new: self._enqueue(new),
             delete_func=self._deleted), resync_period=sync_period)
-        self.controller.watch(pod_informer, ResourceEventHandlerFuncs())
+        # The pod informer's own HasSynced, no handler (as upstream): a handler that does
+        # nothing still costs a delivery at every event of every pod
+        self.controller.add_synced(pod_informer.informer.has_synced)
 
     # -- queue -----------------------------------------------------------------------
 

@@ -382,12 +382,11 @@ class ReplicaSetController(ControllerHost):
         if cur_meta.get("resourceVersion") == old_meta.get("resourceVersion"):
             # A resync: two versions of one pod always differ in resourceVersion.
             return
-        label_changed = (cur_meta.get("labels") or {}) != (old_meta.get("labels") or {})
         if cur_meta.get("deletionTimestamp"):
             # Graceful deletion: act on the deletionTimestamp (replace the pod
             # now), not on the final delete after the grace period.
             self.delete_pod(cur)
-            if label_changed:
+            if (cur_meta.get("labels") or {}) != (old_meta.get("labels") or {}):
                 # The old labels may have belonged to another ReplicaSet.
                 self.delete_pod(old)
             return

@@ -41,6 +41,7 @@ from prometheus_client import Counter, Histogram
 
 from pykcm.api.accessors import meta_of
 from pykcm.api.clock import REAL_CLOCK, Clock, TimerHandle
+from pykcm.api.pod_util import pod_node_name
 from pykcm.api.scheduling import toleration_tolerates_taint
 from pykcm.api.timestamps import format_time
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
@@ -204,7 +205,7 @@ class TaintEvictionController:
         self.tainted_nodes.pop(str(meta_of(obj).get("name") or ""), None)
 
     def pod_updated(self, pod: Mapping[str, Any]) -> None:
-        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        node = pod_node_name(pod)  # kept with a compact cached pod once read
         if not node:
             return
         taints = self.tainted_nodes.get(node)
