@@ -25,6 +25,8 @@ __all__ = [
     "new_pod_condition",
     "parse_time",
     "pod_claim_names",
+    "pod_disruption_target_condition",
+    "pod_has_active_deadline",
     "pod_node_name",
     "pod_phase_and_ready",
 ]
@@ -59,22 +61,76 @@ def _phase_and_ready(pod: Mapping[str, Any]) -> tuple[Any, Any, Any]:
     return _shared(status.get("phase")), None, None
 
 
+def _disruption_target_condition(pod: Mapping[str, Any]) -> tuple[Any, Any, Any] | None:
+    cond = get_pod_condition(pod, "DisruptionTarget")
+    if cond is None:
+        return None
+    return (_shared(cond.get("status")), _shared(cond.get("reason")),
+            cond.get("lastTransitionTime"))
+
+
+# --- facts kept with a compact cached pod ----------------------------------------------
+#
+# A compact cached pod (pykcm.cache.frozen_object) decodes its spec and status JSON again
+# at each read, and about a dozen handlers read a few facts of both versions of the pod
+# at every event. So the facts are computed together, from one decoding of the spec and
+# one of the status, and kept with the object (``memo``): a tuple of a few shared words
+# a pod. A fact whose reading raised (a malformed object) is kept as _FAILED, and its
+# accessor reads the pod again the generic way, raising as it always did.
+
+_FAILED: Any = object()
+
+
+def _each(view: Mapping[str, Any], *readers: Any) -> tuple[Any, ...]:
+    out = []
+    for read in readers:
+        try:
+            out.append(read(view))
+        except Exception:  # noqa: BLE001 - kept as _FAILED; the accessor raises it again
+            out.append(_FAILED)
+    return tuple(out)
+
+
+def _status_facts(pod: Mapping[str, Any]) -> tuple[Any, ...]:
+    return _each({"status": pod.get("status")}, _phase_and_ready,
+                 _disruption_target_condition)
+
+
+def _spec_facts(pod: Mapping[str, Any]) -> tuple[Any, ...]:
+    return _each({"metadata": pod.get("metadata"), "spec": pod.get("spec")},
+                 _node_name, _claim_names_tuple, _has_active_deadline)
+
+
+def _fact(pod: Mapping[str, Any], memo_name: str, facts: Any, i: int, read: Any) -> Any:
+    if type(pod) is dict:
+        return read(pod)
+    memo = getattr(pod, "memo", None)
+    if memo is None:
+        return read(pod)
+    v = memo(memo_name, facts)[i]
+    return read(pod) if v is _FAILED else v
+
+
 def pod_phase_and_ready(pod: Mapping[str, Any]) -> tuple[Any, Any, Any]:
     """(``status.phase``, the Ready condition's ``status``, its ``lastTransitionTime``),
     None where absent: what a ReplicaSet sync reads of each of its pods.
 
-    A compact cached pod (pykcm.cache.frozen_object) keeps the tuple once computed
-    (about 190 bytes a pod beside its 2.8 KiB, the few phase and status words shared):
-    reading its status decodes the status JSON again each time, and a sync of a
-    ReplicaSet of 2,000 pods did that twice per pod.
+    A compact cached pod keeps it once computed (with the other status facts, see
+    above; about 190 bytes a pod beside its 2.8 KiB, the few phase and status words
+    shared): a sync of a ReplicaSet of 2,000 pods decoded each pod's status twice.
     """
-    if type(pod) is dict:
-        return _phase_and_ready(pod)
-    memo = getattr(pod, "memo", None)
-    if memo is None:
-        return _phase_and_ready(pod)
-    facts: tuple[Any, Any, Any] = memo("pod_phase_and_ready", _phase_and_ready)
+    facts: tuple[Any, Any, Any] = _fact(pod, "pod_status_facts", _status_facts, 0,
+                                        _phase_and_ready)
     return facts
+
+
+def pod_disruption_target_condition(pod: Mapping[str, Any]) -> tuple[Any, Any, Any] | None:
+    """(``status``, ``reason``, ``lastTransitionTime``) of the pod's first
+    ``DisruptionTarget`` condition, or None: what the disruption controller asks of every
+    pod at every event (kept by a compact cached pod with its other status facts)."""
+    found: tuple[Any, Any, Any] | None = _fact(pod, "pod_status_facts", _status_facts, 1,
+                                               _disruption_target_condition)
+    return found
 
 
 def _node_name(pod: Mapping[str, Any]) -> str:
@@ -83,15 +139,23 @@ def _node_name(pod: Mapping[str, Any]) -> str:
 
 def pod_node_name(pod: Mapping[str, Any]) -> str:
     """``spec.nodeName`` ("" when unset): what the pod garbage collector reads of every
-    cached pod at every pass. A compact cached pod keeps it once read (the spec is its
-    largest raw part, decoded again at each read; node names are shared strings)."""
-    if type(pod) is dict:
-        return _node_name(pod)
-    memo = getattr(pod, "memo", None)
-    if memo is None:
-        return _node_name(pod)
-    name: str = memo("pod_node_name", _node_name)
+    cached pod at every pass, and the node lifecycle and taint eviction controllers and
+    the node-name index at every event. A compact cached pod keeps it once read, with
+    its other spec facts (node names are shared strings)."""
+    name: str = _fact(pod, "pod_spec_facts", _spec_facts, 0, _node_name)
     return name
+
+
+def _has_active_deadline(pod: Mapping[str, Any]) -> bool:
+    ads = (pod.get("spec") or {}).get("activeDeadlineSeconds")
+    return isinstance(ads, int) and ads >= 0
+
+
+def pod_has_active_deadline(pod: Mapping[str, Any]) -> bool:
+    """``spec.activeDeadlineSeconds`` set and >= 0: the quota's Terminating scope (kept
+    by a compact cached pod with its other spec facts)."""
+    answer: bool = _fact(pod, "pod_spec_facts", _spec_facts, 2, _has_active_deadline)
+    return answer
 
 
 def is_pod_ready(pod: Mapping[str, Any]) -> bool:
@@ -136,15 +200,12 @@ def pod_claim_names(pod: Mapping[str, Any]) -> list[str]:
     """The PersistentVolumeClaims a pod's volumes use: ``persistentVolumeClaim`` sources
     and generic ephemeral volumes (claim ``<pod name>-<volume name>``).
 
-    A compact cached pod keeps them once read (as a tuple: usually the empty one): the
-    PVC protection controller asks at every event of every pod, and the spec is the
-    pod's largest raw part."""
+    A compact cached pod keeps them once read, with its other spec facts (as a tuple:
+    usually the empty one): the PVC protection controller asks at every event of every
+    pod."""
     if type(pod) is dict:
         return _claim_names(pod)
-    memo = getattr(pod, "memo", None)
-    if memo is None:
-        return _claim_names(pod)
-    names: tuple[str, ...] = memo("pod_claim_names", _claim_names_tuple)
+    names: tuple[str, ...] = _fact(pod, "pod_spec_facts", _spec_facts, 1, _claim_names_tuple)
     return list(names)
 
 

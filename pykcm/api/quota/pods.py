@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from pykcm.api.clock import REAL_CLOCK
-from pykcm.api.pod_util import pod_phase_and_ready
+from pykcm.api.pod_util import pod_has_active_deadline, pod_phase_and_ready
 from pykcm.api.quantity import Quantity
 from pykcm.api.quota.evaluator import (
     ONE,
@@ -61,23 +61,11 @@ def _is_extended_for_quota(name: str) -> bool:
     return (not _is_native(name) or implicit) and name.startswith("requests.")
 
 
-def _is_terminating(pod: Mapping[str, Any]) -> bool:
-    ads = (pod.get("spec") or {}).get("activeDeadlineSeconds")
-    return isinstance(ads, int) and ads >= 0
-
-
 def is_terminating(pod: Mapping[str, Any]) -> bool:
-    """The Terminating scope: ``spec.activeDeadlineSeconds`` set (>= 0).
-
-    A compact cached pod keeps the answer once read: the quota monitor asks it of both
-    versions at every pod update, and the spec is decoded again at each read."""
-    if type(pod) is dict:
-        return _is_terminating(pod)
-    memo = getattr(pod, "memo", None)
-    if memo is None:
-        return _is_terminating(pod)
-    answer: bool = memo("quota_is_terminating", _is_terminating)
-    return answer
+    """The Terminating scope: ``spec.activeDeadlineSeconds`` set (>= 0); kept by a
+    compact cached pod once read (the quota monitor asks it of both versions at every
+    pod update)."""
+    return pod_has_active_deadline(pod)
 
 
 def quota_v1_pod(pod: Mapping[str, Any], now: float | None = None) -> bool:

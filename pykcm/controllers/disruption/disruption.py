@@ -62,7 +62,11 @@ from pykcm.api.labels import (
     selector_from_label_selector,
 )
 from pykcm.api.owner_refs import get_controller_of
-from pykcm.api.pod_util import get_pod_condition, is_pod_ready, is_pod_terminal
+from pykcm.api.pod_util import (
+    is_pod_ready,
+    is_pod_terminal,
+    pod_disruption_target_condition,
+)
 from pykcm.api.poddisruptionbudget import (
     DISRUPTION_ALLOWED_CONDITION,
     SYNC_FAILED_REASON,
@@ -105,26 +109,16 @@ Pod = Mapping[str, Any]
 
 
 
-def _compute_disruption_target(pod: Pod) -> tuple[Any, ...]:
-    cond = get_pod_condition(pod, "DisruptionTarget")
-    if (cond is None or cond.get("status") != "True"
-            or cond.get("reason") == TERMINATION_BY_KUBELET or is_pod_terminal(pod)):
-        return ()
-    return (cond.get("lastTransitionTime"),)
-
-
 def _disruption_target(pod: Pod) -> tuple[Any, ...]:
     """``()`` unless the pod is not terminal and has a DisruptionTarget=True condition
-    the kubelet did not set; then ``(its lastTransitionTime,)``. A compact cached pod
-    keeps the answer once read: the disruption controller asks at every event of every
-    pod, and each read of the status decodes it again."""
-    if type(pod) is dict:
-        return _compute_disruption_target(pod)
-    memo = getattr(pod, "memo", None)
-    if memo is None:
-        return _compute_disruption_target(pod)
-    target: tuple[Any, ...] = memo("disruption_target", _compute_disruption_target)
-    return target
+    the kubelet did not set; then ``(its lastTransitionTime,)``. Read from the facts a
+    compact cached pod keeps (pod_util): the controller asks at every event of every
+    pod."""
+    cond = pod_disruption_target_condition(pod)
+    if (cond is None or cond[0] != "True" or cond[1] == TERMINATION_BY_KUBELET
+            or is_pod_terminal(pod)):
+        return ()
+    return (cond[2],)
 
 
 class SyncError(Exception):
