@@ -13,18 +13,19 @@ connection error. client-go builds it as
   out, the sequence starts again from 0.8 s: the trouble is over.
 
 Data flow: the Reflector calls :meth:`ExponentialBackoffManager.backoff` and
-sleeps for the answer; nothing else. The clock and the random source are
+sleeps for the answer; nothing else. The clock and the random source (the
+reflector's :class:`~pykcm.api.randomness.RandomSource` stream) are
 injectable so tests can drive the sequence, and the module constants are
 the defaults a test may scale down.
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from pykcm.api.clock import REAL_CLOCK
+from pykcm.api.randomness import REAL_RANDOM
 
 __all__ = [
     "BACKOFF_FACTOR",
@@ -71,7 +72,7 @@ class ExponentialBackoffManager:
         jitter: float | None = None,
         *,
         clock: Callable[[], float] = REAL_CLOCK.monotonic,
-        rand: Callable[[], float] = random.random,
+        rand: Callable[[], float] = REAL_RANDOM.random,
     ) -> None:
         self._initial = INITIAL_BACKOFF if initial is None else initial
         self._max = MAX_BACKOFF if maximum is None else maximum

@@ -59,7 +59,9 @@ the last synced resourceVersion is recorded once per chunk (a store with
 ``update_resource_version(rv)``, client-go's ResourceVersionUpdater, is told
 then). Delays come from a :class:`~pykcm.cache.backoff.BackoffManager` (the
 ``backoff`` argument, for tests), watch timeouts from
-``DEFAULT_MIN_WATCH_TIMEOUT`` (patchable).
+``DEFAULT_MIN_WATCH_TIMEOUT`` (patchable); the jitter of both from the reflector's
+stream of ``rng`` (a :class:`~pykcm.api.randomness.RandomSource`, unseeded by
+default).
 
 Memory: the reflector holds no object beyond the call that handles it; a
 list's items are handed to ``replace`` and dropped.
@@ -70,11 +72,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import random
 from collections.abc import Callable, Sequence
 from typing import Any, Final, Protocol, runtime_checkable
 
 from pykcm.api.clock import Clock, clock_of
+from pykcm.api.randomness import RandomSource, random_of
 from pykcm.cache.backoff import BackoffManager, ExponentialBackoffManager
 from pykcm.cache.keys import meta_namespace_key
 from pykcm.cache.list_watch import ListerWatcher
@@ -221,6 +223,7 @@ class Reflector:
         page_size: int = 500,
         clock: Clock | Callable[[], float] | None = None,
         backoff: BackoffManager | None = None,
+        rng: RandomSource | None = None,
     ) -> None:
         """``backoff`` replaces the default exponential backoff manager (tests).
 
@@ -239,8 +242,11 @@ class Reflector:
         # sleeps (a bare function, as older tests pass, reads the monotonic line).
         self._time = clock_of(clock)
         self._clock = self._time.monotonic
+        # The backoff's jitter and the watch timeouts: this reflector's own stream of
+        # the process's source (reproducible under a seed).
+        self._rng = random_of(rng).stream(f"reflector/{self.name}")
         self._backoff: BackoffManager = backoff if backoff is not None else \
-            ExponentialBackoffManager(clock=self._clock)
+            ExponentialBackoffManager(clock=self._clock, rand=self._rng.random)
         self._watch_error_handler: WatchErrorHandler = default_watch_error_handler
         self._last_sync_rv = ""
         # The last list or watch at _last_sync_rv said it is expired or too
@@ -347,9 +353,8 @@ class Reflector:
         """client-go rewatchResourceVersion (the watch-list's starting point)."""
         return "" if self._rv_unavailable else self._last_sync_rv
 
-    @staticmethod
-    def _watch_timeout() -> int:
-        return int(DEFAULT_MIN_WATCH_TIMEOUT * (random.random() + 1.0))
+    def _watch_timeout(self) -> int:
+        return int(DEFAULT_MIN_WATCH_TIMEOUT * (self._rng.random() + 1.0))
 
     # -- errors --------------------------------------------------------------
 

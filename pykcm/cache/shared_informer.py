@@ -62,6 +62,7 @@ from typing import Any, Final, Protocol
 
 from pykcm.api.clock import Clock as TimeSource
 from pykcm.api.clock import clock_of
+from pykcm.api.randomness import REAL_RANDOM, RandomSource
 from pykcm.cache.delta_fifo import DELETED, DeltaFIFO, Deltas, TransformFunc
 from pykcm.cache.errors import CacheError, FIFOClosedError
 from pykcm.cache.event_handlers import ResourceEventHandler, ResourceEventHandlerRegistration
@@ -116,7 +117,8 @@ class ReflectorFactory(Protocol):
     """Builds the Reflector of a starting informer (the real one unless a test fakes it)."""
 
     def __call__(self, lw: ListerWatcher, store: DeltaFIFO, *, name: str, resync_period: float,
-                 should_resync: Callable[[], bool], clock: TimeSource) -> ReflectorLike: ...
+                 should_resync: Callable[[], bool], clock: TimeSource,
+                 rng: RandomSource) -> ReflectorLike: ...
 
 
 class InformerAlreadyStartedError(CacheError, RuntimeError):
@@ -133,9 +135,9 @@ class InformerStoppedError(CacheError, RuntimeError):
 def _default_reflector_factory(lw: ListerWatcher, store: DeltaFIFO, *, name: str,
                                resync_period: float,
                                should_resync: Callable[[], bool],
-                               clock: TimeSource) -> ReflectorLike:
+                               clock: TimeSource, rng: RandomSource) -> ReflectorLike:
     return Reflector(lw, store, name=name, resync_period=resync_period,
-                     should_resync=should_resync, clock=clock)
+                     should_resync=should_resync, clock=clock, rng=rng)
 
 
 class SharedIndexInformer:
@@ -148,7 +150,9 @@ class SharedIndexInformer:
     informer in logs and metrics (an unnamed informer publishes no metrics).
     ``clock`` (a :class:`pykcm.api.clock.Clock`, default the real one; a bare
     function of monotonic seconds also works) times resyncs and the reflector's
-    backoff; ``reflector_factory`` is for tests.
+    backoff; ``rng`` (a :class:`pykcm.api.randomness.RandomSource`, default unseeded)
+    jitters the reflector's backoff and watch timeouts; ``reflector_factory`` is for
+    tests.
     """
 
     def __init__(
@@ -160,6 +164,7 @@ class SharedIndexInformer:
         name: str = "",
         clock: TimeSource | Clock | None = None,
         reflector_factory: ReflectorFactory | None = None,
+        rng: RandomSource | None = None,
     ) -> None:
         if resync_period < 0:
             raise ValueError(f"resync_period must be >= 0, got {resync_period}")
@@ -167,6 +172,7 @@ class SharedIndexInformer:
         self._name = name
         self._time = clock_of(clock)
         self._clock = self._time.monotonic
+        self._rng = REAL_RANDOM if rng is None else rng
         self._reflector_factory: ReflectorFactory = (
             reflector_factory if reflector_factory is not None else _default_reflector_factory)
         self._indexer: Indexer = new_indexer(deletion_handling_meta_namespace_key, indexers)
@@ -218,6 +224,13 @@ class SharedIndexInformer:
         self._time = clock_of(clock)
         self._clock = self._time.monotonic
         self._processor.set_clock(self._clock)
+
+    def set_rng(self, rng: RandomSource) -> None:
+        """Jitter the reflector from ``rng`` (before run only): a factory hands its
+        random source to informers it did not build itself."""
+        if self._started:
+            raise InformerAlreadyStartedError("set_rng")
+        self._rng = rng
 
     def set_watch_error_handler(self, handler: WatchErrorHandler | None) -> None:
         """Call ``handler(reflector, error)`` when list/watch fails (before run only)."""
@@ -409,7 +422,7 @@ class SharedIndexInformer:
                          emit_delta_type_replaced=True, transformer=self._transform)
         reflector = self._reflector_factory(
             self._lw, fifo, name=self._name, resync_period=self._resync_check_period,
-            should_resync=self._processor.should_resync, clock=self._time)
+            should_resync=self._processor.should_resync, clock=self._time, rng=self._rng)
         if self._watch_error_handler is not None:
             reflector.set_watch_error_handler(self._watch_error_handler)
         self._fifo = fifo

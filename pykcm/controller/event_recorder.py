@@ -45,7 +45,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-import random
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -54,6 +53,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pykcm.api.clock import REAL_CLOCK
 from pykcm.api.clock import Clock as TimeSource
+from pykcm.api.randomness import RandomSource, random_of
 from pykcm.api.timestamps import format_time
 from pykcm.client.errors import (
     ApiError,
@@ -412,9 +412,11 @@ class EventBroadcaster:
     def __init__(self, client: EventSink, *, correlator: EventCorrelator | None = None,
                  max_tries: int = MAX_TRIES_PER_EVENT,
                  retry_delay: float = DEFAULT_SLEEP_DURATION,
-                 clock: TimeSource | None = None) -> None:
+                 clock: TimeSource | None = None, rng: RandomSource | None = None) -> None:
         self._client = client
         self.clock: TimeSource = clock if clock is not None else REAL_CLOCK
+        # The first retry's spread (unseeded unless the process has a seed).
+        self._rng = random_of(rng)
         self.correlator = correlator or EventCorrelator(clock=self.clock.now)
         self._last_ns = 0
         self._max_tries = max_tries
@@ -497,7 +499,7 @@ class EventBroadcaster:
                 break
             delay = self._retry_delay
             if tries == 1:  # desynchronise clients that failed together
-                delay *= random.random()
+                delay *= self._rng.random()
             await self.clock.sleep(delay)
         log.error("Unable to write event %s (retry limit exceeded!)",
                   result.event["metadata"]["name"])

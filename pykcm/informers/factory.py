@@ -77,6 +77,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Final, Self
 
 from pykcm.api.clock import REAL_CLOCK, Clock
+from pykcm.api.randomness import RandomSource
 from pykcm.api.resources import ResourceInfo, ResourceRegistry, builtin_registry
 from pykcm.cache import gc_policy
 from pykcm.cache.delta_fifo import TransformFunc
@@ -172,10 +173,13 @@ class SharedInformerFactory:
         tune_gc: bool = True,
         compact_objects: bool = False,
         clock: Clock | None = None,
+        rng: RandomSource | None = None,
     ) -> None:
         self._client = client
         # Handed to every informer (resync, reflector backoff); None keeps theirs (real).
         self._clock = clock
+        # Likewise the random source of the reflectors' jitter (None: unseeded).
+        self._rng = rng
         self._default_resync = _check_period("resync", resync)
         self._custom_resync = {k: _check_period(f"custom_resync[{k!r}]", v)
                                for k, v in (custom_resync or {}).items()}
@@ -418,6 +422,8 @@ class SharedInformerFactory:
         informer = build(lw, self.resync_period_for(gvr), name)
         if self._clock is not None:
             informer.set_clock(self._clock)
+        if self._rng is not None:
+            informer.set_rng(self._rng)
         if self._transform is not None and not (
                 self._compact is not None and self._compact_strip):
             # (A compact decoder that strips managedFields did the transform's work.)

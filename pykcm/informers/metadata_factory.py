@@ -38,6 +38,7 @@ import logging
 from typing import TYPE_CHECKING, Final, Self
 
 from pykcm.api.clock import REAL_CLOCK, Clock
+from pykcm.api.randomness import RandomSource
 from pykcm.api.resources import ResourceInfo, ResourceRegistry, builtin_registry
 from pykcm.cache.listers import GenericLister
 from pykcm.cache.shared_informer import SharedIndexInformer
@@ -68,7 +69,7 @@ class MetadataSharedInformerFactory:
                  tweak_list_options: TweakListOptionsFunc | None = None,
                  strip_managed_fields: bool = True, compact_objects: bool = False,
                  name: str = DEFAULT_METADATA_FACTORY_NAME,
-                 clock: Clock | None = None) -> None:
+                 clock: Clock | None = None, rng: RandomSource | None = None) -> None:
         if resync < 0:
             raise ValueError(f"resync must be >= 0 seconds, got {resync!r}")
         self._client = client
@@ -79,6 +80,7 @@ class MetadataSharedInformerFactory:
         self._compact = compact_objects
         self._name = name
         self._clock = clock
+        self._rng = rng  # the reflectors' jitter (None: unseeded)
         self._registry: ResourceRegistry = builtin_registry()
         self._informers: dict[GroupVersionResource, GenericInformer] = {}
         self._tasks: dict[GroupVersionResource, asyncio.Task[None]] = {}
@@ -110,7 +112,7 @@ class MetadataSharedInformerFactory:
                                strip_managed_fields=self._strip, compact=self._compact)
         name = f"{self._name}/{gvr.group_resource}" if self._name else ""
         informer = SharedIndexInformer(lw, resync_period=self._resync, name=name,
-                                       clock=self._clock)
+                                       clock=self._clock, rng=self._rng)
         lister = GenericLister(informer.get_indexer(),
                                info if info is not None else gvr.group_resource)
         gi = GenericInformer(gvr, informer, lister, lw)

@@ -54,11 +54,11 @@ import asyncio
 import inspect
 import logging
 import math
-import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from pykcm.api.clock import REAL_CLOCK, Clock, RealClock
+from pykcm.api.randomness import RandomSource, random_of
 from pykcm.client import is_conflict, is_not_found
 from pykcm.leaderelection import metrics
 from pykcm.leaderelection.healthz import HealthzAdaptor, LeaderElectionUnhealthy
@@ -162,11 +162,12 @@ class LeaderElector:
     """One candidate of an election (client-go ``LeaderElector``)."""
 
     def __init__(self, config: LeaderElectionConfig, *, clock: Clock | None = None,
-                 rng: random.Random | None = None) -> None:
+                 rng: RandomSource | None = None) -> None:
         config.validate()
         self.config = config
         self.clock: Clock = clock if clock is not None else REAL_CLOCK
-        self._rng = rng if rng is not None else random.Random()
+        # The retry jitter (the manager's "leader-election" stream; unseeded by default).
+        self._rng = random_of(rng)
         self._observed_record = LeaderElectionRecord()
         self._observed_raw: bytes | None = None
         self._observed_time = -math.inf

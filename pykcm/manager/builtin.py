@@ -85,7 +85,7 @@ async def _service_account_token(ctx: ControllerContext, name: str
         sa_informer=f_.core_v1.serviceaccounts, secret_informer=f_.core_v1.secrets,
         token_generator=JWTTokenGenerator(LEGACY_ISSUER, key),
         root_ca=_root_ca(ctx, "tokens-controller"),
-        clock=ctx.clock)
+        clock=ctx.clock, rng=ctx.rng.stream(name))
 
 
 async def _serviceaccount(ctx: ControllerContext, name: str) -> RunnableController | None:
@@ -216,7 +216,7 @@ async def _statefulset(ctx: ControllerContext, name: str) -> RunnableController 
         pod_informer=f.core_v1.pods, set_informer=f.apps_v1.statefulsets,
         pvc_informer=pvc_informer, revision_informer=f.apps_v1.controllerrevisions,
         client=client, recorder=ctx.event_recorder("statefulset-controller"),
-        clock=ctx.clock)
+        clock=ctx.clock, rng=ctx.rng.stream(name))
 
 
 async def _replicationcontroller(ctx: ControllerContext, name: str
@@ -343,7 +343,7 @@ async def _garbage_collector(ctx: ControllerContext, name: str) -> RunnableContr
         informer_factory=ctx.object_or_metadata_informers(),
         recorder=ctx.event_recorder("generic-garbage-collector",
                                     "garbage-collector-controller"),
-        clock=ctx.clock)
+        clock=ctx.clock, rng=ctx.rng.stream(name))
 
 
 async def _replicaset(ctx: ControllerContext, name: str) -> RunnableController | None:

@@ -43,11 +43,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pykcm.api.clock import REAL_CLOCK, Clock
+from pykcm.api.randomness import REAL_RANDOM, RandomSource
 from pykcm.api.serviceaccount import make_username
 from pykcm.client import Client, Config, default_user_agent, no_warnings
 from pykcm.controller.event_recorder import EventBroadcaster, EventRecorder
@@ -214,6 +214,10 @@ class ControllerContext:
     clock: Clock = REAL_CLOCK
     """The manager's one clock: init functions hand it to their controller (queues,
     rate limiters, requeues, deadlines, schedules); recorders and informers get it here."""
+    rng: RandomSource = REAL_RANDOM
+    """The manager's one random source: init functions hand ``rng.stream(<controller>)``
+    to their controller (jittered retries); recorders and resync periods draw from their
+    own streams of it."""
     _broadcasters: dict[str, EventBroadcaster] = field(default_factory=dict, repr=False)
     metadata_informer_factory: MetadataSharedInformerFactory | None = None
     _object_or_metadata: ObjectOrMetadataInformerFactory | None = field(default=None,
@@ -228,7 +232,7 @@ class ControllerContext:
             if self.metadata_informer_factory is None:
                 self.metadata_informer_factory = MetadataSharedInformerFactory(
                     self.informer_factory.client, self.informer_factory.default_resync,
-                    clock=self.clock)
+                    clock=self.clock, rng=self.rng.stream("informers").stream("metadata"))
             self._object_or_metadata = ObjectOrMetadataInformerFactory(
                 self.informer_factory, self.metadata_informer_factory)
         return self._object_or_metadata
@@ -237,15 +241,16 @@ class ControllerContext:
         """A resync period between --min-resync-period and twice it, drawn anew each call
         (upstream ``ResyncPeriod``: informers of different controllers do not relist
         in lock step)."""
-        return self.options.min_resync_period * (1.0 + random.random())
+        return self.options.min_resync_period * (1.0 + self.rng.stream("resync").random())
 
     def event_broadcaster(self, name: str) -> EventBroadcaster:
         """A started EventBroadcaster writing with the client of ``name`` (one per name;
         the manager shuts them down, delivering what is queued, at exit)."""
         b = self._broadcasters.get(name)
         if b is None:
-            b = self._broadcasters[name] = EventBroadcaster(self.client_builder.client(name),
-                                                            clock=self.clock)
+            b = self._broadcasters[name] = EventBroadcaster(
+                self.client_builder.client(name), clock=self.clock,
+                rng=self.rng.stream(f"events/{name}"))
             b.start()
         return b
 

@@ -49,13 +49,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import socket
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from pykcm.api.clock import REAL_CLOCK, Clock
+from pykcm.api.randomness import REAL_RANDOM, RandomSource
 from pykcm.client import (
     Client,
     Config,
@@ -165,16 +164,21 @@ class ControllerManager:
 
     def __init__(self, options: ControllerManagerOptions,
                  registry: ControllerRegistry | None = None, *,
-                 config: Config | None = None, clock: Clock | None = None) -> None:
+                 config: Config | None = None, clock: Clock | None = None,
+                 rng: RandomSource | None = None) -> None:
         self.options = options
         self.clock: Clock = clock if clock is not None else REAL_CLOCK
         """The process's one clock: leader election, informers, event recorders and
         every controller (through ``ControllerContext.clock``) read time from it."""
+        self.rng: RandomSource = rng if rng is not None else REAL_RANDOM
+        """The process's one random source (``seeded(seed, "kube-controller-manager")``
+        under ``--seed``): the same users, through ``ControllerContext.rng``, each on its
+        own stream."""
         self.registry = registry if registry is not None else builtin_registry()
         self._config = config
         self.health = HealthChecks()
         self.server: ManagerServer | None = None
-        self.identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+        self.identity = f"{socket.gethostname()}_{self.rng.stream('identity').uuid4()}"
         self.context: ControllerContext | None = None
         self.controllers: dict[str, _Running] = {}
         self._stop: asyncio.Event | None = None
@@ -258,7 +262,8 @@ class ControllerManager:
         self.health.add(adaptor.name, _leader_check(adaptor))
         # Its own client, with requests bounded by the renew deadline (upstream's).
         le_client = builder.new_client("leader-election", timeout=o.leader_elect_renew_deadline)
-        events = EventBroadcaster(le_client, clock=self.clock)
+        events = EventBroadcaster(le_client, clock=self.clock,
+                                  rng=self.rng.stream("leader-election-events"))
         events.start()
         lock = LeaseLock(le_client, o.leader_elect_resource_namespace,
                          o.leader_elect_resource_name, self.identity,
@@ -280,7 +285,7 @@ class ControllerManager:
             release_on_cancel=True, name=o.leader_elect_resource_name)
         # A write fence on every controller client: a paused leader that resumes after
         # its renew deadline sends nothing, even before its renewal loop notices.
-        candidate = LeaderElector(cfg, clock=self.clock)
+        candidate = LeaderElector(cfg, clock=self.clock, rng=self.rng.stream("leader-election"))
         adaptor.set_leader_election(candidate)
         builder.write_fence = candidate.write_fence
         elector = asyncio.create_task(candidate.run(), name="leader-election")
@@ -342,16 +347,19 @@ class ControllerManager:
         """Build, start and keep the controllers running until cancelled or stopped."""
         assert self._stop is not None
         o = self.options
+        resync = self.rng.stream("resync")
+        informers = self.rng.stream("informers")
         ctx = ControllerContext(
             client_builder=builder,
             informer_factory=SharedInformerFactory(
-                builder.root_client("shared-informers"), _resync(o),
+                builder.root_client("shared-informers"), _resync(o, resync),
                 transform=strip_managed_fields, compact_objects=o.compact_informer_objects,
-                clock=self.clock),
+                clock=self.clock, rng=informers),
             metadata_informer_factory=MetadataSharedInformerFactory(
-                builder.root_client("shared-informers"), _resync(o),
-                compact_objects=o.compact_informer_objects, clock=self.clock),
-            options=o, clock=self.clock)
+                builder.root_client("shared-informers"), _resync(o, resync),
+                compact_objects=o.compact_informer_objects, clock=self.clock,
+                rng=informers.stream("metadata")),
+            options=o, clock=self.clock, rng=self.rng)
         self.context = ctx
         try:
             try:
@@ -461,9 +469,9 @@ class ControllerManager:
         self.controllers.clear()
 
 
-def _resync(o: ControllerManagerOptions) -> float:
+def _resync(o: ControllerManagerOptions, rng: RandomSource) -> float:
     """The shared informers' default resync period: one draw of upstream's ResyncPeriod."""
-    return o.min_resync_period * (1.0 + random.random())
+    return o.min_resync_period * (1.0 + rng.random())
 
 
 def _leader_check(adaptor: HealthzAdaptor) -> HealthCheck:

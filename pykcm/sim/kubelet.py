@@ -101,7 +101,6 @@ import hashlib
 import ipaddress
 import logging
 import math
-import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -109,6 +108,7 @@ from typing import Any, Final
 
 from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.pod_util import new_pod_condition, parse_time, pod_claim_names
+from pykcm.api.randomness import REAL_RANDOM, RandomSource
 from pykcm.api.timestamps import format_time
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.cache.keys import DeletedFinalStateUnknown
@@ -245,8 +245,9 @@ def image_id(image: str) -> str:
     return f"{repo}@sha256:{hashlib.sha256(norm.encode()).hexdigest()}"
 
 
-def _container_id() -> str:
-    return "containerd://" + secrets.token_hex(32)
+def _container_id(rng: RandomSource) -> str:
+    # an identifier, not a secret: from the kubelet's random source (seeded runs repeat it)
+    return "containerd://" + rng.hex(32)
 
 
 # -- per-pod runtime state ----------------------------------------------------------------------
@@ -300,6 +301,8 @@ class PodRecord:
     starts_reported: int = -1
     """The restart count whose start events (Pulled, Created, Started) were recorded."""
     readiness_reported: bool = False
+    ids: RandomSource = field(default=REAL_RANDOM, repr=False, compare=False)
+    """Where new container IDs come from (the kubelet's stream of the simulator's source)."""
 
 
 def advance(record: PodRecord, script: PodScript, now: float) -> None:
@@ -350,7 +353,7 @@ def _restart(record: PodRecord, at: float) -> None:
     record.backoff.next(record.last_exit_at if record.last_exit_at is not None else at, at)
     for run in record.containers.values():
         run.restart_count += 1
-        run.container_id = _container_id()
+        run.container_id = _container_id(record.ids)
     record.restarts += 1
     record.cycle_start = at
     record.waiting_until = None
@@ -391,7 +394,7 @@ def build_pod_status(pod: Mapping[str, Any], record: PodRecord, script: PodScrip
         def init_id(name: str) -> str:
             run = record.init_containers.get(name)
             if run is None:
-                run = record.init_containers[name] = ContainerRun(_container_id())
+                run = record.init_containers[name] = ContainerRun(_container_id(record.ids))
             return run.container_id
 
         init = init_phase_status(pod, host_ip, record.ip, record.start_time, now, init_id,
@@ -420,7 +423,8 @@ def build_pod_status(pod: Mapping[str, Any], record: PodRecord, script: PodScrip
         name = c.get("name", "")
         run = record.containers.get(name)
         if run is None:
-            run = record.containers[name] = ContainerRun(_container_id(), record.restarts)
+            run = record.containers[name] = ContainerRun(_container_id(record.ids),
+                                                         record.restarts)
         if finished:
             state = term(finished[0], cycle, finished[1], run.container_id)
         elif crashed:
@@ -439,7 +443,7 @@ def build_pod_status(pod: Mapping[str, Any], record: PodRecord, script: PodScrip
         name = c.get("name", "")
         run = record.init_containers.get(name)
         if run is None:
-            run = record.init_containers[name] = ContainerRun(_container_id())
+            run = record.init_containers[name] = ContainerRun(_container_id(record.ids))
         sidecar = c.get("restartPolicy") == "Always"
         if sidecar:
             state = (term(0, start, finished[1], run.container_id) if finished
@@ -583,8 +587,10 @@ class Kubelet:
                  recorder: EventRecorder | None = None,
                  max_grace_period: float | None = None,
                  node_recorders: Mapping[str, EventRecorder] | None = None,
-                 clock: Clock = REAL_CLOCK) -> None:
+                 clock: Clock = REAL_CLOCK, rng: RandomSource = REAL_RANDOM) -> None:
         self._client = client
+        # container IDs (the simulator's "kubelet" stream; unseeded by default)
+        self._ids = rng
         # the simulator's clock: run and ready delays, crash-loop backoff, probes, grace
         # periods and every time written into pods (startTime, startedAt, conditions)
         self.clock = clock
@@ -689,7 +695,8 @@ class Kubelet:
             running = [parse_time(((c.get("state") or {}).get("running") or {})
                                   .get("startedAt")) for c in cstatuses]
             cycle = max((t for t in running if t is not None), default=start)
-            rec = PodRecord(uid=uid, node=node, ip=ip, start_time=start, cycle_start=cycle)
+            rec = PodRecord(uid=uid, node=node, ip=ip, start_time=start, cycle_start=cycle,
+                            ids=self._ids)
             for c in cstatuses:
                 last = (c.get("lastState") or {}).get("terminated")
                 rec.containers[c.get("name", "")] = ContainerRun(
@@ -705,7 +712,8 @@ class Kubelet:
                for c in (pod.get("spec") or {}).get("initContainers") or ()):
             init = parse_script(pod).init_seconds
         return PodRecord(uid=uid, node=node, ip=ipam.allocate(), start_time=now,
-                         cycle_start=now + init, init_until=now + init if init else None)
+                         cycle_start=now + init, init_until=now + init if init else None,
+                         ids=self._ids)
 
     # -- the sync -----------------------------------------------------------------------
 
@@ -905,7 +913,7 @@ class Kubelet:
             self._volume_wait.pop(key, None)
             rec = self._records[key] = PodRecord(
                 uid=meta.get("uid", ""), node=node, ip="", start_time=now, cycle_start=now,
-                finished=(0, now))
+                finished=(0, now), ids=self._ids)
         try:
             await self._client.delete("pods", meta["name"], meta["namespace"],
                                       grace_period_seconds=0,

@@ -53,13 +53,13 @@ kube-apiserver's BindingREST does).
 from __future__ import annotations
 
 import logging
-import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.pod_util import get_pod_condition, is_pod_terminal
+from pykcm.api.randomness import REAL_RANDOM, RandomSource
 from pykcm.api.scheduling import required_node_affinity_matches, tolerations_tolerate_taint
 from pykcm.api.timestamps import format_time
 from pykcm.cache.keys import DeletedFinalStateUnknown
@@ -278,8 +278,10 @@ class Scheduler:
                  claims: GenericInformer | None = None,
                  volumes: GenericInformer | None = None,
                  classes: GenericInformer | None = None,
-                 clock: Clock = REAL_CLOCK) -> None:
+                 clock: Clock = REAL_CLOCK, rng: RandomSource = REAL_RANDOM) -> None:
         self._client = client
+        # ties between equally scored nodes (the simulator's "scheduler" stream)
+        self._rng = rng
         # the simulator's clock: retries of unschedulable pods, the volume binding
         # timeout, PodScheduled condition times
         self.clock = clock
@@ -444,7 +446,7 @@ class Scheduler:
         self._next_start = (start + examined) % n
         if not best:
             return None, fit_error_message(n, reasons, resolvable), None
-        chosen = random.choice(best)
+        chosen = self._rng.choice(best)
         plan = None
         if volumes and self.volume_binder is not None and chosen.node is not None:
             plan = self.volume_binder.plan(volumes, chosen.node)

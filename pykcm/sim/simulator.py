@@ -35,6 +35,11 @@ the scheduler (retries, the volume binding timeout, condition times), the
 provisioner's queue and the kubelet server (log line times). Polls for another
 component's progress or a connection's state stay on real time.
 
+Randomness: one source per simulator (``Simulator(rng=)``, default the unseeded
+``REAL_RANDOM``; ``pykcm sim --seed``), a stream of it each for the scheduler's
+tie-breaks, the kubelets' container IDs, the informers' and the event broadcaster's
+jitter (:mod:`pykcm.api.randomness`).
+
 Sizing: one pods informer holds every pod of the cluster (the scheduler needs
 them all to account for node usage); pods are cached without managedFields.
 Work is bounded by the number of workers (``scheduler_workers`` bindings and
@@ -51,6 +56,7 @@ from collections.abc import Coroutine, Sequence
 from typing import Any, Self
 
 from pykcm.api.clock import REAL_CLOCK, Clock
+from pykcm.api.randomness import REAL_RANDOM, RandomSource
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.client import Client, NoResourceMatchError
 from pykcm.controller.event_recorder import EventBroadcaster
@@ -94,12 +100,14 @@ class Simulator:
                  storage_class: str | None = DEFAULT_STORAGE_CLASS,
                  max_grace_period: float | None = None,
                  kubelet_server: bool = True,
-                 clock: Clock = REAL_CLOCK) -> None:
+                 clock: Clock = REAL_CLOCK, rng: RandomSource = REAL_RANDOM) -> None:
         if nodes < 0:
             raise ValueError(f"nodes must be >= 0, got {nodes}")
         self._client = client
         # The simulator's one clock, handed to each part (see the module doc, "Time").
         self.clock = clock
+        # ... and its one random source (see the module doc, "Randomness").
+        self.rng = rng
         self.node_config = node_config or NodeConfig()
         self.node_names: Sequence[str] = node_names(node_prefix, nodes)
         self.heartbeats = NodeHeartbeats(client, self.node_names, self.node_config,
@@ -149,12 +157,13 @@ class Simulator:
             await self.heartbeats.register_all()
             factory = self.factory = SharedInformerFactory(
                 self._client, transform=strip_managed_fields, name="pykcm-sim",
-                clock=self.clock)
+                clock=self.clock, rng=self.rng.stream("informers"))
             pods = factory.core_v1.pods
             networks = {name: NodeNetwork(node_internal_ip(i), pod_cidr(i, self.node_config))
                         for i, name in enumerate(self.node_names)}
             if self._record_events:
-                self._broadcaster = EventBroadcaster(self._client, clock=self.clock)
+                self._broadcaster = EventBroadcaster(self._client, clock=self.clock,
+                                                     rng=self.rng.stream("events"))
                 self._broadcaster.start()
             claims = await self._start_storage(factory)
             self.kubelet = Kubelet(
@@ -166,7 +175,7 @@ class Simulator:
                 node_recorders={n: self._broadcaster.new_recorder("kubelet", n)
                                 for n in self.node_names}
                 if self._broadcaster is not None else None,
-                clock=self.clock)
+                clock=self.clock, rng=self.rng.stream("kubelet"))
             if self._enable_scheduler:
                 recorder = None
                 if self._broadcaster is not None:
@@ -178,7 +187,8 @@ class Simulator:
                                "classes": factory.storage_v1.storageclasses}
                 self.scheduler = Scheduler(self._client, pods, factory.core_v1.nodes,
                                            scheduler_name=self._scheduler_name,
-                                           recorder=recorder, clock=self.clock, **storage)
+                                           recorder=recorder, clock=self.clock,
+                                           rng=self.rng.stream("scheduler"), **storage)
             # sim.pykcm.io/heartbeat=stopped on a Node: its kubelet plays dead.
             control = self.heartbeat_control = HeartbeatControl(self.heartbeats, self.kubelet)
             for name in self.heartbeats.stopped:

@@ -43,7 +43,7 @@ class FakeReflector:
     """Lists ``items`` into the FIFO (unless told not to), then idles until cancelled."""
 
     def __init__(self, lw: Any, store: DeltaFIFO, *, name: str, resync_period: float,
-                 should_resync: Callable[[], bool], clock: Callable[[], float],
+                 should_resync: Callable[[], bool], clock: Callable[[], float], rng: Any,
                  items: list[Any], sync: bool, fail: BaseException | None) -> None:
         self.lw = lw
         self.store = store

@@ -4,12 +4,12 @@ callbacks, release, health check, metric and config validation."""
 from __future__ import annotations
 
 import asyncio
-import random
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from pykcm.api.randomness import seeded
 from pykcm.client import AlreadyExists, Conflict, InternalError, NotFound
 from pykcm.leaderelection import (
     DEFAULT_LEASE_DURATION,
@@ -140,7 +140,7 @@ def make(store: Store, identity: str, clock: FakeClock, *, name: str | None = No
                         on_stopped_leading=on_stopped or (lambda: None),
                         on_new_leader=on_new_leader),
         release_on_cancel=release_on_cancel, name=name or f"test-{identity}")
-    return LeaderElector(cfg, clock=clock, rng=random.Random(1))
+    return LeaderElector(cfg, clock=clock, rng=seeded(1, "test"))
 
 
 async def until(cond: Callable[[], bool], steps: int = 10_000) -> None:

@@ -65,7 +65,8 @@ class FakeReflector:
     """Stands in for pykcm.cache.Reflector: the test drives ``store`` itself."""
 
     def __init__(self, lw: Any, store: DeltaFIFO, *, name: str, resync_period: float,
-                 should_resync: Callable[[], bool], clock: Callable[[], float]) -> None:
+                 should_resync: Callable[[], bool], clock: Callable[[], float],
+                 rng: Any = None) -> None:
         self.lw = lw
         self.store = store
         self.name = name

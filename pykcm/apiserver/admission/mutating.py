@@ -41,11 +41,11 @@ validating.py.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 from pykcm.api.clock import REAL_CLOCK
+from pykcm.api.randomness import RandomSource, random_of
 from pykcm.api.resources import ResourceInfo
 from pykcm.api.serviceaccount import WARN_ONLY_BOUND_TOKEN_EXPIRATION_SECONDS, pod_secret_names
 from pykcm.apiserver import errors
@@ -79,17 +79,20 @@ MIRROR_POD_ANNOTATION: Final = "kubernetes.io/config.mirror"
 TOKEN_VOLUME_PREFIX: Final = "kube-api-access-"
 TOKEN_MOUNT_PATH: Final = "/var/run/secrets/kubernetes.io/serviceaccount"
 ENFORCE_MOUNTABLE_SECRETS: Final = "kubernetes.io/enforce-mountable-secrets"
-_NAME_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
 
 ServiceAccountLookup = Callable[[str], dict[str, Any] | None]
 
 
 async def service_account(obj: dict[str, Any], namespace: str, name: str,
                           lookup: ServiceAccountLookup,
-                          sleep: Callable[[float], Awaitable[None]] = REAL_CLOCK.sleep) -> None:
+                          sleep: Callable[[float], Awaitable[None]] = REAL_CLOCK.sleep,
+                          rng: RandomSource | None = None) -> None:
     """The ServiceAccount plugin on a pod create (``lookup(name)``: the namespace's account
     of that name, or None); raises 403 StatusError. Its retries wait in real time: they
-    wait for the serviceaccount controller's write (I/O progress), not for cluster time."""
+    wait for the serviceaccount controller's write (I/O progress), not for cluster time.
+    ``rng`` (the server's, unseeded by default) draws the retry interval and the token
+    volume's name suffix."""
+    rng = random_of(rng)
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return
@@ -100,12 +103,12 @@ async def service_account(obj: dict[str, Any], namespace: str, name: str,
     sa_name = str(spec.get("serviceAccountName") or "")
     if not sa_name:
         sa_name = spec["serviceAccountName"] = spec["serviceAccount"] = DEFAULT_SERVICE_ACCOUNT
-    sa = await _get_service_account(sa_name, lookup, sleep)
+    sa = await _get_service_account(sa_name, lookup, sleep, rng)
     if sa is None:
         raise _forbidden(name, f"error looking up service account {namespace}/{sa_name}: "
                                f'serviceaccount "{sa_name}" not found')
     if _should_automount(sa, spec):
-        _mount_token(spec)
+        _mount_token(spec, rng)
     if not spec.get("imagePullSecrets"):
         pulls = [{"name": str((r or {}).get("name") or "")}
                  for r in sa.get("imagePullSecrets") or [] if isinstance(r, dict)]
@@ -118,7 +121,7 @@ async def service_account(obj: dict[str, Any], namespace: str, name: str,
 
 
 async def _get_service_account(sa_name: str, lookup: ServiceAccountLookup,
-                               sleep: Callable[[float], Awaitable[None]]
+                               sleep: Callable[[float], Awaitable[None]], rng: RandomSource
                                ) -> dict[str, Any] | None:
     """The lister, then direct reads: ten for ``default`` (its controller may be about to
     create it), one otherwise, one random 100-200 ms interval apart."""
@@ -126,7 +129,7 @@ async def _get_service_account(sa_name: str, lookup: ServiceAccountLookup,
     if sa is not None:
         return sa
     attempts = 10 if sa_name == DEFAULT_SERVICE_ACCOUNT else 1
-    interval = random.uniform(0.1, 0.2)
+    interval = rng.uniform(0.1, 0.2)
     for i in range(attempts):
         if i:
             await sleep(interval)
@@ -158,7 +161,7 @@ def token_volume_source() -> dict[str, Any]:
     ], "defaultMode": 420}
 
 
-def _mount_token(spec: dict[str, Any]) -> None:
+def _mount_token(spec: dict[str, Any], rng: RandomSource) -> None:
     """mountServiceAccountToken: the volume (reused if the pod has one already) and a mount
     in every (init) container without one at the token path."""
     volumes = spec.get("volumes") if isinstance(spec.get("volumes"), list) else []
@@ -170,7 +173,7 @@ def _mount_token(spec: dict[str, Any]) -> None:
             break
     has_volume = bool(volume_name)
     if not volume_name:
-        volume_name = TOKEN_VOLUME_PREFIX + "".join(random.choices(_NAME_ALPHABET, k=5))
+        volume_name = TOKEN_VOLUME_PREFIX + rng.name_suffix()
     needs_volume = False
     for key in ("initContainers", "containers"):
         for c in spec.get(key) or []:

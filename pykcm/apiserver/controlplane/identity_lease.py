@@ -27,7 +27,6 @@ import hashlib
 import logging
 import socket
 import struct
-import uuid
 from typing import TYPE_CHECKING, Any, Final
 
 from pykcm.api.timestamps import format_micro_time
@@ -64,7 +63,8 @@ class IdentityLease:
         self.rest = rest
         self.hostname = hostname or socket.gethostname()
         self.name = server_id(self.hostname)
-        self.holder = f"{self.name}_{uuid.uuid4()}"
+        # <name>_<uuid> as kube-apiserver's; the UUID from the server's random source
+        self.holder = f"{self.name}_{rest.rng.stream('identity-lease').uuid4()}"
         self.interval = interval
         self._task: asyncio.Task[None] | None = None
 

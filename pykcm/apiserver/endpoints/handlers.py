@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-import random
 import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -1158,7 +1157,7 @@ class APIHandlers:
             want = 0
         timeout = opts.timeout_seconds
         if timeout is None or timeout <= 0:
-            timeout = random.randint(1800, 3600)
+            timeout = rest.rng.stream("watch-timeout").randint(1800, 3600)
         start = clock.monotonic()
         deadline = start + timeout
         expired: StatusError | None = None

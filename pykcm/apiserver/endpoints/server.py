@@ -43,6 +43,7 @@ from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 
 from pykcm.api.clock import REAL_CLOCK, Clock
+from pykcm.api.randomness import REAL_RANDOM, RandomSource
 from pykcm.api.resources import ResourceRegistry, builtin_registry
 from pykcm.api.serviceaccount import LAST_USED_LABEL_KEY
 from pykcm.apiserver import errors
@@ -161,11 +162,16 @@ class APIServer:
         service_account_max_token_expiration: int = 0,
         service_account_extend_token_expiration: bool = True,
         clock: Clock = REAL_CLOCK,
+        rng: RandomSource = REAL_RANDOM,
     ) -> None:
         # The server's one clock (issue 21), held by its Store: every time it writes or
         # waits on (timestamps, managedFields, leases, deletion deadlines, watch timeouts
         # and bookmarks, tokens, ages, compaction). TLS and request I/O stay on real time.
         self.clock = clock
+        # The server's one random source (--seed: seeded(seed, "kube-apiserver")), held by
+        # its REST storage: UIDs, generated names, admission's draws, eviction and watch
+        # timeout jitter, the identity lease's holder. Credentials stay on secrets/the OS.
+        self.rng = rng
         self.data_dir = os.path.abspath(data_dir) if data_dir else None
         self.fsync = fsync  # fsync every commit (see storage/log.py); False: --unsafe-no-fsync
         self.host = host
@@ -266,7 +272,7 @@ class APIServer:
         self.store = Store(log_, clock=self.clock)
         self.store.on_fatal = self._on_fatal
         await self.store.start()
-        self.rest = RESTStorage(self.store, self.registry)
+        self.rest = RESTStorage(self.store, self.registry, rng=self.rng)
         self.openapi = OpenAPI(self.registry, server_version=GIT_VERSION)
         self.rest.custom.listeners.append(self._publish_custom_resources)
         await self.rest.ensure_system_namespaces()

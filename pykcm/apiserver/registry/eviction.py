@@ -39,7 +39,6 @@ here the same operations run in-process on the store.
 from __future__ import annotations
 
 import copy
-import random
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -131,8 +130,9 @@ def _is_conflict(exc: BaseException) -> bool:
     return isinstance(exc, StatusError) and exc.code == 409
 
 
-def _delay() -> float:
-    return _RETRY_DELAY * (1 + random.random() * 0.1)  # upstream: Jitter 0.1
+def _delay(rest: RESTStorage) -> float:
+    # the conflict retries' jitter, from the server's random source
+    return _RETRY_DELAY * (1 + rest.rng.stream("eviction").random() * 0.1)  # upstream: Jitter 0.1
 
 
 def check_eviction(body: Mapping[str, Any], name: str) -> None:
@@ -228,7 +228,7 @@ class _Eviction:
                 await self._add_condition_and_delete(opts)
             except StatusError as exc:
                 if rv_unset and _is_conflict(exc) and attempt + 1 < _RETRY_STEPS:
-                    await self.rest.clock.sleep(_delay())
+                    await self.rest.clock.sleep(_delay(self.rest))
                     continue
                 raise
             return dict(SUCCESS)
@@ -296,7 +296,7 @@ class _Eviction:
             except StatusError as exc:
                 if not _is_conflict(exc):
                     raise
-            await self.rest.clock.sleep(_delay())
+            await self.rest.clock.sleep(_delay(self.rest))
         raise StatusError(504, "Timeout", f"couldn't update PodDisruptionBudget {go_quote(name)} "
                           "due to conflicts", details={"retryAfterSeconds": 10},
                           headers={"Retry-After": "10"})

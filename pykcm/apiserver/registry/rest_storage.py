@@ -24,10 +24,7 @@ import base64
 import bisect
 import builtins
 import contextlib
-import os
-import random
 import time
-import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +42,7 @@ from pykcm.api.patch import (
     schema_ref_for,
 )
 from pykcm.api.patch._errors import go_repr
+from pykcm.api.randomness import RandomSource, random_of
 from pykcm.api.resources import ResourceInfo, ResourceRegistry
 from pykcm.api.validation import Cause, go_quote
 from pykcm.apiserver import errors
@@ -81,7 +79,6 @@ from pykcm.apiserver.serializer.go_types import (
 from pykcm.apiserver.server_clock import CLOCK as SERVER_CLOCK
 from pykcm.apiserver.storage import Entry, ResourceStore, Store, object_key, resource_id
 
-GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 LEGACY_TOKEN_TRACKING = "kube-apiserver-legacy-service-account-token-tracking"
 UNDELETABLE_NAMESPACES = ("default", "kube-system", "kube-public")
@@ -146,10 +143,16 @@ def _rv_of(entry: Entry | None) -> int:
 
 
 class RESTStorage:
-    def __init__(self, store: Store, registry: ResourceRegistry) -> None:
+    def __init__(self, store: Store, registry: ResourceRegistry, *,
+                 rng: RandomSource | None = None) -> None:
         self.store = store
         # the server's one clock, held by its store: every time this pipeline writes
         self.clock = store.clock
+        # the server's random source (APIServer(rng=)): UIDs, generated names and the
+        # admission plugins' draws, each on its own stream (seeded runs reproduce them)
+        self.rng = random_of(rng)
+        self._uids = self.rng.stream("uid")
+        self._names = self.rng.stream("generateName")
         self.registry = registry
         ns_info = registry.get("", "v1", "namespaces")
         assert ns_info is not None
@@ -403,10 +406,10 @@ class RESTStorage:
         requested_name = str(meta.get("name") or meta.get("generateName") or "")
         st = self.strategy(info)
         st.prepare_for_create(obj)
-        meta["uid"] = _new_uid()
+        meta["uid"] = self._uids.uuid4()
         meta["creationTimestamp"] = rfc3339(self.clock.now())
         if generate:
-            meta["name"] = _generate_name(meta["generateName"])
+            meta["name"] = self._generate_name(meta["generateName"])
         crv = self.custom.get(info)
         st.default(obj, create=True)
         if manager is not None:
@@ -414,8 +417,9 @@ class RESTStorage:
         if info.kind == "Pod" and not info.group:
             # NamespaceLifecycle, then ServiceAccount (whose lookup may wait)
             self._check_namespace_for_create(info, namespace, requested_name)
-            await mutating_admission.service_account(obj, namespace, requested_name,
-                                            self._service_account_lookup(namespace))
+            await mutating_admission.service_account(
+                obj, namespace, requested_name, self._service_account_lookup(namespace),
+                rng=self.rng.stream("admission/ServiceAccount"))
         mutating_admission.admit(info, obj, None, name=requested_name)
         self._priority_admission(info, obj, None, "", requested_name)
         if info.kind == "Ingress" and info.group == "networking.k8s.io":
@@ -445,7 +449,7 @@ class RESTStorage:
                 break
             if not generate or attempt == 7:
                 raise errors.already_exists(info.plural, info.group, name)
-            meta["name"] = _generate_name(meta["generateName"])
+            meta["name"] = self._generate_name(meta["generateName"])
         await self.quota_plugins.validate(info, namespace, obj, None, dry_run=dry_run)
         if info.kind == "Service" and not info.group:
             self._allocate_service(info, obj)
@@ -510,6 +514,10 @@ class RESTStorage:
             return [e.obj for e in self.rs(sc).items.values()] if sc is not None else []
 
         storage_admission.admit(info, obj, old, lookup, classes)
+
+    def _generate_name(self, base: str) -> str:
+        """``base`` plus a random 5-character suffix from the server's name stream."""
+        return _truncate_generate_name(base) + self._names.name_suffix()
 
     def _service_account_lookup(self, namespace: str) -> mutating_admission.ServiceAccountLookup:
         """The namespace's committed ServiceAccounts by name (the admission plugin's lister)."""
@@ -1220,18 +1228,6 @@ def _drop_empty_meta(meta: dict[str, Any]) -> None:
             del meta[k]
 
 
-_uid_pool: list[str] = []
-
-
-def _new_uid() -> str:
-    """A random (version 4) UUID; drawn from the OS in batches, one syscall per 256."""
-    if not _uid_pool:
-        raw = os.urandom(16 * 256)
-        _uid_pool.extend(str(uuid.UUID(bytes=raw[i:i + 16], version=4))
-                         for i in range(0, len(raw), 16))
-    return _uid_pool.pop()
-
-
 def list_body(info: ResourceInfo, meta: dict[str, Any], raws: Iterable[bytes],
               custom: bool = False) -> bytes:
     """A list object around items already encoded (no re-encoding of the items).
@@ -1432,10 +1428,9 @@ def _canonical_order(obj: dict[str, Any], info: ResourceInfo) -> None:
     obj.update(rest)
 
 
-def _generate_name(base: str) -> str:
-    if len(base) > 58:
-        base = base[:58]
-    return base + "".join(random.choices(GENERATE_ALPHABET, k=5))
+def _truncate_generate_name(base: str) -> str:
+    # names.SimpleNameGenerator: the base cut to 63 - 5 characters before the suffix
+    return base[:58] if len(base) > 58 else base
 
 
 def _gc_finalizers(info: ResourceInfo, opts: DeleteOptions, finalizers: list[str]) -> list[str]:

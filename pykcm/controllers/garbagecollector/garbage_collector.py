@@ -47,6 +47,7 @@ from typing import Any, Final
 
 from pykcm.api.accessors import meta_of
 from pykcm.api.clock import REAL_CLOCK, Clock
+from pykcm.api.randomness import RandomSource, random_of
 from pykcm.api.resources import ResourceInfo
 from pykcm.client import Client, is_not_found
 from pykcm.controller.event_recorder import EventBroadcaster, EventRecorder
@@ -120,13 +121,16 @@ class GarbageCollector:
                  recorder: EventRecorder | None = None,
                  ignored_resources: Iterable[tuple[str, str]] = DEFAULT_IGNORED_RESOURCES,
                  resync_discovery_period: float = 30.0,
-                 initial_sync_timeout: float = 30.0, clock: Clock | None = None) -> None:
+                 initial_sync_timeout: float = 30.0, clock: Clock | None = None,
+                 rng: RandomSource | None = None) -> None:
         self._time: Clock = clock if clock is not None else REAL_CLOCK
+        self._rng = random_of(rng)  # the owner-update retries' jitter
         self.client = client
         self._factory = informer_factory
         self._broadcaster: EventBroadcaster | None = None
         if recorder is None:
-            self._broadcaster = EventBroadcaster(client, clock=self._time)
+            self._broadcaster = EventBroadcaster(client, clock=self._time,
+                                                 rng=self._rng.stream("events"))
             recorder = self._broadcaster.new_recorder(EVENT_SOURCE)
         self.recorder = recorder
         self.resync_discovery_period = resync_discovery_period
@@ -144,7 +148,7 @@ class GarbageCollector:
             ignored_resources=ignored_resources)
         self.rest_mapper = RESTMapper(client)
         self.ops = GCOperations(client, self.rest_mapper, self.graph_builder.cached_object,
-                                clock=self._time)
+                                clock=self._time, rng=self._rng.stream("operations"))
         self._monitored: dict[GroupVersionResource, ResourceInfo] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._stop = asyncio.Event()

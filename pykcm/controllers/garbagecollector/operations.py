@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final, Literal
 
@@ -38,6 +37,7 @@ import orjson
 
 from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.owner_refs import api_group
+from pykcm.api.randomness import RandomSource, random_of
 from pykcm.api.resources import ResourceInfo, builtin_registry, preferred_resources
 from pykcm.client import (
     Client,
@@ -189,9 +189,10 @@ class GCOperations:
 
     def __init__(self, client: Client, mapper: RESTMapper,
                  cached: CachedObjectLookup | None = None, *,
-                 clock: Clock | None = None) -> None:
+                 clock: Clock | None = None, rng: RandomSource | None = None) -> None:
         self.client = client
         self._time: Clock = clock if clock is not None else REAL_CLOCK
+        self._rng = random_of(rng)
         self.mapper = mapper
         self._cached = cached
 
@@ -332,7 +333,7 @@ class GCOperations:
                 if not is_conflict(exc):
                     raise
             if attempt + 1 < _RETRY_STEPS:
-                await self._time.sleep(delay * (1 + random.random() * _RETRY_JITTER))
+                await self._time.sleep(delay * (1 + self._rng.random() * _RETRY_JITTER))
                 delay *= _RETRY_FACTOR
         raise RuntimeError(f"updateMaxRetries({_RETRY_STEPS}) has reached. The garbage "
                            f"collector will retry later for owner {owner.identity}.")

@@ -34,12 +34,12 @@ import base64
 import copy
 import json
 import logging
-import random
 from collections.abc import Mapping
 from typing import Any, Final
 
 from pykcm.api.accessors import meta_of
 from pykcm.api.clock import REAL_CLOCK, Clock
+from pykcm.api.randomness import RandomSource, random_of
 from pykcm.api.serviceaccount import (
     SECRET_TYPE_SERVICE_ACCOUNT_TOKEN,
     SERVICE_ACCOUNT_NAME_KEY,
@@ -92,8 +92,9 @@ class TokensController(ControllerHost):
     def __init__(self, *, client: Client, sa_informer: GenericInformer,
                  secret_informer: GenericInformer, token_generator: JWTTokenGenerator,
                  root_ca: bytes = b"", max_retries: int = MAX_RETRIES,
-                 clock: Clock | None = None) -> None:
+                 clock: Clock | None = None, rng: RandomSource | None = None) -> None:
         self._time: Clock = clock if clock is not None else REAL_CLOCK
+        self._rng = random_of(rng)  # the ServiceAccount update retries' jitter
         self.client = client
         self.token = token_generator
         self.root_ca = root_ca
@@ -318,7 +319,7 @@ class TokensController(ControllerHost):
                     return
                 if not is_conflict(exc) or step == steps - 1:
                     raise
-            await self._time.sleep(duration * (1 + random.random() * jitter))
+            await self._time.sleep(duration * (1 + self._rng.random() * jitter))
 
     # -- lookups -------------------------------------------------------------------------
 

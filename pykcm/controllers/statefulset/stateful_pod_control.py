@@ -24,12 +24,12 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-import random
 from collections.abc import Mapping
 from typing import Any, Final
 
 from pykcm.api.accessors import meta_of
 from pykcm.api.clock import REAL_CLOCK, Clock
+from pykcm.api.randomness import RandomSource, random_of
 from pykcm.client import Client
 from pykcm.client.errors import is_already_exists, is_conflict, is_not_found
 from pykcm.controller.consistency import ConsistencyStoreLike, NoopConsistencyStore
@@ -65,8 +65,9 @@ class StatefulPodControl:
     def __init__(self, client: Client, pod_indexer: Any, claim_indexer: Any | None,
                  recorder: EventRecorder,
                  consistency: ConsistencyStoreLike | None = None,
-                 clock: Clock | None = None) -> None:
+                 clock: Clock | None = None, rng: RandomSource | None = None) -> None:
         self.client = client
+        self._rng = random_of(rng)
         self.clock: Clock = clock if clock is not None else REAL_CLOCK
         self.pod_indexer = pod_indexer
         self.claim_indexer = claim_indexer
@@ -191,7 +192,7 @@ class StatefulPodControl:
                 err = exc
                 if not is_conflict(exc) or step == steps - 1:
                     break
-                await self.clock.sleep(delay * (1 + 0.1 * random.random()))
+                await self.clock.sleep(delay * (1 + 0.1 * self._rng.random()))
                 delay *= factor
         if attempted:
             self.record_pod_event("update", set_, pod, err)

@@ -43,6 +43,7 @@ from pykcm.api.clock import Clock, clock_of
 from pykcm.api.labels import SelectorParseError, selector_from_label_selector
 from pykcm.api.owner_refs import get_controller_of
 from pykcm.api.pod_util import is_pod_ready
+from pykcm.api.randomness import RandomSource, random_of
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.cache.keys import DeletedFinalStateUnknown, deleted_object, meta_namespace_key
 from pykcm.client import Client
@@ -102,8 +103,10 @@ class StatefulSetController(ControllerHost):
                  client: Client, recorder: EventRecorder, pod_control: PodControl | None = None,
                  max_unavailable_stateful_set: bool = False,
                  clock: Clock | Callable[[], float] | None = None,
-                 stale_controller_consistency: bool = True) -> None:
+                 stale_controller_consistency: bool = True,
+                 rng: RandomSource | None = None) -> None:
         self.name = CONTROLLER_NAME
+        rng = random_of(rng)  # the conflict retries' jitter
         self.client = client
         self.recorder = recorder
         self._time = clock_of(clock)
@@ -153,14 +156,15 @@ class StatefulSetController(ControllerHost):
 
         self.stateful_pod_control = StatefulPodControl(client, self.pod_indexer, claim_indexer,
                                                        recorder, self.consistency,
-                                                       clock=self._time)
+                                                       clock=self._time,
+                                                       rng=rng.stream("pod-control"))
         self.history = History(client, self.revision_indexer, clock=self._time)
         # The first StatefulSet's first pod would otherwise wait for the patch schema.
         warm_up()
         self.control = DefaultStatefulSetControl(
             self.stateful_pod_control, client, self.set_indexer, self.history,
             max_unavailable_stateful_set=max_unavailable_stateful_set,
-            consistency=self.consistency, clock=self._time)
+            consistency=self.consistency, clock=self._time, rng=rng.stream("set-control"))
 
     # -- handlers ----------------------------------------------------------------------------------
 

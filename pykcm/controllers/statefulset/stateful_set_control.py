@@ -42,13 +42,13 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 from pykcm.api.accessors import meta_of, name_of
 from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.labels import selector_from_label_selector
+from pykcm.api.randomness import RandomSource, random_of
 from pykcm.client import Client
 from pykcm.client.errors import is_conflict
 from pykcm.controller.consistency import ConsistencyStoreLike, NoopConsistencyStore
@@ -154,7 +154,8 @@ class DefaultStatefulSetControl:
     def __init__(self, pod_control: StatefulPodControl, client: Client, set_indexer: Any,
                  history: History, *, max_unavailable_stateful_set: bool = False,
                  consistency: ConsistencyStoreLike | None = None,
-                 clock: Clock | None = None) -> None:
+                 clock: Clock | None = None, rng: RandomSource | None = None) -> None:
+        self._rng = random_of(rng)
         self.consistency: ConsistencyStoreLike = (consistency if consistency is not None
                                                   else NoopConsistencyStore())
         self.clock: Clock = clock if clock is not None else REAL_CLOCK
@@ -535,7 +536,7 @@ class DefaultStatefulSetControl:
             cached = self.set_indexer.get_by_key(f"{ns}/{name}")
             if cached is not None:
                 to_update = dict(cached)
-            await self.clock.sleep(delay * (1 + 0.1 * random.random()))
+            await self.clock.sleep(delay * (1 + 0.1 * self._rng.random()))
             delay *= factor
 
 
