@@ -64,6 +64,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    help="do not fsync each commit of the data dir (as etcd's flag: faster; an "
                    "acknowledged write then survives a crash of the process but not a power "
                    "loss). For throwaway servers")
+    arguments.add_seed(a)
     a.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
     return a
 
@@ -88,7 +89,8 @@ async def run(args: argparse.Namespace) -> int:
         service_account_issuers=args.service_account_issuer,
         api_audiences=[a for a in args.api_audiences.split(",") if a],
         service_account_max_token_expiration=max_expiration,
-        service_account_extend_token_expiration=extend)
+        service_account_extend_token_expiration=extend,
+        rng=arguments.random_source(args, "kube-apiserver"))
     await server.start()
     print(f"pykcm apiserver serving on {server.url}", flush=True)
     print(f"kubeconfig: {server.kubeconfig_path}", flush=True)

@@ -2,14 +2,20 @@
 
 ``type=port`` accepts 0-65535 (0: the kernel picks a free port), ``count``
 a whole number >= 0, ``positive`` one >= 1, ``seconds`` a finite number >= 0.
+:func:`add_seed` adds ``--seed N`` (every subcommand that runs a component) and
+:func:`random_source` turns it into the component's
+:class:`~pykcm.api.randomness.RandomSource`.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+from typing import Any
 
-__all__ = ["count", "port", "positive", "seconds"]
+from pykcm.api.randomness import REAL_RANDOM, RandomSource, seeded
+
+__all__ = ["add_seed", "count", "port", "positive", "random_source", "seconds"]
 
 
 def _int(text: str) -> int:
@@ -48,3 +54,18 @@ def seconds(text: str) -> float:
     if not math.isfinite(x) or x < 0:
         raise argparse.ArgumentTypeError(f"{text} is not a number of seconds >= 0")
     return x
+
+
+def add_seed(parser: Any) -> None:
+    """``--seed N`` on a subcommand's parser (or argument group)."""
+    parser.add_argument(
+        "--seed", type=count, default=None, metavar="N",
+        help="seed the component's randomness (jitter, generated names, UIDs, scheduler "
+        "ties): two runs with the same seed draw the same numbers (pykcm's own flag; "
+        "default: unseeded). Keys and tokens stay cryptographically random")
+
+
+def random_source(args: argparse.Namespace, component: str) -> RandomSource:
+    """``component``'s random source for ``--seed`` (unseeded without it)."""
+    seed = getattr(args, "seed", None)
+    return REAL_RANDOM if seed is None else seeded(seed, component)

@@ -32,6 +32,8 @@ import sys
 import time
 from typing import Any, NoReturn
 
+from pykcm.cli import arguments
+
 NAME = "controller-manager"
 
 # Attributes every LogRecord has: anything else was passed in ``extra`` and is a field.
@@ -91,6 +93,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                     "authentication, keep it on loopback)")
     ui.add_argument("--ui-port", type=int, default=10260, metavar="N",
                     help="port of the live view (default 10260; 0 picks a free one)")
+    arguments.add_seed(a.add_argument_group("determinism (pykcm's own; not a "
+                                            "kube-controller-manager flag)"))
     fmt = a.format_help
 
     def format_help() -> str:
@@ -136,7 +140,8 @@ async def run(args: argparse.Namespace) -> int:
     setup_logging(options.v)
     registry = builtin_registry()
     load_extra_controllers(options.extra_controllers, registry)
-    manager = ControllerManager(options, registry)
+    manager = ControllerManager(options, registry,
+                                rng=arguments.random_source(args, "kube-controller-manager"))
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, manager.request_stop)

@@ -73,6 +73,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    help="client-side request rate limit (default 0: unlimited)")
     a.add_argument("--burst", type=arguments.positive, default=100, metavar="N",
                    help="client-side burst (default 100)")
+    arguments.add_seed(a)
     a.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
     return a
 
@@ -95,7 +96,8 @@ async def run(args: argparse.Namespace) -> int:
                         node_config=node_config, scheduler=not args.no_scheduler,
                         scheduler_name=args.scheduler_name, ready_after=args.ready_after,
                         run_seconds=args.run_seconds, record_events=not args.no_events,
-                        max_grace_period=args.max_grace_period)
+                        max_grace_period=args.max_grace_period,
+                        rng=arguments.random_source(args, "simulator"))
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -98,6 +98,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    help="port of the live view on 127.0.0.1, served by the controller "
                    "manager (default 0: a free one; the banner shows the URL)")
     a.add_argument("--no-ui", action="store_true", help="no live view")
+    arguments.add_seed(a)  # handed to the API server, the simulator and the manager
     return a
 
 
@@ -259,6 +260,8 @@ async def run(args: argparse.Namespace) -> int:
     if not args.no_controller_manager:
         children.append(cm)
     cm_url = "" if args.no_controller_manager else f"https://127.0.0.1:{cm_port}"
+    for child in children if args.seed is not None else ():  # one seed, each its streams
+        child.argv += ["--seed", str(args.seed)]
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
