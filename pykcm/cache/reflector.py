@@ -72,6 +72,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, Final, Protocol, runtime_checkable
 
@@ -107,6 +108,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("pykcm.cache.reflector")
+
+# " at 0x7f..." in a default repr (a ListerWatcher without __str__).
+_ADDRESS: Final = re.compile(r" at 0x[0-9a-fA-F]+")
 
 # Watch timeouts are random in [min, 2*min) to spread the re-watch load on the
 # API server (client-go defaultMinWatchTimeout). Read on every watch, so a test
@@ -243,8 +247,10 @@ class Reflector:
         self._time = clock_of(clock)
         self._clock = self._time.monotonic
         # The backoff's jitter and the watch timeouts: this reflector's own stream of
-        # the process's source (reproducible under a seed).
-        self._rng = random_of(rng).stream(f"reflector/{self.name}")
+        # the process's source (reproducible under a seed: a default repr's address,
+        # different in each run, does not name the stream).
+        self._rng = random_of(rng).stream(
+            "reflector/" + _ADDRESS.sub("", self.name))
         self._backoff: BackoffManager = backoff if backoff is not None else \
             ExponentialBackoffManager(clock=self._clock, rand=self._rng.random)
         self._watch_error_handler: WatchErrorHandler = default_watch_error_handler

@@ -117,3 +117,17 @@ def test_an_event_broadcaster_takes_the_source_it_is_given() -> None:
     b = EventBroadcaster(cast(Any, object()), rng=rng)
     assert b._rng is rng
     assert EventBroadcaster(cast(Any, object()))._rng is REAL_RANDOM
+
+
+class _Anonymous:
+    """A ListerWatcher stand-in with the default repr (a memory address)."""
+
+
+def test_a_reflector_named_by_a_default_repr_still_repeats() -> None:
+    def timeouts() -> list[int]:
+        r = Reflector(cast(Any, _Anonymous()), cast(Any, object()),
+                      rng=seeded(31, "kube-controller-manager"))
+        assert " at 0x" in r.name
+        return [r._watch_timeout() for _ in range(5)]
+
+    assert timeouts() == timeouts()
