@@ -260,8 +260,11 @@ async def run(args: argparse.Namespace) -> int:
     if not args.no_controller_manager:
         children.append(cm)
     cm_url = "" if args.no_controller_manager else f"https://127.0.0.1:{cm_port}"
-    for child in children if args.seed is not None else ():  # one seed, each its streams
-        child.argv += ["--seed", str(args.seed)]
+    if args.seed is not None:  # one seed, each component its own streams of it
+        for child in children:
+            child.argv += ["--seed", str(args.seed)]
+        # and one string-hash order (set iteration) in every run of the same seed
+        os.environ.setdefault("PYTHONHASHSEED", str(args.seed % 2**32))
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -1,30 +1,54 @@
 """`pykcm up --seed N` hands the seed to the API server, the simulator and the controller
-manager (each seeds its own source from it); a bad seed is one argparse line."""
+manager (each seeds its own source from it) and fixes their string-hash order
+(PYTHONHASHSEED); a bad seed is one argparse line."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 
+def _children_environ(pid: int) -> list[dict[str, str]]:
+    """The environments of ``pid``'s child processes (Linux /proc)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            if int(stat.rsplit(")", 1)[1].split()[1]) != pid:
+                continue
+            raw = Path(f"/proc/{entry}/environ").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+        out.append(dict(kv.split("=", 1) for kv in raw.decode(errors="replace").split("\0")
+                        if "=" in kv))
+    return out
+
+
 def test_up_passes_its_seed_to_each_component(tmp_path: Path) -> None:
     p = subprocess.Popen([sys.executable, "-m", "pykcm", "up", "--data-dir", str(tmp_path),
                           "--port", "0", "--nodes", "1", "--no-status", "--no-ui",
                           "--seed", "42"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         # an explicit PYTHONHASHSEED would win over the seed's
+                         env={k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"})
     try:
         assert p.stdout is not None
         for line in p.stdout:
             if "export KUBECONFIG" in line:
                 break
+        envs = _children_environ(p.pid)
         p.send_signal(signal.SIGTERM)
         _, err = p.communicate(timeout=60)
     finally:
         if p.poll() is None:
             p.kill()
     assert p.returncode == 0, err
+    assert len(envs) == 3 and all(e.get("PYTHONHASHSEED") == "42" for e in envs)
     for component in ("apiserver", "sim", "controller-manager"):
         # each log starts with the command line its process was started with
         header = (tmp_path / "logs" / f"{component}.log").read_text().splitlines()[1]
