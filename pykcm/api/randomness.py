@@ -29,7 +29,10 @@ sub-stream with :meth:`RandomSource.stream` (``rng.stream("generateName")``): a
 seeded sub-stream's seed is a hash of the root seed and the whole path, so adding
 a draw in one place never shifts the numbers another place sees. On the unseeded
 source ``stream`` returns the source itself (no derivation is needed where
-nothing is reproducible).
+nothing is reproducible). The API server goes one step further for UIDs and
+generated names: one stream per requesting user, so how two components' creates
+interleave changes neither's draws; a server resuming a data dir draws from a
+stream of its stored revision, never its first run's UIDs again.
 
 Not here, on purpose: cryptographic material (TLS and service-account signing keys,
 certificate serial numbers, bearer tokens, bootstrap tokens) stays on ``secrets``

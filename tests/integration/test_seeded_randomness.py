@@ -4,8 +4,11 @@ same generated names and UIDs; another seed gives others.
 - ``APIServer(rng=seeded(seed, "kube-apiserver"))``: a sequence of creates (generateName
   and named) answers with the same names, UIDs and token-volume names in two servers of
   one seed, and with different ones under another seed.
+- Each user draws from its own streams: another user's creates, interleaved or not, do not
+  change the first user's names and UIDs.
 - A seeded API server and a seeded ``ControllerManager`` running the ReplicaSet controller:
   a ReplicaSet of 3 gets pods of the same names in two runs.
+- A seeded server resuming a data dir does not draw its first run's UIDs again.
 
 Each server runs in the test's loop, in memory, started afresh per run.
 """
@@ -13,6 +16,7 @@ Each server runs in the test's loop, in memory, started afresh per run.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -128,3 +132,67 @@ async def test_a_seeded_cluster_names_a_replica_sets_pods_alike_in_two_runs() ->
     assert await _replica_set_pods(99) == (names, uid)
     other, other_uid = await _replica_set_pods(100)
     assert set(other).isdisjoint(names) and other_uid != uid
+
+
+async def _resumable_run(data_dir: str, seed: int) -> list[tuple[str, str]]:
+    """(name, uid) of every object of a few kinds (the server's own first objects among
+    them) after three generateName ConfigMap creates on ``data_dir``."""
+    server = APIServer(data_dir, tls=False, rng=seeded(seed, "kube-apiserver"))
+    await server.start()
+    try:
+        async with Client(load_kube_config(server.kubeconfig_path)) as client:
+            for _ in range(3):
+                await client.create("configmaps", {"metadata": {"generateName": "cm-"}},
+                                    "default")
+            out: list[tuple[str, str]] = []
+            for resource in ("configmaps", "namespaces", "clusterroles", "clusterrolebindings",
+                             "roles", "rolebindings", "priorityclasses", "flowschemas"):
+                items = (await client.list(resource, ""))["items"]
+                out += [(f"{resource}/{c['metadata']['name']}", c["metadata"]["uid"])
+                        for c in items]
+            return out
+    finally:
+        await server.stop()
+
+
+async def test_a_resumed_data_dir_does_not_draw_its_first_run_again(tmp_path: Any) -> None:
+    first = await _resumable_run(str(tmp_path / "a"), 77)
+    # the same seed on a fresh dir repeats the first run...
+    assert sorted(await _resumable_run(str(tmp_path / "b"), 77)) == sorted(first)
+    # ...but resuming a dir draws new UIDs and names, none of the stored objects'
+    both = await _resumable_run(str(tmp_path / "a"), 77)
+    assert len(both) == len(first) + 3
+    assert len({u for _, u in both}) == len(both)
+    assert set(first) <= set(both)
+
+
+async def _admin_creates(tmp_path: Any, interleave: bool) -> list[tuple[str, str]]:
+    """(name, uid) of the admin's 4 generateName creates; with ``interleave``, another user
+    creates 3 objects between them."""
+    tokens = tmp_path / "tokens.csv"
+    tokens.write_text('other-token,other,u-other,"system:masters"\n')
+    server = APIServer(tls=False, token_file=str(tokens), rng=seeded(5, "kube-apiserver"))
+    await server.start()
+    try:
+        config = load_kube_config(server.kubeconfig_path)
+        async with Client(config) as admin, \
+                Client(dataclasses.replace(config, token="other-token")) as other:
+            await eventually(lambda: admin.get("services", "kubernetes", "default"),
+                             what="the kubernetes Service")
+            out = []
+            for i in range(4):
+                if interleave and i:
+                    await other.create("configmaps", {"metadata": {"generateName": "cm-"}},
+                                       "default")
+                cm = await admin.create("configmaps", {"metadata": {"generateName": "cm-"}},
+                                        "default")
+                out.append((cm["metadata"]["name"], cm["metadata"]["uid"]))
+            return out
+    finally:
+        await server.stop()
+
+
+async def test_another_users_creates_do_not_shift_a_users_names_and_uids(
+        tmp_path: Any) -> None:
+    alone = await _admin_creates(tmp_path, interleave=False)
+    assert await _admin_creates(tmp_path, interleave=True) == alone

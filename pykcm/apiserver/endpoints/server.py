@@ -272,7 +272,12 @@ class APIServer:
         self.store = Store(log_, clock=self.clock)
         self.store.on_fatal = self._on_fatal
         await self.store.start()
-        self.rest = RESTStorage(self.store, self.registry, rng=self.rng)
+        rng = self.rng
+        if self.store.rv:
+            # A resumed data dir: a seeded run must not draw the first run's UIDs and
+            # names again (the stored objects hold them); still one stream per state.
+            rng = rng.stream(f"resumed-at-{self.store.rv}")
+        self.rest = RESTStorage(self.store, self.registry, rng=rng)
         self.openapi = OpenAPI(self.registry, server_version=GIT_VERSION)
         self.rest.custom.listeners.append(self._publish_custom_resources)
         await self.rest.ensure_system_namespaces()

@@ -62,6 +62,7 @@ from pykcm.apiserver.errors import StatusError
 from pykcm.apiserver.fieldmanager.apply_options import check_applied_name, validate_patch_options
 from pykcm.apiserver.fieldmanager.factory import field_manager_for
 from pykcm.apiserver.fieldmanager.field_manager import FieldManager
+from pykcm.apiserver.rbac.escalation import CURRENT as REQUEST_AUTH
 from pykcm.apiserver.registry import selectable_fields as _selectable
 from pykcm.apiserver.registry.apiextensions.customresource import CustomResourceStrategy
 from pykcm.apiserver.registry.lookup import strategy_for
@@ -149,10 +150,12 @@ class RESTStorage:
         # the server's one clock, held by its store: every time this pipeline writes
         self.clock = store.clock
         # the server's random source (APIServer(rng=)): UIDs, generated names and the
-        # admission plugins' draws, each on its own stream (seeded runs reproduce them)
+        # admission plugins' draws, each on its own stream (seeded runs reproduce them),
+        # and within it one stream per requesting user (see _draws)
         self.rng = random_of(rng)
         self._uids = self.rng.stream("uid")
         self._names = self.rng.stream("generateName")
+        self._sa_admission = self.rng.stream("admission/ServiceAccount")
         self.registry = registry
         ns_info = registry.get("", "v1", "namespaces")
         assert ns_info is not None
@@ -406,10 +409,11 @@ class RESTStorage:
         requested_name = str(meta.get("name") or meta.get("generateName") or "")
         st = self.strategy(info)
         st.prepare_for_create(obj)
-        meta["uid"] = self._uids.uuid4()
+        uids, names = self._draws()
+        meta["uid"] = uids.uuid4()
         meta["creationTimestamp"] = rfc3339(self.clock.now())
         if generate:
-            meta["name"] = self._generate_name(meta["generateName"])
+            meta["name"] = _truncate_generate_name(meta["generateName"]) + names.name_suffix()
         crv = self.custom.get(info)
         st.default(obj, create=True)
         if manager is not None:
@@ -419,7 +423,7 @@ class RESTStorage:
             self._check_namespace_for_create(info, namespace, requested_name)
             await mutating_admission.service_account(
                 obj, namespace, requested_name, self._service_account_lookup(namespace),
-                rng=self.rng.stream("admission/ServiceAccount"))
+                rng=self._sa_admission.stream(_requester()))
         mutating_admission.admit(info, obj, None, name=requested_name)
         self._priority_admission(info, obj, None, "", requested_name)
         if info.kind == "Ingress" and info.group == "networking.k8s.io":
@@ -449,7 +453,7 @@ class RESTStorage:
                 break
             if not generate or attempt == 7:
                 raise errors.already_exists(info.plural, info.group, name)
-            meta["name"] = self._generate_name(meta["generateName"])
+            meta["name"] = _truncate_generate_name(meta["generateName"]) + names.name_suffix()
         await self.quota_plugins.validate(info, namespace, obj, None, dry_run=dry_run)
         if info.kind == "Service" and not info.group:
             self._allocate_service(info, obj)
@@ -515,9 +519,15 @@ class RESTStorage:
 
         storage_admission.admit(info, obj, old, lookup, classes)
 
-    def _generate_name(self, base: str) -> str:
-        """``base`` plus a random 5-character suffix from the server's name stream."""
-        return _truncate_generate_name(base) + self._names.name_suffix()
+    def _draws(self) -> tuple[RandomSource, RandomSource]:
+        """The UID and generateName streams of this request's user.
+
+        Seeded, each user (each component: every controller has its own with
+        --use-service-account-credentials; "" is the server's own writes) draws from its
+        own streams, so how one component's creates interleave with another's does not
+        change either's UIDs and names. Unseeded: the one source."""
+        who = _requester()
+        return self._uids.stream(who), self._names.stream(who)
 
     def _service_account_lookup(self, namespace: str) -> mutating_admission.ServiceAccountLookup:
         """The namespace's committed ServiceAccounts by name (the admission plugin's lister)."""
@@ -1426,6 +1436,12 @@ def _canonical_order(obj: dict[str, Any], info: ResourceInfo) -> None:
     obj["apiVersion"] = info.api_version
     obj["metadata"] = meta
     obj.update(rest)
+
+
+def _requester() -> str:
+    """The user of the request being served ("" for the server's own writes)."""
+    auth = REQUEST_AUTH.get()
+    return auth.user.name if auth is not None else ""
 
 
 def _truncate_generate_name(base: str) -> str:
