@@ -173,7 +173,8 @@ class ControllerManager:
         self.rng: RandomSource = rng if rng is not None else REAL_RANDOM
         """The process's one random source (``seeded(seed, "kube-controller-manager")``
         under ``--seed``): the same users, through ``ControllerContext.rng``, each on its
-        own stream."""
+        own stream. Its leader-election identity's UUID comes from it too: replicas on
+        one host need different seeds, or they would share one identity."""
         self.registry = registry if registry is not None else builtin_registry()
         self._config = config
         self.health = HealthChecks()
