@@ -165,6 +165,24 @@ def _write_params(field_manager: str | None, dry_run: bool,
     return p
 
 
+class _InFlight:
+    """This process's requests on the wire: sent and not yet answered, or whose answer's
+    body is being read (watches excluded; the rate limiter's and retries' waits are
+    not on the wire). Virtual time's idle check reads it (pykcm.client.clock_follower)."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+
+    def __enter__(self) -> None:
+        self.requests += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self.requests -= 1
+
+
+IN_FLIGHT = _InFlight()
+
+
 class Client:
     """An async client of one API server (client-go's RESTClient + dynamic client).
 
@@ -308,10 +326,17 @@ class Client:
             headers = list(h.items()) + self._multi_headers if self._multi_headers else h
             start = time.perf_counter()  # request latency metrics: real work
             try:
-                resp = await session.request(
-                    method, url, params=params, data=data, headers=headers,
-                    timeout=timeout or self._timeout, proxy=cfg.proxy_url,
-                    server_hostname=cfg.tls_server_name, allow_redirects=False)
+                if watch:
+                    resp = await session.request(
+                        method, url, params=params, data=data, headers=headers,
+                        timeout=timeout or self._timeout, proxy=cfg.proxy_url,
+                        server_hostname=cfg.tls_server_name, allow_redirects=False)
+                else:
+                    with IN_FLIGHT:
+                        resp = await session.request(
+                            method, url, params=params, data=data, headers=headers,
+                            timeout=timeout or self._timeout, proxy=cfg.proxy_url,
+                            server_hostname=cfg.tls_server_name, allow_redirects=False)
             except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
                 observe_request(method, self._metrics_host, None, time.perf_counter() - start)
                 # Timeouts and TLS failures (a wrong CA, a wrong name) are answers,
@@ -335,7 +360,8 @@ class Client:
                             cfg.warning_handler(w)
                 return resp
             try:
-                body = await resp.read()
+                with IN_FLIGHT:
+                    body = await resp.read()
             except (TimeoutError, aiohttp.ClientError):
                 body = b""
             finally:
@@ -365,7 +391,8 @@ class Client:
                                 content_type=content_type, timeout=tmo, idempotent=idempotent,
                                 accept=accept)
         try:
-            return await resp.read()
+            with IN_FLIGHT:
+                return await resp.read()
         finally:
             resp.release()
 
@@ -403,7 +430,8 @@ class Client:
     async def _discovery_get(self, path: str, accept: str) -> tuple[bytes, str]:
         resp = await self._open("GET", path, accept=accept)
         try:
-            return await resp.read(), resp.headers.get("Content-Type", "")
+            with IN_FLIGHT:
+                return await resp.read(), resp.headers.get("Content-Type", "")
         finally:
             resp.release()
 

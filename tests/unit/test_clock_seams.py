@@ -64,6 +64,14 @@ ALLOWED: dict[tuple[str, str], str] = {
         "the Expires header of an immutable OpenAPI document: for HTTP caches, real time",
     ("apiserver/storage/store.py", "asyncio.wait_for"):
         "waiting for a write's own commit to the log (disk I/O progress), bounded",
+    # -- virtual time's machinery: what moves the clock cannot wait on it
+    ("apiserver/controlplane/virtual_time.py", "asyncio.sleep"):
+        "autojump's quiescence pause between probes: real time, by definition",
+    ("apiserver/controlplane/virtual_time.py", "asyncio.timeout"):
+        "autojump's bound on waiting for followers' answers (I/O)",
+    ("client/clock_follower.py", "asyncio.sleep"):
+        "the idle check's pause while busy: real time (what moves the clock cannot wait "
+        "on it)",
 }
 
 

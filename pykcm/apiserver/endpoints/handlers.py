@@ -1220,13 +1220,13 @@ class APIHandlers:
                     lines = [line_transform(line) for line in lines]
                 if to_table is not None:
                     lines = [to_table(line) for line in lines]
-                writing = True
+                writing = w.sending = True
                 try:
                     # timeoutSeconds holds while a write waits on a client that does not read
                     async with asyncio.timeout(max(deadline - clock.monotonic(), 0.001)):
                         await resp.write(b"".join(lines))
                 finally:
-                    writing = False
+                    writing = w.sending = False
 
             # The initial state: written from the stored bytes in batches, outside the
             # watcher's bounded queue (live events queue up meanwhile).

@@ -46,6 +46,7 @@ from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.randomness import REAL_RANDOM, RandomSource
 from pykcm.api.resources import ResourceRegistry, builtin_registry
 from pykcm.api.serviceaccount import LAST_USED_LABEL_KEY
+from pykcm.api.virtual_clock import VirtualClock
 from pykcm.apiserver import errors
 from pykcm.apiserver.auth.authentication import (
     ANONYMOUS_PATHS,
@@ -63,6 +64,7 @@ from pykcm.apiserver.controlplane.kubernetes_service import (
     choose_advertise_address,
 )
 from pykcm.apiserver.controlplane.post_start_objects import ensure_post_start_objects
+from pykcm.apiserver.controlplane.virtual_time import CLOCK_PATH, ClockHost
 from pykcm.apiserver.endpoints.discovery import GIT_VERSION, Discovery
 from pykcm.apiserver.endpoints.flow_control import (
     TOO_MANY_REQUESTS_MESSAGE,
@@ -119,6 +121,17 @@ class _StatusServer(web.Server):
         return _StatusRequestHandler(self, loop=self._loop, **self._kwargs)
 
 
+_LONG_RUNNING_SUBRESOURCES = frozenset({"log", "exec", "attach", "portforward", "proxy"})
+
+
+def _long_running(path: str, query: Any) -> bool:
+    """A watch or a streaming subresource (kube-apiserver's long-running check): not a
+    request in flight for virtual time's autojump (it would hold it for its whole life)."""
+    if query.get("watch") in ("1", "true", "True") or "/watch/" in path:
+        return True
+    return path.rpartition("/")[2] in _LONG_RUNNING_SUBRESOURCES or "/proxy/" in path
+
+
 class DataDirLocked(RuntimeError):
     """Another API server already serves this data dir."""
 
@@ -163,6 +176,8 @@ class APIServer:
         service_account_extend_token_expiration: bool = True,
         clock: Clock = REAL_CLOCK,
         rng: RandomSource = REAL_RANDOM,
+        autojump: bool = True,
+        clock_followers: int = 0,
     ) -> None:
         # The server's one clock (issue 21), held by its Store: every time it writes or
         # waits on (timestamps, managedFields, leases, deletion deadlines, watch timeouts
@@ -172,6 +187,17 @@ class APIServer:
         # its REST storage: UIDs, generated names, admission's draws, eviction and watch
         # timeout jitter, the identity lease's holder. Credentials stay on secrets/the OS.
         self.rng = rng
+        # On a VirtualClock the server hosts the cluster's time (/pykcm/v1/clock,
+        # controlplane/virtual_time.py): autojump unless told not to, once
+        # `clock_followers` followers (the simulator, the controller manager) are ready.
+        self.autojump = autojump
+        self.clock_followers = clock_followers
+        self.clock_host: ClockHost | None = None
+        # Requests being served and a count that moves with each one started or ended
+        # (watches, other long-running requests and the clock's own excluded): the
+        # autojump's "nothing in flight, nothing happened since the probe".
+        self.requests_in_flight = 0
+        self._requests_seen = 0
         self.data_dir = os.path.abspath(data_dir) if data_dir else None
         self.fsync = fsync  # fsync every commit (see storage/log.py); False: --unsafe-no-fsync
         self.host = host
@@ -328,12 +354,21 @@ class APIServer:
             self.kubernetes_service.start()
         self.identity_lease = IdentityLease(self.rest)
         self.identity_lease.start()
+        if isinstance(self.clock, VirtualClock):
+            self.clock_host = ClockHost(
+                self.clock, autojump=self.autojump, followers_expected=self.clock_followers,
+                activity=self._activity, in_flight=lambda: self.requests_in_flight,
+                unsent=self._unsent_watch_events)
+            self.clock_host.start()
         self.kubeconfig_path = os.path.join(state_dir, "kubeconfig")
         write_kubeconfig(self.kubeconfig_path, self.kubeconfig())
         log.info("API server listening on %s (kubeconfig %s)", self.url, self.kubeconfig_path)
 
     async def stop(self) -> None:
         self.discovery.ready = False
+        if self.clock_host is not None:
+            await self.clock_host.stop()
+            self.clock_host = None
         if self.identity_lease is not None:
             await self.identity_lease.stop()
             self.identity_lease = None
@@ -425,6 +460,17 @@ class APIServer:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
+    def _activity(self) -> int:
+        """Moves with every counted request started or ended and every committed write."""
+        return self._requests_seen + (self.store.rv if self.store is not None else 0)
+
+    def _unsent_watch_events(self) -> int:
+        """Watch events queued in a watcher or being written to its client."""
+        if self.store is None:
+            return 0
+        return sum(len(w.queue) + w.sending for rs in self.store.resources()
+                   for w in rs.watchers)
+
     def _on_fatal(self, exc: BaseException) -> None:
         log.error("storage failure, the API server must be restarted: %s", exc)
         if self.fatal is not None and not self.fatal.done():
@@ -460,6 +506,13 @@ class APIServer:
                 if user is not authn.user:
                     authn = AuthResponse(user, authn.audiences, authn.warnings)
                 attrs = request_attributes(user, request.method, request.path, request.query)
+                clock_host = self.clock_host
+                if clock_host is not None and request.path.startswith(CLOCK_PATH):
+                    if clock_host.needs_authorization(request.method, request.path):
+                        allowed, reason = self.authorizer.authorize(attrs)
+                        if not allowed:
+                            raise forbidden_error(attrs, reason)
+                    return await clock_host.handle(request)
                 allowed, reason = self.authorizer.authorize(attrs)
                 if not allowed:
                     raise forbidden_error(attrs, reason)
@@ -468,12 +521,19 @@ class APIServer:
             request[AUTHENTICATED] = authn
             token = ESCALATION_CONTEXT.set(RequestAuth(self.authorizer, user))
         assert self.handlers is not None
+        q = request.query
+        counted = not _long_running(request.path, q)
+        if counted:
+            self.requests_in_flight += 1
+            self._requests_seen += 1
         try:
             resp = await self._serve(request)
         finally:
+            if counted:
+                self.requests_in_flight -= 1
+                self._requests_seen += 1
             if token is not None:
                 ESCALATION_CONTEXT.reset(token)
-        q = request.query
         self.metrics.observe(request.method, request.path,
                              q.get("watch") in ("1", "true", "True"), resp.status)
         return resp

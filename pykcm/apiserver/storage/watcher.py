@@ -44,6 +44,9 @@ class Watcher:
         self.wake = asyncio.Event()
         self.closed = False
         self.overflowed = False
+        # the REST handler is writing drained lines to the client (virtual time's
+        # autojump waits for it: pykcm.apiserver.controlplane.virtual_time)
+        self.sending = False
         # called once when the watcher is dropped for a full queue
         self.on_overflow: Callable[[], None] | None = None
 
