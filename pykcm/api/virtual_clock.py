@@ -31,7 +31,7 @@ import heapq
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from pykcm.api.clock import FakeClock, TimerHandle
 
@@ -96,6 +96,24 @@ class VirtualClock(FakeClock):
         self._wall_offset = wall_offset
         self.generation += 1
 
+    def next_timer(self) -> str:
+        """What the earliest pending timer will call (for "why is time crawling")."""
+        self._drop_cancelled()
+        if not self._timers:
+            return ""
+        return repr(self._timers[0][2].callback)[:300]
+
+    async def sleep(self, seconds: float) -> None:
+        if seconds <= 0:
+            await asyncio.sleep(0)
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        handle = self.call_later(seconds, _Wake(fut, asyncio.current_task()))
+        try:
+            await fut
+        finally:
+            handle.cancel()  # a cancelled sleeper leaves no pending timer
+
     def on_change(self, listener: Callable[[float], None]) -> Callable[[], None]:
         """Call ``listener(epoch)`` after every move; returns its remover."""
         self._listeners.append(listener)
@@ -142,6 +160,27 @@ class VirtualClock(FakeClock):
                     _report(exc, listener)
 
 
+class _Wake:
+    """A sleeper's timer callback, named after the sleeping task (``next_timer``)."""
+
+    __slots__ = ("fut", "task")
+
+    def __init__(self, fut: asyncio.Future[None], task: asyncio.Task[Any] | None) -> None:
+        self.fut = fut
+        self.task = task
+
+    def __call__(self) -> None:
+        if not self.fut.done():
+            self.fut.set_result(None)
+
+    def __repr__(self) -> str:
+        t = self.task
+        if t is None:
+            return "sleep"
+        coro = t.get_coro()
+        return f"sleep in {t.get_name()} ({getattr(coro, '__qualname__', coro)})"
+
+
 def _report(exc: BaseException, where: object) -> None:
     try:
         loop = asyncio.get_running_loop()
@@ -173,7 +212,10 @@ class ParticipantState:
     """A follower's last answer to the host's probes."""
 
     name: str
-    ready: bool  # started (its controllers, its nodes): not before it may time jump
+    # started (its controllers, its nodes). Informative only: a starting process waits on
+    # the clock too (its client's token bucket), so holding time until it has started
+    # would deadlock; its idleness counts as anyone's.
+    ready: bool
     probe: int  # the probe this answers (0: none yet)
     generation: int  # the host's time generation it had applied when it answered
     idle: bool
@@ -207,7 +249,7 @@ class Decision:
 def autojump_target(host: HostState, followers: Mapping[str, ParticipantState]) -> Decision:
     """The autojump rule: jump to the earliest pending timer of anyone when all are idle.
 
-    All idle means: the expected followers are connected and started, each
+    All idle means: the expected followers are connected, each
     answered the current probe on the current time generation, idle; the host
     served no request and committed nothing since the probe (so nothing a
     follower answered before can have changed), has none in flight, no watch
@@ -217,8 +259,6 @@ def autojump_target(host: HostState, followers: Mapping[str, ParticipantState]) 
         return Decision(None, f"waiting for followers ({len(followers)} of "
                               f"{host.followers_expected} connected)")
     for f in followers.values():
-        if not f.ready:
-            return Decision(None, f"{f.name} is starting")
         if f.probe != host.probe or f.generation != host.generation:
             return Decision(None, f"{f.name} has not answered the probe")
         if not f.idle:

@@ -65,11 +65,27 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    "acknowledged write then survives a crash of the process but not a power "
                    "loss). For throwaway servers")
     arguments.add_seed(a)
+    vt = a.add_argument_group("virtual time (pykcm's own; issue 21)")
+    vt.add_argument("--virtual-time", action="store_true",
+                    help="run the cluster on a virtual clock hosted here (/pykcm/v1/clock): "
+                    "time moves only when advanced (POST /pykcm/v1/clock/advance) or, with "
+                    "autojump, by itself to the next timer whenever the cluster is idle; "
+                    "start `pykcm sim` and `pykcm controller-manager` with --virtual-time too")
+    vt.add_argument("--virtual-start", default="", metavar="RFC3339",
+                    help="the virtual clock's start (default: the real time at start)")
+    vt.add_argument("--no-autojump", action="store_true",
+                    help="with --virtual-time: time moves only when advanced")
+    vt.add_argument("--virtual-time-followers", type=arguments.count, default=0, metavar="N",
+                    help="autojump waits until N followers have joined and started "
+                    "(pykcm up passes its simulator and controller manager)")
     a.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
     return a
 
 
 async def run(args: argparse.Namespace) -> int:
+    from pykcm.api.clock import REAL_CLOCK, Clock
+    from pykcm.api.timestamps import format_rfc3339_nano, parse_time
+    from pykcm.api.virtual_clock import VirtualClock
     from pykcm.apiserver.endpoints.server import APIServer
     from pykcm.manager.options import parse_bool, parse_duration
 
@@ -78,6 +94,18 @@ async def run(args: argparse.Namespace) -> int:
         extend = parse_bool(args.service_account_extend_token_expiration)
     except ValueError as exc:
         print(f"pykcm: error: {exc}", file=sys.stderr)
+        return 2
+    clock: Clock = REAL_CLOCK
+    if args.virtual_time:
+        start = parse_time(args.virtual_start) if args.virtual_start else None
+        if args.virtual_start and start is None:
+            print(f"pykcm: error: --virtual-start {args.virtual_start!r} is not an RFC 3339 "
+                  "time", file=sys.stderr)
+            return 2
+        clock = VirtualClock(start)
+    elif args.virtual_start or args.no_autojump:
+        print("pykcm: error: --virtual-start and --no-autojump go with --virtual-time",
+              file=sys.stderr)
         return 2
     server = APIServer(
         args.data_dir, host=args.bind, port=args.port, tls=not args.insecure_http,
@@ -89,10 +117,15 @@ async def run(args: argparse.Namespace) -> int:
         service_account_issuers=args.service_account_issuer,
         api_audiences=[a for a in args.api_audiences.split(",") if a],
         service_account_max_token_expiration=max_expiration,
-        service_account_extend_token_expiration=extend,
-        rng=arguments.random_source(args, "kube-apiserver"))
+        service_account_extend_token_expiration=extend, clock=clock,
+        rng=arguments.random_source(args, "kube-apiserver"),
+        autojump=not args.no_autojump, clock_followers=args.virtual_time_followers)
     await server.start()
     print(f"pykcm apiserver serving on {server.url}", flush=True)
+    if isinstance(clock, VirtualClock):
+        print(f"virtual time from {format_rfc3339_nano(clock.utcnow())}, "
+              f"{'autojump' if server.autojump else 'moved only by advance'} "
+              f"({server.url}/pykcm/v1/clock)", flush=True)
     print(f"kubeconfig: {server.kubeconfig_path}", flush=True)
     print(f"  export KUBECONFIG={server.kubeconfig_path}", flush=True)
     stop = asyncio.Event()

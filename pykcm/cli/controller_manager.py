@@ -95,6 +95,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                     help="port of the live view (default 10260; 0 picks a free one)")
     arguments.add_seed(a.add_argument_group("determinism (pykcm's own; not a "
                                             "kube-controller-manager flag)"))
+    vt = a.add_argument_group("virtual time (pykcm's own; not a kube-controller-manager flag)")
+    vt.add_argument("--virtual-time", action="store_true",
+                    help="follow the virtual clock the API server hosts (its --virtual-time): "
+                    "joined with --kubeconfig's credentials before anything starts")
     fmt = a.format_help
 
     def format_help() -> str:
@@ -140,11 +144,32 @@ async def run(args: argparse.Namespace) -> int:
     setup_logging(options.v)
     registry = builtin_registry()
     load_extra_controllers(options.extra_controllers, registry)
-    manager = ControllerManager(options, registry,
+    follower = None
+    if getattr(args, "virtual_time", False):
+        from pykcm.client.clock_follower import follow_clock
+        from pykcm.manager.controller_manager import load_config
+
+        # before anything else: the manager's first time read is the cluster's
+        follower = await follow_clock(load_config(options), name="controller-manager")
+    manager = ControllerManager(options, registry, clock=follower,
                                 rng=arguments.random_source(args, "kube-controller-manager"))
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, manager.request_stop)
+    watcher = None
+    if follower is not None:
+        clock = follower
+
+        async def follow() -> None:
+            # started (controllers running): shown in the clock's state
+            await manager.leading.wait()
+            clock.set_ready()
+            await clock.lost.wait()
+            print(f"pykcm {NAME}: error: lost the cluster's virtual clock", file=sys.stderr,
+                  flush=True)
+            manager.request_stop()
+
+        watcher = asyncio.ensure_future(follow())
     ui = None
     if getattr(args, "ui", False):
         from pykcm.manager.ui import LiveView, UiServer
@@ -154,11 +179,19 @@ async def run(args: argparse.Namespace) -> int:
         ui = UiServer(view, address=args.ui_address, port=args.ui_port)
         await ui.start()
         print(f"pykcm {NAME}: live view on {ui.url}", file=sys.stderr, flush=True)
+    code = 1
     try:
         code = await manager.run()
     finally:
         if ui is not None:
             await ui.stop()
+        if watcher is not None:
+            watcher.cancel()
+        if follower is not None:
+            lost = follower.lost.is_set()
+            await follower.close()
+            if lost and code == 0:
+                code = 1
     if manager.fatal_error is not None:
         print(f"pykcm: error: {manager.fatal_error}", file=sys.stderr)
     return code

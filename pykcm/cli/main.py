@@ -56,6 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         runner = asyncio.run
     else:
         runner = uvloop.run
+    if getattr(args, "virtual_time", False):
+        # virtual time's idle check reads asyncio's ready queue (uvloop hides its own)
+        runner = asyncio.run
     try:
         code: int = runner(mods[args.command].run(args))
         return code

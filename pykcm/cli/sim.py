@@ -14,9 +14,15 @@ import asyncio
 import contextlib
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.cli import arguments
+
+if TYPE_CHECKING:
+    from pykcm.client import Config
+    from pykcm.client.clock_follower import FollowerClock
+    from pykcm.sim import NodeConfig
 
 NAME = "sim"
 
@@ -74,13 +80,16 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     a.add_argument("--burst", type=arguments.positive, default=100, metavar="N",
                    help="client-side burst (default 100)")
     arguments.add_seed(a)
+    a.add_argument("--virtual-time", action="store_true",
+                   help="follow the virtual clock the API server hosts (its --virtual-time)")
     a.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
     return a
 
 
 async def run(args: argparse.Namespace) -> int:
-    from pykcm.client import Client, load_kube_config
-    from pykcm.sim import NodeConfig, Simulator
+    from pykcm.client import load_kube_config
+    from pykcm.client.clock_follower import follow_clock
+    from pykcm.sim import NodeConfig
 
     if args.nodes < 0:
         print("pykcm: error: --nodes must be >= 0", file=sys.stderr)
@@ -91,30 +100,55 @@ async def run(args: argparse.Namespace) -> int:
     config.burst = args.burst
     node_config = NodeConfig(cpu=args.cpu, memory=args.memory, pods=args.max_pods,
                              labels=labels)
-    async with Client(config) as client:
+    clock: Clock = REAL_CLOCK
+    follower: FollowerClock | None = None
+    if args.virtual_time:
+        # before anything else: the first time read is the cluster's
+        clock = follower = await follow_clock(config, name="sim")
+    try:
+        return await _run(args, config, node_config, clock, follower)
+    finally:
+        if follower is not None:
+            await follower.close()
+
+
+async def _run(args: argparse.Namespace, config: Config, node_config: NodeConfig, clock: Clock,
+               follower: FollowerClock | None) -> int:
+    from pykcm.client import Client
+    from pykcm.sim import Simulator
+
+    async with Client(config, clock=clock) as client:
         sim = Simulator(client, nodes=args.nodes, node_prefix=args.node_prefix,
                         node_config=node_config, scheduler=not args.no_scheduler,
                         scheduler_name=args.scheduler_name, ready_after=args.ready_after,
                         run_seconds=args.run_seconds, record_events=not args.no_events,
-                        max_grace_period=args.max_grace_period,
+                        max_grace_period=args.max_grace_period, clock=clock,
                         rng=arguments.random_source(args, "simulator"))
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         await sim.start()
+        lost: asyncio.Future[Any] = asyncio.ensure_future(
+            follower.lost.wait() if follower is not None else asyncio.Event().wait())
+        if follower is not None:
+            follower.set_ready()
         print(f"pykcm sim: {args.nodes} nodes ({args.node_prefix}-0 ..) on {config.host}",
               flush=True)
         runner = asyncio.ensure_future(sim.run())
         waiter = asyncio.ensure_future(stop.wait())
         try:
-            await asyncio.wait([runner, waiter], return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait([runner, waiter, lost], return_when=asyncio.FIRST_COMPLETED)
         finally:
             waiter.cancel()
+            lost.cancel()
             await sim.stop()
             runner.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await runner
+        if follower is not None and follower.lost.is_set() and not stop.is_set():
+            print("pykcm: error: lost the cluster's virtual clock", file=sys.stderr)
+            return 1
         failed = sim.failed
         if failed is not None and not stop.is_set():
             print(f"pykcm: error: simulator stopped: {failed}", file=sys.stderr)

@@ -99,6 +99,15 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    "manager (default 0: a free one; the banner shows the URL)")
     a.add_argument("--no-ui", action="store_true", help="no live view")
     arguments.add_seed(a)  # handed to the API server, the simulator and the manager
+    vt = a.add_argument_group("virtual time (issue 21)")
+    vt.add_argument("--virtual-time", action="store_true",
+                    help="run all three on one virtual clock hosted by the API server: time "
+                    "jumps to the next timer whenever the cluster is idle (autojump) and "
+                    "moves on POST /pykcm/v1/clock/advance")
+    vt.add_argument("--virtual-start", default="", metavar="RFC3339",
+                    help="the virtual clock's start (default: the real time at start)")
+    vt.add_argument("--no-autojump", action="store_true",
+                    help="with --virtual-time: time moves only when advanced")
     return a
 
 
@@ -223,10 +232,23 @@ async def run(args: argparse.Namespace) -> int:
     ui = [] if args.no_ui else ["--ui", "--ui-address", "127.0.0.1", "--ui-port", str(ui_port)]
     # the components' own identities (identities.py): their tokens, before the server reads them
     tokens = identities.ensure_tokens(data_dir)
+    virtual: bool = args.virtual_time
+    if not virtual and (args.virtual_start or args.no_autojump):
+        print("pykcm: error: --virtual-start and --no-autojump go with --virtual-time",
+              file=sys.stderr)
+        return 2
+    # virtual time: the API server hosts the clock, the others follow it; autojump waits
+    # for both followers to have started
+    followers = (args.nodes > 0) + (not args.no_controller_manager)
+    api_virtual = ["--virtual-time", "--virtual-time-followers", str(followers),
+                   *(["--virtual-start", args.virtual_start] if args.virtual_start else []),
+                   *(["--no-autojump"] if args.no_autojump else [])] if virtual else []
+    follow = ["--virtual-time"] if virtual else []
     api = _Child("apiserver", [*py, "apiserver", "--data-dir", data_dir, "--port",
                                str(args.port), "--token-auth-file",
                                identities.tokens_path(data_dir),
-                               *(["--unsafe-no-fsync"] if args.unsafe_no_fsync else [])],
+                               *(["--unsafe-no-fsync"] if args.unsafe_no_fsync else []),
+                               *api_virtual],
                  os.path.join(logs, "apiserver.log"))
     children = [api]
     if args.nodes > 0:
@@ -234,7 +256,8 @@ async def run(args: argparse.Namespace) -> int:
                                        identities.kubeconfig_path(data_dir, "sim"), "--nodes",
                                        str(args.nodes), "--max-pods", str(args.max_pods),
                                        *(["--max-grace-period", str(args.max_grace_period)]
-                                         if args.max_grace_period is not None else [])],
+                                         if args.max_grace_period is not None else []),
+                                       *follow],
                                os.path.join(logs, "sim.log")))
     pki = os.path.join(data_dir, "pki")
     cm = _Child("controller-manager",
@@ -255,7 +278,7 @@ async def run(args: argparse.Namespace) -> int:
                  "--bind-address", "127.0.0.1", "--secure-port", str(cm_port),
                  "--kube-api-qps", str(args.kube_api_qps),
                  "--kube-api-burst", str(args.kube_api_burst),
-                 *ui, *args.controller_manager_flag],
+                 *ui, *follow, *args.controller_manager_flag],
                 os.path.join(logs, "controller-manager.log"))
     if not args.no_controller_manager:
         children.append(cm)
@@ -295,6 +318,12 @@ async def run(args: argparse.Namespace) -> int:
         manager = "" if args.no_controller_manager else ", controller manager"
         print(f"pykcm up: API server {url}, {args.nodes} simulated nodes{manager} "
               f"(logs in {logs})", flush=True)
+        if virtual:
+            mode = "autojump" if not args.no_autojump else "moved only by advance"
+            print(f"  virtual time ({mode}): {url}/pykcm/v1/clock; advance with POST "
+                  f"{url}/pykcm/v1/clock/advance {{\"seconds\": S}}", flush=True)
+        else:
+            print("  real time", flush=True)
         print(f"  export KUBECONFIG={kubeconfig}", flush=True)
         if ui and not args.no_controller_manager:
             print(f"  live view: http://127.0.0.1:{ui_port}/", flush=True)

@@ -15,9 +15,10 @@ has nothing ready to run (:func:`~pykcm.api.virtual_clock.loop_is_idle`,
 two checks in a row, a loop iteration apart, so that I/O already on its
 sockets is seen) and none of its requests is on the wire
 (``rest_client.IN_FLIGHT``) → ``state`` {probe, generation, ready, idle,
-nextDeadline} → the host's autojump rule. Until :meth:`FollowerClock.set_ready`
-(the process started its controllers or nodes) it answers "not ready", which
-holds autojump.
+nextDeadline} → the host's autojump rule. :meth:`FollowerClock.set_ready`
+(the process started its controllers or nodes) is reported, not waited for: a
+starting process waits on the clock too (its client's token bucket), so
+holding time until it has started would deadlock.
 
 Deviation from the plan of issue 21: a work queue holding items is not "busy"
 here. A worker can hold an item while it waits on this clock (the client's
@@ -73,7 +74,7 @@ class FollowerClock(VirtualClock):
         self._probe = 0
 
     def set_ready(self) -> None:
-        """The process has started: from now on its idleness may let time jump."""
+        """The process has started (shown in the host's state)."""
         self.ready = True
 
     def _apply(self, msg: dict[str, Any]) -> None:
@@ -106,10 +107,10 @@ class FollowerClock(VirtualClock):
             self.lost.set()
 
     async def _answer(self) -> None:
-        """Answer the latest probe once this process is idle (or at once if not ready)."""
+        """Answer the latest probe once this process is idle."""
         loop = asyncio.get_running_loop()
         quiet = 0
-        while self.ready:
+        while True:
             await asyncio.sleep(0)  # one loop iteration: I/O on the sockets is polled
             if loop_is_idle(loop) and IN_FLIGHT.requests == 0:
                 quiet += 1
@@ -121,9 +122,9 @@ class FollowerClock(VirtualClock):
         nd = self.next_deadline()
         await self._send({"type": "state", "probe": self._probe,
                           "generation": self.host_generation, "ready": self.ready,
-                          "idle": self.ready,
+                          "idle": True,
                           "nextDeadline": None if nd is None else self.wall_of(nd),
-                          "nextMonotonic": nd})
+                          "nextMonotonic": nd, "nextTimer": self.next_timer()})
 
     async def _send(self, msg: dict[str, Any]) -> None:
         ws = self._ws

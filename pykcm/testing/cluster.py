@@ -6,23 +6,83 @@ controller manager), on an ephemeral loopback port with a temporary data dir;
 
     with Cluster(nodes=3) as c:
         subprocess.run(["kubectl", "--kubeconfig", c.kubeconfig_path, "get", "nodes"])
+
+``Cluster(virtual_time=True)`` runs ``pykcm up --virtual-time``: one virtual clock for
+the three (issue 21), jumping by itself to the next timer whenever the cluster is idle
+(``autojump=False``: only when advanced); ``c.clock`` reads and moves it::
+
+    with Cluster(virtual_time=True) as c:
+        c.clock.advance(600)          # ten minutes later, at once
+        print(c.clock.now())          # an aware UTC datetime
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Sequence
-from typing import Self
+from datetime import UTC, datetime
+from typing import Any, Self
 
 import yaml
 
-__all__ = ["Cluster"]
+__all__ = ["Cluster", "ClusterClock"]
+
+
+class ClusterClock:
+    """The virtual clock of a cluster's API server (``/pykcm/v1/clock``), for tests:
+    synchronous calls with the admin's credentials."""
+
+    def __init__(self, url: str, token: str, ca_file: str | None) -> None:
+        self.url = url.rstrip("/") + "/pykcm/v1/clock"
+        self._headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+        self._ssl = ssl.create_default_context(cafile=ca_file) if url.startswith("https") \
+            else None
+
+    def _call(self, method: str, path: str = "", body: dict[str, Any] | None = None
+              ) -> dict[str, Any]:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.url + path, data=data, method=method,
+                                     headers={**self._headers, "Content-Type":
+                                              "application/json"})
+        try:
+            with urllib.request.urlopen(req, context=self._ssl, timeout=30) as r:
+                out: dict[str, Any] = json.loads(r.read())
+                return out
+        except urllib.error.HTTPError as exc:
+            raise RuntimeError(f"{method} {req.full_url}: {exc.code} "
+                               f"{exc.read().decode(errors='replace')}") from None
+
+    def state(self) -> dict[str, Any]:
+        """``GET /pykcm/v1/clock``: now, epoch, generation, autojump, followers, ..."""
+        return self._call("GET")
+
+    def epoch(self) -> float:
+        """Now on the cluster's clock, seconds since the epoch."""
+        return float(self.state()["epoch"])
+
+    def now(self) -> datetime:
+        """Now on the cluster's clock, an aware UTC datetime."""
+        return datetime.fromtimestamp(self.epoch(), UTC)
+
+    def advance(self, seconds: float) -> dict[str, Any]:
+        """Move the cluster's time ``seconds`` forward at once (its state after)."""
+        return self._call("POST", "/advance", {"seconds": seconds})
+
+    def advance_to(self, when: datetime | str) -> dict[str, Any]:
+        """Move the cluster's time to ``when`` (an aware datetime or RFC 3339)."""
+        to = when if isinstance(when, str) else \
+            when.astimezone(UTC).isoformat().replace("+00:00", "Z")
+        return self._call("POST", "/advance", {"to": to})
 
 
 class Cluster:
@@ -32,7 +92,8 @@ class Cluster:
                  kube_api_burst: int = 30, max_pods: int = 110,
                  data_dir: str | None = None, controller_manager: bool = True,
                  manager_flags: Sequence[str] = (),
-                 max_grace_period: float | None = 0.0) -> None:
+                 max_grace_period: float | None = 0.0, virtual_time: bool = False,
+                 autojump: bool = True, virtual_start: str = "") -> None:
         self._own_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="pykcm-cluster-")
         self.nodes = nodes
@@ -48,6 +109,13 @@ class Cluster:
         if not controller_manager:
             self._argv.append("--no-controller-manager")
         self._argv += [f"--controller-manager-flag={f}" for f in manager_flags]
+        self.virtual_time = virtual_time
+        if virtual_time:
+            self._argv.append("--virtual-time")
+            if not autojump:
+                self._argv.append("--no-autojump")
+            if virtual_start:
+                self._argv += ["--virtual-start", virtual_start]
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_offset = 0
         self.url = ""
@@ -55,6 +123,17 @@ class Cluster:
     @property
     def kubeconfig_path(self) -> str:
         return os.path.join(self.data_dir, "kubeconfig")
+
+    @property
+    def clock(self) -> ClusterClock:
+        """The cluster's virtual clock (``virtual_time=True``), once started."""
+        if not self.virtual_time:
+            raise RuntimeError("this cluster runs on real time (Cluster(virtual_time=True))")
+        if not self.url:
+            raise RuntimeError("the cluster is not started")
+        with open(os.path.join(self.data_dir, "admin.token")) as f:
+            token = f.read().strip()
+        return ClusterClock(self.url, token, os.path.join(self.data_dir, "pki", "ca.crt"))
 
     def log(self, component: str) -> str:
         """The text of one component's log (apiserver, sim, controller-manager)."""

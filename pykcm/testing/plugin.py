@@ -109,6 +109,25 @@ def pykcm_cluster() -> Iterator[Cluster]:
         yield c
 
 
+@pytest.fixture
+def pykcm_cluster_factory() -> Iterator[Callable[..., Cluster]]:
+    """Start private ``pykcm up`` clusters (kwargs as `Cluster`, e.g. ``virtual_time=True``
+    for one virtual clock with autojump, ``c.clock.advance(600)``); each stops when the
+    test ends."""
+    from pykcm.testing.cluster import Cluster
+
+    started: list[Cluster] = []
+
+    def make(**kwargs: Any) -> Cluster:
+        c = Cluster(**kwargs)
+        started.append(c)
+        return c.start()
+
+    yield make
+    for c in reversed(started):
+        c.stop()
+
+
 @pytest.fixture(scope="session")
 def kube_kit(pytestconfig: pytest.Config) -> KubeKit:
     """The kube-v1.36 kit (tests using it must be marked ``upstream``)."""

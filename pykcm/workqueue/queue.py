@@ -218,4 +218,9 @@ class Queue(Generic[T]):
         if self._shutting_down or self._metrics is None:
             return
         self._metrics.update_unfinished_work()
-        self._start_metrics_timer()
+        # Deviation: client-go's ticker runs for the queue's life; with no item being
+        # processed the update is a no-op (the gauges went to 0 on this last one), so
+        # the timer waits for the next get(). An idle queue then holds no timer, which
+        # keeps virtual time's autojump from stepping every 500 ms for nothing.
+        if self._processing:
+            self._start_metrics_timer()

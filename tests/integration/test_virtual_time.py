@@ -2,8 +2,9 @@
 hosting a VirtualClock on its own loop (a thread, as another process would) and a
 follower on the test's loop, joined over the clock channel.
 
-- the follower reads the host's time as soon as it has joined; a follower's sleep ends
-  when a client advances the host (POST /pykcm/v1/clock/advance), not before;
+- the follower reads the host's time as soon as it has joined; without autojump a
+  follower's sleep ends when a client advances the host (POST
+  /pykcm/v1/clock/advance), not before;
 - autojump: with every participant idle the host jumps from timer to timer, up to the
   follower's own deadline, which fires at exactly its instant; a request held in flight
   on the server (its body not yet sent) holds the jump until it ends;
@@ -31,9 +32,12 @@ from tests.polling import eventually
 START = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 
 
-@pytest.fixture
-def host(pykcm_apiserver_factory: Callable[..., ServerThread]) -> Iterator[ServerThread]:
-    yield pykcm_apiserver_factory(clock=VirtualClock(START), clock_followers=1)
+@pytest.fixture(params=[True])
+def host(request: pytest.FixtureRequest,
+         pykcm_apiserver_factory: Callable[..., ServerThread]) -> Iterator[ServerThread]:
+    """A host; ``@pytest.mark.parametrize("host", [False], indirect=True)``: no autojump."""
+    yield pykcm_apiserver_factory(clock=VirtualClock(START), clock_followers=1,
+                                  autojump=request.param)
 
 
 @pytest.fixture
@@ -56,6 +60,7 @@ async def _state(client: Client) -> dict[str, Any]:
     return out
 
 
+@pytest.mark.parametrize("host", [False], indirect=True)
 async def test_a_follower_sleeps_until_the_host_advances(
         host: ServerThread, follower: FollowerClock, admin: Client) -> None:
     assert follower.now() == pytest.approx(host.server.clock.now())
@@ -68,11 +73,10 @@ async def test_a_follower_sleeps_until_the_host_advances(
         woke.append(follower.now())
 
     task = asyncio.create_task(sleeper())
-    await asyncio.sleep(0.2)  # no autojump: the follower is not ready
+    await asyncio.sleep(0.2)  # no autojump: time stands still
     assert not woke
     state = await _state(admin)
-    assert state["followers"][0]["name"] == "test"
-    assert "starting" in state["lastDecision"]
+    assert state["followers"][0]["name"] == "test" and not state["autojump"]
     out = await admin.request("POST", "/pykcm/v1/clock/advance", body={"seconds": 60})
     assert out["epoch"] >= t0 + 60
     await eventually(lambda: woke, what="the follower's sleep ended")
@@ -138,9 +142,8 @@ async def test_autojump_to_the_follower_deadline_when_all_idle(
     fired: list[float] = []
     deadline = start + 3 * 3600.0  # beyond the host's own timers (leases, bookmarks)
     follower.call_at(deadline, lambda: fired.append(follower.monotonic()))
-    # a request in flight holds the jump, before the follower is even ready
+    # a request in flight holds the jump
     _reader, writer = await _hold_a_request(host)
-    follower.set_ready()
     await eventually(lambda: _decision(admin, "requests in flight"),
                      what="the held request holds the jump")
     assert not fired

@@ -161,7 +161,6 @@ def test_autojump_holds_for_the_host(change: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("change", [
-    {"ready": False},
     {"idle": False},
     {"probe": 2},  # an answer to an older probe
     {"generation": 6},  # idle before the last time move reached it

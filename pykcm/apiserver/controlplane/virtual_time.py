@@ -69,6 +69,7 @@ class _Follower:
     name: str
     ws: web.WebSocketResponse
     state: ParticipantState
+    next_timer: str = ""
     outbox: list[bytes] = field(default_factory=list)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -86,7 +87,7 @@ class ClockHost:
                  activity: Callable[[], int] = lambda: 0,
                  in_flight: Callable[[], int] = lambda: 0,
                  unsent: Callable[[], int] = lambda: 0,
-                 quiet: float = 0.005) -> None:
+                 quiet: float = 0.001) -> None:
         self.clock = clock
         self.autojump = autojump
         self.followers_expected = followers_expected
@@ -148,9 +149,10 @@ class ClockHost:
             "autojump": self.autojump,
             "jumps": self.jumps,
             "nextDeadline": c.next_deadline_epoch(),
+            "nextTimer": c.next_timer(),
             "followers": [{"name": f.name, "ready": f.state.ready, "idle": f.state.idle,
                            "nextDeadline": None if f.state.next_deadline is None
-                           else c.wall_of(f.state.next_deadline)}
+                           else c.wall_of(f.state.next_deadline), "nextTimer": f.next_timer}
                           for f in self.followers.values()],
             "followersExpected": self.followers_expected,
             "lastDecision": self.last_decision.reason,
@@ -215,6 +217,7 @@ class ClockHost:
                         name, bool(m.get("ready")), int(m.get("probe") or 0),
                         int(m.get("generation", -1)), bool(m.get("idle")),
                         float(nd) if isinstance(nd, (int, float)) else None)
+                    f.next_timer = str(m.get("nextTimer") or "")
                     self._answered.set()
         finally:
             self.followers.pop(fid, None)
@@ -280,7 +283,7 @@ class ClockHost:
             d = autojump_target(host, {str(i): f.state for i, f in self.followers.items()})
             self.last_decision = d
             if d.target is None:
-                if d.reason.startswith(("waiting", "no timer")) or "starting" in d.reason:
+                if d.reason.startswith(("waiting", "no timer")):
                     await asyncio.sleep(0.05)  # nothing will change soon: probe less often
                 continue
             self.jumps += 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import math
 import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -33,6 +34,7 @@ from pykcm.api.protobuf import (
 from pykcm.api.resources import ResourceInfo, ResourceRegistry
 from pykcm.api.timestamps import format_time
 from pykcm.api.validation import go_quote
+from pykcm.api.virtual_clock import VirtualClock
 from pykcm.apiserver import errors
 from pykcm.apiserver.auth import access_reviews, service_accounts
 from pykcm.apiserver.auth.authentication import AuthResponse, TokenAuthenticator
@@ -1239,7 +1241,8 @@ class APIHandlers:
             # kube-apiserver's cacher: a bookmark every minute and one 2 s before the
             # deadline (none for a shorter watch), each only if the store's revision moved
             # past the one the watch started from (process(): older events are not sent).
-            next_bookmark: float | None = _next_bookmark(start, deadline)
+            grid = isinstance(clock, VirtualClock)
+            next_bookmark: float | None = _next_bookmark(start, deadline, grid)
             transport_check = 5.0
             while True:
                 if w.queue:
@@ -1253,7 +1256,7 @@ class APIHandlers:
                     if store.rv > floor_rv:
                         await send([bookmark_line(res.kind, res.api_version, store.rv, False,
                                                   *zero)])
-                    next_bookmark = _next_bookmark(now, deadline)
+                    next_bookmark = _next_bookmark(now, deadline, grid)
                 wait = deadline - now
                 if bookmarks and next_bookmark is not None:
                     wait = min(wait, max(0.0, next_bookmark - now))
@@ -1294,11 +1297,18 @@ class APIHandlers:
         return resp
 
 
-def _next_bookmark(now: float, deadline: float) -> float | None:
+def _next_bookmark(now: float, deadline: float, grid: bool = False) -> float | None:
     """cacheWatcher.nextBookmarkTime: in a minute, or 2 s before the deadline if sooner;
     None once that time has come (a watch of 2 s or less gets none: the deadline was set
-    when the request came in, a moment before upstream's watcher asks)."""
-    at = min(now + BOOKMARK_INTERVAL, deadline - 2.0)
+    when the request came in, a moment before upstream's watcher asks).
+
+    ``grid`` (a server on virtual time): at the next whole minute of the clock instead,
+    so that every watch's bookmark falls on one instant, not on one per watch for
+    autojump to step through (a deviation: the first one may come sooner than a minute).
+    """
+    nxt = (math.floor(now / BOOKMARK_INTERVAL) + 1) * BOOKMARK_INTERVAL if grid \
+        else now + BOOKMARK_INTERVAL
+    at = min(nxt, deadline - 2.0)
     return None if at <= now else at
 
 
