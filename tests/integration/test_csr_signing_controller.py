@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from pykcm.api.virtual_clock import VirtualClock
 from pykcm.client import Client, load_kube_config
 from pykcm.controllers.certificates import (
     CSRApprovingController,
@@ -134,6 +135,39 @@ async def test_approved_requests_are_signed_and_refused_ones_fail(
         await factory.shutdown()
         for name in (good, bad, pending):
             await client.delete(CSRS, name)
+
+
+async def test_on_virtual_time_certificates_are_dated_by_the_real_clock(
+        client: Client, tmp_path: Path) -> None:
+    """A cluster on virtual time may be days ahead of the wall clock: the certificates
+    it signs are still valid now for TLS peers, which check them against real time."""
+    _, cert_file, key_file = _ca(tmp_path)
+    name = f"vt-{uuid.uuid4().hex[:8]}"
+    ahead = datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=10)
+    factory = SharedInformerFactory(client)
+    ctl = CSRSigningController(
+        csr_informer=factory.for_resource("certificates.k8s.io", "v1", CSRS), client=client,
+        cert_file=cert_file, key_file=key_file, duration=365 * 24 * 3600.0,
+        clock=VirtualClock(ahead.timestamp()))
+    factory.start()
+    task = asyncio.create_task(ctl.run(1))
+    try:
+        await _create(client, name, "kubernetes.io/kube-apiserver-client", ["client auth"],
+                      _request("jane", "dev"))
+        await _approve(client, name)
+
+        async def issued() -> Any:
+            return (await client.get(CSRS, name)).get("status", {}).get("certificate")
+
+        cert = x509.load_pem_x509_certificate(
+            base64.b64decode(await eventually(issued, what="certificate issued")))
+        now = datetime.datetime.now(datetime.UTC)
+        assert cert.not_valid_before_utc <= now < cert.not_valid_after_utc
+    finally:
+        ctl.shutdown()
+        await task
+        await factory.shutdown()
+        await client.delete(CSRS, name)
 
 
 async def test_the_cleaner_deletes_old_denied_requests_and_keeps_young_ones(

@@ -36,6 +36,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from pykcm.api.clock import REAL_CLOCK, Clock
+from pykcm.api.virtual_clock import VirtualClock
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.client import Client
 from pykcm.controller.controller import Controller, ControllerHost
@@ -271,9 +272,13 @@ class CSRSigningController(ControllerHost):
                 "certificatesigningrequests", {**csr, "status": {**status,
                                                                  "conditions": conditions}})
             return
+        # On virtual time (issue 21) the certificate is dated by the real clock: TLS peers
+        # check its validity against theirs, and a virtual "now" hours ahead would make it
+        # not yet valid. A FakeClock (tests) dates it as given.
+        now = REAL_CLOCK.utcnow() if isinstance(self._time, VirtualClock) else self.clock()
         pem = sign_request(request, usages, ca_cert=self.ca_cert, ca_key=self.ca_key,
                            max_ttl=self.max_ttl, expiration_seconds=spec.get("expirationSeconds"),
-                           now=self.clock())
+                           now=now)
         await self.client.update_status(
             "certificatesigningrequests",
             {**csr, "status": {**status, "certificate": base64.b64encode(pem).decode()}})
