@@ -12,11 +12,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
 import signal
 import sys
-from typing import Any
+import time
+from typing import TYPE_CHECKING, Any
 
 from pykcm.cli import arguments
+
+if TYPE_CHECKING:
+    from pykcm.api.clock import Clock
 
 NAME = "apiserver"
 
@@ -83,7 +89,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 async def run(args: argparse.Namespace) -> int:
-    from pykcm.api.clock import REAL_CLOCK, Clock
+    from pykcm.api.clock import REAL_CLOCK
     from pykcm.api.timestamps import format_rfc3339_nano, parse_time
     from pykcm.api.virtual_clock import VirtualClock
     from pykcm.apiserver.endpoints.server import APIServer
@@ -102,6 +108,10 @@ async def run(args: argparse.Namespace) -> int:
             print(f"pykcm: error: --virtual-start {args.virtual_start!r} is not an RFC 3339 "
                   "time", file=sys.stderr)
             return 2
+        saved = _saved_time(args.data_dir)
+        if start is None and saved is not None:
+            # a restart resumes the cluster's time: its objects were stamped with it
+            start = max(saved, time.time())
         clock = VirtualClock(start)
     elif args.virtual_start or args.no_autojump:
         print("pykcm: error: --virtual-start and --no-autojump go with --virtual-time",
@@ -135,11 +145,51 @@ async def run(args: argparse.Namespace) -> int:
     assert server.fatal is not None
     fatal = server.fatal
     waiter: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
+    saver = asyncio.ensure_future(_save_time_every(args.data_dir, clock)) \
+        if isinstance(clock, VirtualClock) and args.data_dir else None
     await asyncio.wait([waiter, fatal], return_when=asyncio.FIRST_COMPLETED)
     waiter.cancel()
+    if saver is not None:
+        saver.cancel()
     await server.stop()
+    if saver is not None:
+        _save_time(args.data_dir, clock.now())
     if fatal.done():
         print(f"pykcm: error: storage failed: {fatal.result()}", file=sys.stderr)
         return 1
     print("pykcm apiserver stopped", flush=True)
     return 0
+
+
+# DIR/virtual-time: the virtual clock's last reading (epoch seconds), for a restart
+_TIME_FILE = "virtual-time"
+
+
+def _saved_time(data_dir: str | None) -> float | None:
+    if not data_dir:
+        return None
+    try:
+        with open(os.path.join(data_dir, _TIME_FILE)) as f:
+            return float(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _save_time(data_dir: str, epoch: float) -> None:
+    path = os.path.join(data_dir, _TIME_FILE)
+    with open(path + ".tmp", "w") as f:
+        f.write(f"{epoch!r}\n")
+    os.replace(path + ".tmp", path)
+
+
+async def _save_time_every(data_dir: str, clock: Clock, period: float = 2.0) -> None:
+    """Save the virtual time every ``period`` real seconds while it moves (a crash loses
+    at most that much of it; a clean stop saves the last reading)."""
+    last = None
+    while True:
+        now = clock.now()
+        if now != last:
+            with contextlib.suppress(OSError):
+                _save_time(data_dir, now)
+            last = now
+        await asyncio.sleep(period)

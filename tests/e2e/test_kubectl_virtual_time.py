@@ -6,7 +6,8 @@ few minutes at most, as on a real cluster 30 minutes in: the server prints ages 
 clock), and the Jobs' names are the schedule's minutes (the controller's clock).
 
 Also: a client advancing the clock (``c.clock.advance``) moves it by exactly that much
-on a cluster without autojump.
+on a cluster without autojump; a restart on the same data dir resumes the virtual time
+(DIR/virtual-time), never earlier than where it stopped.
 
 The virtual seconds simulated per wall second are printed (not asserted).
 """
@@ -20,6 +21,8 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -98,3 +101,14 @@ def test_advance_moves_a_cluster_without_autojump() -> None:
         after = c.clock.advance(600)
         assert after["epoch"] == pytest.approx(before["epoch"] + 600)
         assert c.clock.now().year == 2030
+
+
+def test_a_restart_resumes_the_virtual_time(tmp_path: Path) -> None:
+    data = str(tmp_path / "data")
+    start = datetime(2030, 1, 1, tzinfo=UTC)
+    with Cluster(nodes=0, controller_manager=False, virtual_time=True, autojump=False,
+                 virtual_start="2030-01-01T00:00:00Z", data_dir=data) as c:
+        c.clock.advance(3600)
+    with Cluster(nodes=0, controller_manager=False, virtual_time=True, autojump=False,
+                 data_dir=data) as c:
+        assert c.clock.now() >= start + timedelta(hours=1)
