@@ -11,7 +11,9 @@ kubelets' and heartbeats' delays) does it through a :class:`Clock`, never throug
 (:data:`REAL_CLOCK`) is the default everywhere and behaves as the process
 clocks always did; a :class:`FakeClock` moves only when told to, so a test
 can step a Job's backoff or a CronJob's schedule without waiting, and the
-virtual time of the embedded cluster (issue 21) builds on the same seam.
+virtual time of the embedded cluster (issue 21) builds on the same seam
+(:mod:`pykcm.api.virtual_clock`: one clock hosted by the API server, followed
+by the simulator and the controller manager, with autojump).
 
 Data flow. A process (the controller manager) holds one clock and hands it
 down: ``ControllerContext.clock`` → informer factory → informers → reflectors;

@@ -24,6 +24,12 @@ every namespace gets its default ServiceAccount and kube-root-ca.crt ConfigMap a
 their token volume; kube-system/kube-apiserver-legacy-service-account-token-tracking;
 the API server's identity Lease kube-system/apiserver-<hash>.
 
+``--virtual-time`` runs the three on one virtual clock (issue 21): the API server hosts
+it (``--virtual-time --virtual-time-followers 2``), the simulator and the controller
+manager follow it; time jumps to the next timer whenever the cluster is idle (or, with
+``--no-autojump``, moves only on ``POST /pykcm/v1/clock/advance``). The banner says which
+time the cluster runs on.
+
 The controller manager also serves the live view (``--ui``, pykcm.manager.ui) on
 127.0.0.1 (``--ui-port``, a free port by default); the banner prints its URL.
 

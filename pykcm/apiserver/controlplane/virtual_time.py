@@ -21,7 +21,7 @@ and follow the clock; advancing is RBAC's ``post`` on the non-resource URL
 ``/pykcm/v1/clock/advance`` (system:masters' cluster-admin has it).
 
 Autojump. A task probes the followers every ``quiet`` seconds of real time
-(5 ms); when :func:`~pykcm.api.virtual_clock.autojump_target` finds every
+(1 ms); when :func:`~pykcm.api.virtual_clock.autojump_target` finds every
 follower idle on this probe and time generation, no request in flight and none
 served, nothing committed since the probe, no watch event unsent and this loop
 idle, the clock jumps to the earliest pending timer of anyone. The probe-answer
