@@ -221,8 +221,17 @@ class _Status:
 
 
 async def run(args: argparse.Namespace) -> int:
+    from pykcm.api.timestamps import parse_time
     from pykcm.apiserver.endpoints.server import lock_data_dir
 
+    if not args.virtual_time and (args.virtual_start or args.no_autojump):
+        print(f"pykcm {NAME}: error: --virtual-start and --no-autojump go with --virtual-time",
+              file=sys.stderr)
+        return 2
+    if args.virtual_start and parse_time(args.virtual_start) is None:
+        print(f"pykcm {NAME}: error: argument --virtual-start: {args.virtual_start!r} is not "
+              "an RFC 3339 time", file=sys.stderr)
+        return 2
     data_dir = os.path.abspath(args.data_dir)
     # The data dir holds Secrets and the admin token: the owner's only.
     os.makedirs(data_dir, mode=0o700, exist_ok=True)
@@ -239,10 +248,6 @@ async def run(args: argparse.Namespace) -> int:
     # the components' own identities (identities.py): their tokens, before the server reads them
     tokens = identities.ensure_tokens(data_dir)
     virtual: bool = args.virtual_time
-    if not virtual and (args.virtual_start or args.no_autojump):
-        print("pykcm: error: --virtual-start and --no-autojump go with --virtual-time",
-              file=sys.stderr)
-        return 2
     # virtual time: the API server hosts the clock, the others follow it; autojump waits
     # for both followers to have started
     followers = (args.nodes > 0) + (not args.no_controller_manager)

@@ -96,6 +96,9 @@ def test_up_reports_a_port_in_use_in_one_line(tmp_path: Path) -> None:
     (["--nodes", "-1"], "argument --nodes: -1 is negative"),
     (["--max-pods", "0"], "argument --max-pods: 0 is not at least 1"),
     (["--kube-api-burst", "x"], "argument --kube-api-burst: 'x' is not a whole number"),
+    (["--no-autojump"], "--virtual-start and --no-autojump go with --virtual-time"),
+    (["--virtual-time", "--virtual-start", "noon"],
+     "argument --virtual-start: 'noon' is not an RFC 3339 time"),
 ])
 def test_up_refuses_bad_arguments_in_one_line(tmp_path: Path, args: list[str],
                                               message: str) -> None:
