@@ -21,7 +21,7 @@ and follow the clock; advancing is RBAC's ``post`` on the non-resource URL
 ``/pykcm/v1/clock/advance`` (system:masters' cluster-admin has it).
 
 Autojump. A task probes the followers every ``quiet`` seconds of real time
-(1 ms); when :func:`~pykcm.api.virtual_clock.autojump_target` finds every
+(1 ms; doubling up to 20 ms while the probes find the server busy); when :func:`~pykcm.api.virtual_clock.autojump_target` finds every
 follower idle on this probe and time generation, no request in flight and none
 served, nothing committed since the probe, no watch event unsent and this loop
 idle, the clock jumps to the earliest pending timer of anyone. The probe-answer
@@ -62,6 +62,9 @@ __all__ = ["CLOCK_PATH", "ClockHost"]
 log = logging.getLogger(__name__)
 
 CLOCK_PATH = "/pykcm/v1/clock"
+
+# The longest real pause between two probes of a busy cluster.
+_MAX_PAUSE = 0.02
 
 
 @dataclass
@@ -257,9 +260,12 @@ class ClockHost:
 
     async def _autojump(self) -> None:
         loop = asyncio.get_running_loop()
+        pause = self.quiet
         while True:
-            # a real pause: the quiescence threshold, and what lets I/O in between probes
-            await asyncio.sleep(self.quiet)
+            # a real pause: the quiescence threshold, and what lets I/O in between probes;
+            # doubled (up to 20 ms) while probes find the server busy, so that a long
+            # request in flight is not met by a thousand probes a second
+            await asyncio.sleep(pause)
             self.probe += 1
             k = self.probe
             gen = self.clock.generation
@@ -285,8 +291,13 @@ class ClockHost:
             if d.target is None:
                 if d.reason.startswith(("waiting", "no timer")):
                     await asyncio.sleep(0.05)  # nothing will change soon: probe less often
+                if host.requests_in_flight or host.unsent_watch_events or not host.loop_idle:
+                    pause = min(pause * 2, max(self.quiet, _MAX_PAUSE))  # the server is busy
+                else:
+                    pause = self.quiet
                 continue
             self.jumps += 1
+            pause = self.quiet
             self.clock.set_time(d.target)
 
 
