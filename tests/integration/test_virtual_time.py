@@ -158,3 +158,33 @@ async def test_autojump_to_the_follower_deadline_when_all_idle(
 
 async def _decision(admin: Client, text: str) -> bool:
     return text in (await _state(admin))["lastDecision"]
+
+
+@pytest.mark.parametrize("host", [False], indirect=True)
+async def test_a_watch_without_timeout_outlives_virtual_hours(
+        host: ServerThread, admin: Client) -> None:
+    """The server's default watch timeout (1800-3600 s, kubectl get -w) is real time on a
+    virtual clock; a timeoutSeconds the client asks for is virtual."""
+    list_rv = (await admin.list("namespaces"))["metadata"]["resourceVersion"]
+    default = admin.watch("namespaces", resource_version=list_rv)
+    asked = admin.watch("namespaces", resource_version=list_rv, timeout_seconds=60)
+    ended: list[str] = []
+
+    async def drain(name: str, stream: Any) -> None:
+        async for _ in stream:
+            pass
+        ended.append(name)
+
+    tasks = [asyncio.create_task(drain("default", default)),
+             asyncio.create_task(drain("asked", asked))]
+    try:
+        await asyncio.sleep(0.5)  # both streams open
+        await admin.request("POST", "/pykcm/v1/clock/advance", body={"seconds": 4 * 3600})
+        await eventually(lambda: ended == ["asked"], what="the 60 s watch ended")
+        await admin.create("namespaces", {"metadata": {"name": "after-hours"}})
+        await asyncio.sleep(0.5)
+        assert ended == ["asked"]  # the default one still runs
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

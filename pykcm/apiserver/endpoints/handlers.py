@@ -1158,10 +1158,17 @@ class APIHandlers:
         else:
             want = 0
         timeout = opts.timeout_seconds
+        # On virtual time (issue 21) the server's own default timeout (the client asked
+        # for none: kubectl get -w) is a real-time bound: it spreads reconnections over
+        # real time, and 30-60 virtual minutes can pass in seconds. Asked-for
+        # timeoutSeconds (the reflectors') stay on the clock.
+        real_deadline: float | None = None
         if timeout is None or timeout <= 0:
             timeout = rest.rng.stream("watch-timeout").randint(1800, 3600)
+            if isinstance(clock, VirtualClock):
+                real_deadline = REAL_CLOCK.monotonic() + timeout
         start = clock.monotonic()
-        deadline = start + timeout
+        deadline = start + timeout if real_deadline is None else math.inf
         expired: StatusError | None = None
         zero = (defaults.zero_object_fields(res.group, res.kind)
                 if self.rest.custom.get(res) is None else ({}, {}))
@@ -1225,7 +1232,9 @@ class APIHandlers:
                 writing = w.sending = True
                 try:
                     # timeoutSeconds holds while a write waits on a client that does not read
-                    async with asyncio.timeout(max(deadline - clock.monotonic(), 0.001)):
+                    left = deadline - clock.monotonic() if real_deadline is None else \
+                        real_deadline - REAL_CLOCK.monotonic()
+                    async with asyncio.timeout(max(left, 0.001)):
                         await resp.write(b"".join(lines))
                 finally:
                     writing = w.sending = False
@@ -1250,7 +1259,8 @@ class APIHandlers:
                 if w.closed or self.shutting_down.is_set():
                     break
                 now = clock.monotonic()
-                if now >= deadline:
+                if now >= deadline or (real_deadline is not None and
+                                       REAL_CLOCK.monotonic() >= real_deadline):
                     break
                 if bookmarks and next_bookmark is not None and now >= next_bookmark:
                     if store.rv > floor_rv:
@@ -1269,7 +1279,8 @@ class APIHandlers:
                     timer = None
                     if clock is not REAL_CLOCK:
                         w.wake.clear()  # a timer's wake-up leaves it set, nothing queued
-                        timer = clock.call_later(wait, w.wake.set)
+                        if wait != math.inf:
+                            timer = clock.call_later(wait, w.wake.set)
                         wait = transport_check
                     try:
                         async with asyncio.timeout(max(min(wait, transport_check), 0.001)):
