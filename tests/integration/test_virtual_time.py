@@ -7,7 +7,10 @@ follower on the test's loop, joined over the clock channel.
   /pykcm/v1/clock/advance), not before;
 - autojump: with every participant idle the host jumps from timer to timer, up to the
   follower's own deadline, which fires at exactly its instant; a request held in flight
-  on the server (its body not yet sent) holds the jump until it ends;
+  on the server (its body not yet sent) holds the jump until it ends, and so does a
+  follower whose loop is never idle (it does not answer the probes);
+- a watch without timeoutSeconds (kubectl get -w) outlives virtual hours, one asking
+  for 60 s ends when the clock passes them;
 - advancing backwards or with a bad body is a 400 Status; reading needs a user,
   advancing RBAC (a user with no grant gets 403).
 """
@@ -188,3 +191,29 @@ async def test_a_watch_without_timeout_outlives_virtual_hours(
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_a_busy_follower_holds_the_jump(
+        host: ServerThread, follower: FollowerClock, admin: Client) -> None:
+    """A follower whose loop always has something ready to run never answers idle: time
+    waits for it (its timer fires only once it is quiet)."""
+    fired: list[float] = []
+    deadline = follower.monotonic() + 3 * 3600.0
+    follower.call_at(deadline, lambda: fired.append(follower.monotonic()))
+    spinning = True
+
+    async def spin() -> None:
+        while spinning:
+            await asyncio.sleep(0)
+
+    spinner = asyncio.create_task(spin())
+    try:
+        await eventually(lambda: _decision(admin, "has not answered"),
+                         what="the host waits for the busy follower")
+        await asyncio.sleep(0.2)
+        assert not fired
+    finally:
+        spinning = False
+        await spinner
+    await eventually(lambda: fired, timeout=60, what="the follower's timer fired")
+    assert fired == [deadline]
