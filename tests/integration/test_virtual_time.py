@@ -147,7 +147,7 @@ async def test_autojump_to_the_follower_deadline_when_all_idle(
     follower.call_at(deadline, lambda: fired.append(follower.monotonic()))
     # a request in flight holds the jump
     _reader, writer = await _hold_a_request(host)
-    await eventually(lambda: _decision(admin, "requests in flight"),
+    await eventually(lambda: _decision(admin, "the API server is busy"),
                      what="the held request holds the jump")
     assert not fired
     writer.close()

@@ -25,9 +25,11 @@ Autojump. A task probes the followers every ``quiet`` seconds of real time
 follower idle on this probe and time generation, no request in flight and none
 served, nothing committed since the probe, no watch event unsent and this loop
 idle, the clock jumps to the earliest pending timer of anyone. The probe-answer
-order closes the race of a watch event on its way to a follower: the event was
-written to the socket before the probe, so the follower's loop sees it before
-it can answer idle; events the host commits later move the store's revision,
+order closes the race of a watch event on its way to a follower: a probe is
+sent only while no request is being served, no watch event is queued or being
+written and the loop is idle, so every event committed so far is on the
+follower's socket before the probe, and the follower's loop sees it before it
+can answer idle; events the host commits later move the store's revision,
 which is part of the activity compared.
 
 Deviation: no upstream counterpart.
@@ -266,6 +268,13 @@ class ClockHost:
             # doubled (up to 20 ms) while probes find the server busy, so that a long
             # request in flight is not met by a thousand probes a second
             await asyncio.sleep(pause)
+            if self._in_flight() or self._unsent() or not loop_is_idle(loop):
+                # Probe only a quiet server: every watch event committed so far is then
+                # on its socket before the probe is on the follower's, so the follower
+                # sees it before it can answer idle.
+                self.last_decision = Decision(None, "the API server is busy")
+                pause = min(pause * 2, max(self.quiet, _MAX_PAUSE))
+                continue
             self.probe += 1
             k = self.probe
             gen = self.clock.generation
