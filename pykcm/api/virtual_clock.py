@@ -232,7 +232,7 @@ class HostState:
     activity_at_probe: int  # requests started + finished + store revision, at the probe
     activity_now: int
     requests_in_flight: int  # non-watch, non-clock requests being served
-    unsent_watch_events: int  # queued in watchers or being written
+    unsent_watch_events: int  # queued in watchers or being written; writes not committed
     loop_idle: bool
     next_deadline: float | None  # monotonic instant of its own earliest timer
     followers_expected: int

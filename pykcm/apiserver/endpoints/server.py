@@ -465,11 +465,12 @@ class APIServer:
         return self._requests_seen + (self.store.rv if self.store is not None else 0)
 
     def _unsent_watch_events(self) -> int:
-        """Watch events queued in a watcher or being written to its client."""
+        """Watch events queued in a watcher or being written to its client, and writes
+        not yet committed (their events are still to come)."""
         if self.store is None:
             return 0
-        return sum(len(w.queue) + w.sending for rs in self.store.resources()
-                   for w in rs.watchers)
+        return self.store.writes_in_progress + sum(
+            len(w.queue) + w.sending for rs in self.store.resources() for w in rs.watchers)
 
     def _on_fatal(self, exc: BaseException) -> None:
         log.error("storage failure, the API server must be restarted: %s", exc)

@@ -336,6 +336,11 @@ class Store:
             rs.oldest_rv = self.rv
         return rs
 
+    @property
+    def writes_in_progress(self) -> int:
+        """Writes given a revision and not yet committed (their log write under way)."""
+        return self._next_rv - self.rv
+
     def resources(self) -> Iterator[ResourceStore]:
         return iter(list(self._resources.values()))
 
