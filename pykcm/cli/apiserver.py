@@ -82,7 +82,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     vt.add_argument("--no-autojump", action="store_true",
                     help="with --virtual-time: time moves only when advanced")
     vt.add_argument("--virtual-time-followers", type=arguments.count, default=0, metavar="N",
-                    help="autojump waits until N followers have joined and started "
+                    help="autojump waits until N followers have joined "
                     "(pykcm up passes its simulator and controller manager)")
     a.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
     return a

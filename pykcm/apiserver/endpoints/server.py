@@ -189,7 +189,7 @@ class APIServer:
         self.rng = rng
         # On a VirtualClock the server hosts the cluster's time (/pykcm/v1/clock,
         # controlplane/virtual_time.py): autojump unless told not to, once
-        # `clock_followers` followers (the simulator, the controller manager) are ready.
+        # `clock_followers` followers (the simulator, the controller manager) have joined.
         self.autojump = autojump
         self.clock_followers = clock_followers
         self.clock_host: ClockHost | None = None
