@@ -9,6 +9,10 @@ Also: a client advancing the clock (``c.clock.advance``) moves it by exactly tha
 on a cluster without autojump; a restart on the same data dir resumes the virtual time
 (DIR/virtual-time), never earlier than where it stopped.
 
+A Job with backoffLimit 6 whose pods all fail is recreated after exactly 10, 20, 40, 80,
+160 and 320 virtual seconds (one of issue 21's acceptance scenarios, without the
+comparison with a real-time run).
+
 The virtual seconds simulated per wall second are printed (not asserted).
 """
 
@@ -91,6 +95,52 @@ def test_a_cronjob_runs_three_times_in_seconds_of_wall_time(
     last = row.split()[-2]  # the schedule has spaces: count from the end
     assert last not in ("<none>", "<unknown>", "<invalid>")
     assert _age_seconds(last) < 20 * 60
+
+
+JOB = """
+apiVersion: batch/v1
+kind: Job
+metadata: {name: fail, namespace: vt-backoff}
+spec:
+  backoffLimit: 6
+  template:
+    metadata:
+      annotations: {sim.pykcm.io/exit-code: "1", sim.pykcm.io/run-seconds: "1"}
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: busybox}]
+"""
+
+
+def test_a_job_backoff_is_exact_in_virtual_seconds(virtual: tuple[Cluster, Kubectl]) -> None:
+    """backoffLimit 6, every pod failing after 1 s: from each failure to the next pod,
+    10, 20, 40, 80, 160 and 320 virtual seconds (the Job controller's back-off), to the
+    second of the stamps; the Job fails after its seventh pod."""
+    c, k = virtual
+    k.ok("create", "namespace", "vt-backoff")
+    v0, w0 = c.clock.epoch(), time.monotonic()
+    k.ok("apply", "-f", "-", stdin=JOB)
+    failed = False
+    while not failed and time.monotonic() - w0 < 60:
+        job = json.loads(k.ok("-n", "vt-backoff", "get", "job", "fail", "-o", "json"))
+        failed = any(cond["type"] == "Failed" and cond["status"] == "True"
+                     for cond in job.get("status", {}).get("conditions") or ())
+        time.sleep(0.5)
+    v1, w1 = c.clock.epoch(), time.monotonic()
+    print(f"\nJob back-off: {v1 - v0:.0f} virtual s in {w1 - w0:.1f} wall s: "
+          f"{(v1 - v0) / (w1 - w0):.0f} virtual s per wall s (load {os.getloadavg()[0]:.1f})")
+    assert failed
+    pods = json.loads(k.ok("-n", "vt-backoff", "get", "pods", "-o", "json"))["items"]
+    runs = sorted((_t(p["metadata"]["creationTimestamp"]),
+                   _t(p["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"]))
+                  for p in pods)
+    assert len(runs) == 7
+    gaps = [nxt[0] - prev[1] for prev, nxt in itertools.pairwise(runs)]
+    assert gaps == [10, 20, 40, 80, 160, 320]
+
+
+def _t(stamp: str) -> float:
+    return datetime.fromisoformat(stamp).timestamp()
 
 
 def test_advance_moves_a_cluster_without_autojump() -> None:
