@@ -93,7 +93,8 @@ class Cluster:
                  data_dir: str | None = None, controller_manager: bool = True,
                  manager_flags: Sequence[str] = (),
                  max_grace_period: float | None = 0.0, virtual_time: bool = False,
-                 autojump: bool = True, virtual_start: str = "") -> None:
+                 autojump: bool = True, virtual_start: str = "",
+                 seed: int | None = None) -> None:
         self._own_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="pykcm-cluster-")
         self.nodes = nodes
@@ -109,6 +110,10 @@ class Cluster:
         if not controller_manager:
             self._argv.append("--no-controller-manager")
         self._argv += [f"--controller-manager-flag={f}" for f in manager_flags]
+        if seed is not None:
+            # every component's randomness seeded (generated names, UIDs, jitter): with
+            # virtual time, two runs of a scenario then produce the same objects and events
+            self._argv += ["--seed", str(seed)]
         self.virtual_time = virtual_time
         if virtual_time:
             self._argv.append("--virtual-time")
