@@ -26,7 +26,9 @@ real-time run is tests/e2e/test_kubectl_node_lifecycle.py, ~20 s of grace).
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -176,3 +178,155 @@ async def test_job_backoff_spacing(vcluster: Cluster) -> None:
     assert failed is not None and failed["reason"] == "BackoffLimitExceeded"
     assert job["status"]["failed"] == 7
     assert ts(failed["lastTransitionTime"]) >= finished(pods[-1])
+
+
+# -- 3. Deployment progress deadline ------------------------------------------------------
+
+async def run_progress_deadline(c: Cluster, ns: str, deadline: int,
+                                now: Any) -> tuple[list[str], float]:
+    """A Deployment whose pod never becomes Ready: the Progressing reasons seen, in order,
+    and the seconds from its last progress (the True condition's lastUpdateTime) to
+    ProgressDeadlineExceeded."""
+    async with _client(c) as client:
+        rate = Rate(now)
+        await _namespace(client, ns)
+        async with Recorder(client, ns, ("deployments",)) as rec:
+            await client.create("deployments", {"metadata": {"name": "stuck"}, "spec": {
+                "replicas": 1, "progressDeadlineSeconds": deadline,
+                "selector": {"matchLabels": {"app": "stuck"}},
+                "template": _pod_template({"sim.pykcm.io/never-ready": "true"},
+                                          {"app": "stuck"}, restart="Always")}}, ns)
+
+            def timed_out() -> dict[str, Any] | None:
+                cond = condition(rec.latest("deployments").get("stuck", {}), "Progressing")
+                return cond if cond and cond["status"] == "False" else None
+
+            out = await wait_for("ProgressDeadlineExceeded", timed_out)
+            rate.report(f"Deployment progressDeadlineSeconds {deadline}")
+    conds = [cond for d in rec.objects("deployments", "stuck")
+             if (cond := condition(d, "Progressing")) is not None]
+    reasons = [r for r, _ in itertools.groupby(cond["reason"] for cond in conds)]
+    last_progress = max(ts(cond["lastUpdateTime"]) for cond in conds if cond["status"] == "True")
+    assert out["reason"] == "ProgressDeadlineExceeded"
+    assert out["message"].startswith('ReplicaSet "stuck-') and \
+        out["message"].endswith('" has timed out progressing.')
+    return reasons, ts(out["lastTransitionTime"]) - last_progress
+
+
+async def test_progress_deadline(vcluster: Cluster, rtcluster: Cluster) -> None:
+    """Progressing=False ProgressDeadlineExceeded after 600 virtual s without progress,
+    not before: upstream requeues the Deployment at lastUpdateTime + 600 s + 1 s (its
+    guard against AddAfter's millisecond skew), so 601 s of stamps in whole seconds.
+    Real-time twin: progressDeadlineSeconds 3, the same reasons in the same order."""
+    reasons, waited = await run_progress_deadline(vcluster, "vt-deadline", 600,
+                                                  vcluster.clock.epoch)
+    assert waited == 601
+    twin, twin_waited = await run_progress_deadline(rtcluster, "rt-deadline", 3, time.time)
+    assert twin == reasons
+    assert reasons[-1] == "ProgressDeadlineExceeded" and reasons[0] == "NewReplicaSetCreated"
+    assert 3 < twin_waited <= 6  # whole-second stamps of a real-time run (scaled)
+
+
+# -- 4. HPA scale-down after the stabilization window -------------------------------------
+
+async def run_hpa_scale_down(c: Cluster, ns: str, window: int | None, now: Any
+                             ) -> tuple[list[int], float, float, float, float]:
+    """Scaled up to 4 at 200% cpu, usage lowered to 10%: the replica counts the HPA set,
+    in order, the scale-up time, the instants before and after lowering the usage, and
+    the scale-down time (status.lastScaleTime)."""
+    async with _client(c) as client:
+        rate = Rate(now)
+        await _namespace(client, ns)
+        async with Recorder(client, ns, ("deployments", "horizontalpodautoscalers")) as rec:
+            await client.create("deployments", {"metadata": {"name": "web"}, "spec": {
+                "replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                "template": _pod_template({"sim.pykcm.io/cpu-usage": "200m"}, {"app": "web"},
+                                          restart="Always",
+                                          resources={"requests": {"cpu": "100m"}})}}, ns)
+            hpa: dict[str, Any] = {
+                "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+                "metadata": {"name": "web"}, "spec": {
+                    "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                       "name": "web"},
+                    "minReplicas": 1, "maxReplicas": 4, "metrics": [{
+                        "type": "Resource", "resource": {"name": "cpu", "target": {
+                            "type": "Utilization", "averageUtilization": 50}}}]}}
+            if window is not None:
+                hpa["spec"]["behavior"] = {"scaleDown": {"stabilizationWindowSeconds": window}}
+            await client.create("horizontalpodautoscalers", hpa, ns)
+
+            def ready(n: int) -> bool:
+                d = rec.latest("deployments").get("web", {})
+                return d.get("spec", {}).get("replicas") == n and \
+                    d.get("status", {}).get("readyReplicas") == n
+
+            await wait_for("the scale-up to 4 ready pods", lambda: ready(4))
+            up = ts(rec.latest("horizontalpodautoscalers")["web"]["status"]["lastScaleTime"])
+            pods = (await client.list("pods", ns, label_selector="app=web"))["items"]
+            low0 = now()
+            await asyncio.gather(*(client.patch(
+                "pods", p["metadata"]["name"],
+                {"metadata": {"annotations": {"sim.pykcm.io/cpu-usage": "10m"}}},
+                namespace=ns) for p in pods))
+            low1 = now()
+            await wait_for("the scale-down", lambda: rec.latest("deployments")["web"][
+                "spec"]["replicas"] == 1)
+            await wait_for("the HPA's status", lambda: rec.latest(
+                "horizontalpodautoscalers")["web"]["status"].get("currentReplicas") == 1)
+            down = ts(rec.latest("horizontalpodautoscalers")["web"]["status"]["lastScaleTime"])
+            rate.report(f"HPA scale-down, window {window or 300} s")
+    counts = [r for r, _ in itertools.groupby(
+        d["spec"]["replicas"] for d in rec.objects("deployments", "web"))]
+    return counts, up, low0, low1, down
+
+
+async def test_hpa_scale_down_after_stabilization_window(vcluster: Cluster,
+                                                         rtcluster: Cluster) -> None:
+    """The scale-down waits out the default 300 s window: upstream (no ``behavior``: the
+    controller's --horizontal-pod-autoscaler-downscale-stabilization) keeps every
+    recommendation not *before* now - 300 s, so the last sync that recommended 4 (the
+    one before the usage was lowered) still holds the count at +300 s and the scale-down
+    comes at the next 15 s sync: 315 virtual s after that sync, more than 300 s after
+    the usage was lowered, never before. Real-time twin: ``behavior.scaleDown.
+    stabilizationWindowSeconds`` 3 (whose rule keeps recommendations *after* now - 3 s),
+    sync period 1 s: the same replica sequence, times scaled."""
+    counts, up, low0, low1, down = await run_hpa_scale_down(vcluster, "vt-hpa", None,
+                                                            vcluster.clock.epoch)
+    assert counts == [1, 4, 1]
+    assert (down - up) % 15 == 0  # a sync instant: syncs are 15 virtual s apart
+    assert low0 + 300 < down <= low1 + 315  # the window after the last sync that said 4
+    twin, up, low0, low1, down = await run_hpa_scale_down(rtcluster, "rt-hpa", 3, time.time)
+    assert twin == counts
+    assert low0 + 3 - 1 - 1 <= down <= low1 + 3 + 1 + 2  # scaled: window 3, sync 1 s
+
+
+# -- 6. TTL after finished ----------------------------------------------------------------
+
+async def run_ttl(c: Cluster, ns: str, ttl: int, now: Any) -> tuple[float, float]:
+    """A Job with ttlSecondsAfterFinished: its completionTime and the deletionTimestamp
+    the TTL controller's (foreground) deletion set."""
+    async with _client(c) as client:
+        rate = Rate(now)
+        await _namespace(client, ns)
+        async with Recorder(client, ns, ("jobs",)) as rec:
+            await client.create("jobs", {"metadata": {"name": "once"}, "spec": {
+                "ttlSecondsAfterFinished": ttl,
+                "template": _pod_template({"sim.pykcm.io/run-seconds": "1"})}}, ns)
+            job = await wait_for("the Job's deletion", lambda: next(
+                (j for j in rec.objects("jobs", "once")
+                 if j["metadata"].get("deletionTimestamp")), None))
+            rate.report(f"TTL after finished {ttl} s")
+    done = [j for j in rec.objects("jobs", "once") if condition(j, "Complete")]
+    assert done, "deleted before it completed"
+    return ts(done[0]["status"]["completionTime"]), ts(job["metadata"]["deletionTimestamp"])
+
+
+async def test_ttl_after_finished(vcluster: Cluster, rtcluster: Cluster) -> None:
+    """Deleted exactly 600 virtual s after it finished (the TTL controller's deletion is
+    foreground: deletionTimestamp is its instant; this cluster runs no garbage
+    collector, so the Job then stays with its foregroundDeletion finalizer). Real-time
+    twin: TTL 2 s."""
+    done, deleted = await run_ttl(vcluster, "vt-ttl", 600, vcluster.clock.epoch)
+    assert deleted - done == 600
+    done, deleted = await run_ttl(rtcluster, "rt-ttl", 2, time.time)
+    assert 2 <= deleted - done <= 4  # whole-second stamps of a real-time run (scaled)
