@@ -330,3 +330,60 @@ async def test_ttl_after_finished(vcluster: Cluster, rtcluster: Cluster) -> None
     assert deleted - done == 600
     done, deleted = await run_ttl(rtcluster, "rt-ttl", 2, time.time)
     assert 2 <= deleted - done <= 4  # whole-second stamps of a real-time run (scaled)
+
+
+# -- 5. A node that stops heartbeating ----------------------------------------------------
+
+@pytest.fixture(scope="module")
+def nodecluster() -> Iterator[Cluster]:
+    with Cluster(nodes=2, controllers=NODE_CONTROLLERS, virtual_time=True,
+                 virtual_start=START, seed=SEED) as c:
+        yield c
+
+
+async def test_stopped_node_not_ready_then_pods_evicted(nodecluster: Cluster) -> None:
+    """The node's Ready turns Unknown at the first 5 s monitor pass more than 50 s (the
+    node-monitor grace period) after the pass that saw its last Lease renewal (upstream
+    stamps a heartbeat with the pass that observes it: 55-60 s after the renewal), it is
+    tainted
+    ``unreachable:NoExecute`` in that pass, and its pod (the default 300 s toleration
+    the API server's admission adds) is evicted exactly 300 virtual s after the taint.
+    Not twinned here: the simulator renews Leases every 10 s, so a real-time grace period
+    must exceed that; test_kubectl_node_lifecycle.py is that shortened real-time run
+    (20 s grace, 5 s toleration)."""
+    ns, node = "vt-node", "pykcm-node-1"
+    c = nodecluster
+    async with _client(c) as client:
+        rate = Rate(c.clock.epoch)
+        await _namespace(client, ns)
+        async with Recorder(client, ns, ("pods", "events")) as rec, \
+                Recorder(client, None, ("nodes",)) as nodes, \
+                Recorder(client, "kube-node-lease", ("leases",)) as leases:
+            pod = await client.create("pods", {"metadata": {"name": "victim"}, "spec": {
+                **_pod_template({})["spec"], "restartPolicy": "Always", "nodeName": node}}, ns)
+            assert {(t["key"], t.get("tolerationSeconds")) for t in pod["spec"]["tolerations"]
+                    } >= {("node.kubernetes.io/unreachable", 300)}
+            await wait_for("the pod to run", lambda: rec.latest("pods")["victim"].get(
+                "status", {}).get("phase") == "Running")
+            await client.patch("nodes", node, {"metadata": {"annotations": {
+                "sim.pykcm.io/heartbeat": "stopped"}}})
+            await wait_for("the eviction", lambda: "victim" in rec.deleted("pods"))
+            rate.report("node stops heartbeating, pods evicted")
+            await client.patch("nodes", node, {"metadata": {"annotations": {
+                "sim.pykcm.io/heartbeat": None}}})
+    last_renew = max(ts(lease["spec"]["renewTime"]) for lease in leases.objects("leases", node))
+    ready = [cond for n in nodes.objects("nodes", node)
+             if (cond := condition(n, "Ready")) is not None]
+    unknown = next(cond for cond in ready if cond["status"] == "Unknown")
+    not_ready_at = ts(unknown["lastTransitionTime"])
+    assert 55 <= not_ready_at - last_renew <= 60
+    taint = next(t for n in nodes.objects("nodes", node)
+                 for t in (n.get("spec") or {}).get("taints") or []
+                 if t["key"] == "node.kubernetes.io/unreachable" and t["effect"] == "NoExecute")
+    assert ts(taint["timeAdded"]) == not_ready_at
+    # (pykcm also records "Cancelling deletion" (same reason) as the pod goes: upstream's
+    # queue keeps an executed item as nil and cancels nothing then; reported, not asserted)
+    evictions = [e for e in rec.events("TaintManagerEviction")
+                 if e["message"].startswith("Marking for deletion")]
+    assert [(e["message"], event_time(e)) for e in evictions] == [
+        (f"Marking for deletion Pod {ns}/victim", ts(taint["timeAdded"]) + 300)]

@@ -222,3 +222,23 @@ async def test_zone_rates_and_the_full_disruption_mode() -> None:
     assert ctl.zone_states == {"": STATE_NORMAL}
     assert ctl.zone_tainters[""].limiter.qps == 0.1
     assert all(h.probe_timestamp == T0 + 500 for h in ctl.node_health.values())
+
+
+async def test_a_processed_node_stays_in_the_set_until_removed() -> None:
+    """upstream UniqueQueue: a node tainted successfully leaves the queue (len 0, the
+    tainting loop may sleep) but adding it again is refused until Remove, so a tainted
+    node is not re-queued by every monitor pass."""
+    now = [T0]
+    q = RateLimitedTimedQueue(1.0, lambda: now[0])
+    assert q.add("n1", "uid")
+    seen: list[str] = []
+
+    async def taint(item: TimedValue) -> tuple[bool, float]:
+        seen.append(item.value)
+        return True, 0.0
+
+    await q.try_(taint)
+    assert seen == ["n1"] and len(q) == 0 and "n1" in q
+    assert not q.add("n1", "uid")  # still in the set
+    assert q.remove("n1") and "n1" not in q
+    assert q.add("n1", "uid") and len(q) == 1

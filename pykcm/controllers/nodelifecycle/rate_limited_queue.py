@@ -14,7 +14,12 @@ while a zone is in partial disruption below ``--large-cluster-size-threshold`` o
 all zones are fully disrupted).
 
 Data flow: :meth:`RateLimitedTimedQueue.add` (unique per node name), then
-:meth:`try_` every 100 ms calls the tainting function on the due heads.
+:meth:`try_` every 100 ms calls the tainting function on the due heads. A node
+processed successfully leaves the queue but stays in the queue's set, as
+upstream's ``UniqueQueue.RemoveFromQueue``: adding it again is refused until
+:meth:`remove` (the node is reachable again, or its taint is gone), so a tainted
+node is not queued anew by every monitor pass. ``len()`` counts the nodes still
+to process (the tainting loop sleeps when every zone has none).
 
 Time comes from a ``clock`` callable (seconds), so tests step it by hand.
 """
@@ -73,26 +78,34 @@ class RateLimitedTimedQueue:
         self._clock = clock
         self.limiter = TokenBucket(qps, burst, clock)
         self._items: dict[str, TimedValue] = {}  # insertion order is the queue order
+        self._processed: set[str] = set()  # out of the queue, still in upstream's set
 
     def __contains__(self, value: str) -> bool:
-        return value in self._items
+        return value in self._items or value in self._processed
 
     def __len__(self) -> int:
         return len(self._items)
 
     def add(self, value: str, uid: str) -> bool:
-        """Queue ``value`` to be processed now; False if it is queued already."""
-        if value in self._items:
+        """Queue ``value`` to be processed now; False if it is in the set already
+        (queued, or processed and not removed since)."""
+        if value in self:
             return False
         now = self._clock()
         self._items[value] = TimedValue(value, uid, now, now)
         return True
 
     def remove(self, value: str) -> bool:
-        return self._items.pop(value, None) is not None
+        """Out of the queue and the set (upstream ``Remove``)."""
+        queued = self._items.pop(value, None) is not None
+        if value in self._processed:
+            self._processed.discard(value)
+            return True
+        return queued
 
     def clear(self) -> None:
         self._items.clear()
+        self._processed.clear()
 
     def swap_limiter(self, qps: float) -> None:
         """Use a new rate (upstream SwapLimiter): a limiter that had no token left
@@ -122,7 +135,8 @@ class RateLimitedTimedQueue:
                 continue
             done, wait = await fn(item)
             if done:
-                self._items.pop(value, None)
+                if self._items.pop(value, None) is not None:
+                    self._processed.add(value)  # upstream RemoveFromQueue
             elif value in self._items:
                 item.process_at = now + wait + 1e-9
                 self._items.pop(value)
