@@ -34,9 +34,10 @@ from typing import Any
 
 import pytest
 
-from pykcm.client import Client, load_kube_config
+from pykcm.client import Client, NotFound, load_kube_config
 from pykcm.testing.cluster import Cluster
 from tests.e2e.virtual_time_scenarios import (
+    WAIT,
     Rate,
     Recorder,
     condition,
@@ -73,7 +74,16 @@ def _client(c: Cluster) -> Client:
 
 
 async def _namespace(client: Client, ns: str) -> None:
+    """A namespace and its default ServiceAccount: a pod created before the account
+    exists waits for it in the API server's admission, in real time, holding the clock."""
     await client.create("namespaces", {"metadata": {"name": ns}})
+    async with asyncio.timeout(WAIT):
+        while True:
+            try:
+                await client.get("serviceaccounts", "default", ns)
+                return
+            except NotFound:
+                await asyncio.sleep(0.02)
 
 
 def _pod_template(annotations: dict[str, str], labels: dict[str, str] | None = None,
