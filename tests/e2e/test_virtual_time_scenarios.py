@@ -113,35 +113,42 @@ async def test_cronjob_hour_with_history_limits(vcluster: Cluster) -> None:
             schedule = [first + 600 * i for i in range(6)]  # the hour's six
             last = f"tick-{schedule[-1] // 60}"
 
-            def done() -> bool:
+            def done() -> dict[str, Any] | None:
                 j = rec.latest("jobs").get(last)
-                return j is not None and condition(j, "Complete") is not None and \
-                    rec.latest("cronjobs")["tick"]["status"].get("lastSuccessfulTime") == \
-                    j["status"].get("completionTime")
+                cj = rec.latest("cronjobs")["tick"]
+                if j is not None and condition(j, "Complete") is not None and \
+                        cj["status"].get("lastSuccessfulTime") == \
+                        j["status"].get("completionTime"):
+                    return cj
+                return None
 
-            await wait_for("the hour's sixth Job to complete", done)
-            # suspended before the seventh (10 virtual minutes later): the hour is over
+            end_state = await wait_for("the hour's sixth Job to complete", done)
+            # suspended before the seventh (10 virtual minutes later): the hour is over.
+            # What follows reads the hour's record, up to the sixth completion, so a
+            # seventh Job made by a late suspension would change nothing asserted.
             await client.patch("cronjobs", "tick", {"spec": {"suspend": True}}, namespace=ns)
             rate.report("CronJob */10, one hour")
-        # what the hour left: the two latest successful Jobs
-        jobs = rec.latest("jobs")
-        created = sorted(ts(j["metadata"]["creationTimestamp"]) for j in jobs.values())
-        assert created == schedule  # exact: the schedule's instants, nothing more
-        alive = sorted(n for n in jobs if n not in rec.deleted("jobs"))
-        assert alive == [f"tick-{s // 60}" for s in schedule[-2:]]
-        completions = {n: ts(j["status"]["completionTime"]) for n, j in jobs.items()}
-        runs = {completions[f"tick-{s // 60}"] - s for s in schedule}
-        assert len(runs) == 1, f"every Job ran as long: {runs}"  # exact, same each time
-        # each older successful Job deleted as the third newest completed
-        deletes = rec.events("SuccessfulDelete")
-        assert [(event_time(e), e["message"]) for e in deletes] == [
-            (completions[f"tick-{s // 60}"], f"Deleted job tick-{schedule[i] // 60}")
-            for i, s in enumerate(schedule[2:])]
-        status = rec.latest("cronjobs")["tick"]["status"]
-        assert ts(status["lastScheduleTime"]) == schedule[-1]
-        assert ts(status["lastSuccessfulTime"]) == completions[last]
-        assert [event_time(e) for e in rec.events("SuccessfulCreate")
-                if e["involvedObject"]["kind"] == "CronJob"] == schedule
+    hour = {n: j for n, j in rec.latest("jobs").items()
+            if ts(j["metadata"]["creationTimestamp"]) <= schedule[-1]}
+    created = sorted(ts(j["metadata"]["creationTimestamp"]) for j in hour.values())
+    assert created == schedule  # exact: the schedule's instants, nothing more
+    completions = {n: ts(j["status"]["completionTime"]) for n, j in hour.items()}
+    end = completions[last]
+    runs = {completions[f"tick-{s // 60}"] - s for s in schedule}
+    assert len(runs) == 1, f"every Job ran as long: {runs}"  # exact, same each time
+    # each older successful Job deleted as the third newest completed, none other
+    deletes = [e for e in rec.events("SuccessfulDelete") if event_time(e) <= end]
+    assert [(event_time(e), e["message"]) for e in deletes] == [
+        (completions[f"tick-{s // 60}"], f"Deleted job tick-{schedule[i] // 60}")
+        for i, s in enumerate(schedule[2:])]
+    # what the hour left: the two latest successful Jobs
+    gone = {e["message"].removeprefix("Deleted job ") for e in deletes}
+    assert sorted(set(hour) - gone) == [f"tick-{s // 60}" for s in schedule[-2:]]
+    assert gone <= rec.deleted("jobs")
+    assert ts(end_state["status"]["lastScheduleTime"]) == schedule[-1]
+    assert ts(end_state["status"]["lastSuccessfulTime"]) == end
+    assert [event_time(e) for e in rec.events("SuccessfulCreate")
+            if e["involvedObject"]["kind"] == "CronJob" and event_time(e) <= end] == schedule
 
 
 # -- 2. Job backoffLimit 6, every pod failing ----------------------------------------------
