@@ -115,6 +115,7 @@ class Cluster:
             # virtual time, two runs of a scenario then produce the same objects and events
             self._argv += ["--seed", str(seed)]
         self.virtual_time = virtual_time
+        self.autojump = autojump
         if virtual_time:
             self._argv.append("--virtual-time")
             if not autojump:
@@ -165,7 +166,7 @@ class Cluster:
             if "export KUBECONFIG" in self._tail("up.log"):
                 with open(self.kubeconfig_path) as f:
                     self.url = yaml.safe_load(f)["clusters"][0]["cluster"]["server"]
-                if self.virtual_time:
+                if self.virtual_time and self.autojump:
                     self._wait_followers_ready(deadline)
                 return self
             time.sleep(0.1)
@@ -176,7 +177,9 @@ class Cluster:
         # The banner comes once the processes are started, not their controllers and
         # nodes; meanwhile autojump moves on (a starting follower is not waited for), so
         # a test starting at once would see a controller begin some virtual seconds late,
-        # by how long its start took in real time: a run-to-run difference.
+        # by how long its start took in real time: a run-to-run difference. (Without
+        # autojump nothing moves meanwhile, and a follower whose start waits on the
+        # clock, its client's token bucket, would only start once the test advances.)
         names = {"sim", "controller-manager"} if self.nodes else {"controller-manager"}
         if "--no-controller-manager" in self._argv:
             names.discard("controller-manager")
