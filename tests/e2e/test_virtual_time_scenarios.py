@@ -10,8 +10,8 @@ virtual cluster; the stopped node has a cluster of its own.
 The clusters run the controllers their scenarios need (``--controllers``), not all of
 them: with every controller, the extra timers (node monitor every 5 s, the PV binder's
 15 s resync, the garbage collector's ~90 watches each ending every 5-10 minutes) are
-~2,600 jumps per virtual hour instead of ~650, and a loaded machine then needs 20-35 wall
-seconds for the CronJob's hour instead of ~4 (see bench/RESULTS.md, "Virtual time
+~2,600 jumps per virtual hour instead of ~650, and the CronJob's hour then takes 7 wall
+seconds at load 0.9 and 19-36 at 5-8, instead of 3-5 (bench/RESULTS.md, "Virtual time
 scenarios"). The behaviour under test is unchanged: no flag of those controllers is
 shortened on virtual time.
 
