@@ -16,12 +16,11 @@ scenarios"). The behaviour under test is unchanged: no flag of those controllers
 shortened on virtual time.
 
 Real-time twins (same scenario, parameters shortened, same outcome sequence, times
-scaled) run on a real-time cluster of their own for: the progress deadline (3 s), the
-HPA's stabilization window (3 s, sync period 1 s) and TTL-after-finished (2 s). Not
-twinned: the CronJob (cron's minute granularity: an hour of schedules needs an hour), the
-Job back-off (its 10 s base is fixed upstream: 630 s of back-off), the stopped node (the
-simulator's Lease renewal is 10 s, so a grace period must exceed it; the shortened
-real-time run is tests/e2e/test_kubectl_node_lifecycle.py, ~20 s of grace).
+scaled) run on real-time clusters of their own for: the progress deadline (3 s), the
+HPA's stabilization window (3 s, sync period 1 s), TTL-after-finished (2 s) and the
+stopped node (grace 12 s, monitor period 1 s, toleration 2 s). Not twinned: the CronJob
+(cron's minute granularity: an hour of schedules needs an hour) and the Job back-off (its
+10 s base is fixed upstream: 630 s of back-off).
 """
 
 from __future__ import annotations
@@ -358,49 +357,85 @@ def nodecluster() -> Iterator[Cluster]:
         yield c
 
 
-async def test_stopped_node_not_ready_then_pods_evicted(nodecluster: Cluster) -> None:
-    """The node's Ready turns Unknown at the first 5 s monitor pass more than 50 s (the
-    node-monitor grace period) after the pass that saw its last Lease renewal (upstream
-    stamps a heartbeat with the pass that observes it: 55-60 s after the renewal), it is
-    tainted
-    ``unreachable:NoExecute`` in that pass, and its pod (the default 300 s toleration
-    the API server's admission adds) is evicted exactly 300 virtual s after the taint.
-    Not twinned here: the simulator renews Leases every 10 s, so a real-time grace period
-    must exceed that; test_kubectl_node_lifecycle.py is that shortened real-time run
-    (20 s grace, 5 s toleration)."""
-    ns, node = "vt-node", "pykcm-node-1"
-    c = nodecluster
+async def run_stopped_node(c: Cluster, ns: str, toleration: int | None, now: Any
+                           ) -> tuple[float, float, float, float, list[str]]:
+    """Stops a node's heartbeat under a pod: its last Lease renewal, when its Ready
+    turned Unknown, when the unreachable NoExecute taint was added, when the pod was
+    marked for deletion, and the sequence of what happened (reasons)."""
+    node = "pykcm-node-1"
     async with _client(c) as client:
-        rate = Rate(c.clock.epoch)
+        rate = Rate(now)
         await _namespace(client, ns)
         async with Recorder(client, ns, ("pods", "events")) as rec, \
                 Recorder(client, None, ("nodes",)) as nodes, \
                 Recorder(client, "kube-node-lease", ("leases",)) as leases:
-            pod = await client.create("pods", {"metadata": {"name": "victim"}, "spec": {
-                **_pod_template({})["spec"], "restartPolicy": "Always", "nodeName": node}}, ns)
-            assert {(t["key"], t.get("tolerationSeconds")) for t in pod["spec"]["tolerations"]
-                    } >= {("node.kubernetes.io/unreachable", 300)}
+            spec: dict[str, Any] = {**_pod_template({})["spec"], "restartPolicy": "Always",
+                                    "nodeName": node}
+            if toleration is not None:
+                spec["tolerations"] = [{"key": "node.kubernetes.io/unreachable",
+                                        "operator": "Exists", "effect": "NoExecute",
+                                        "tolerationSeconds": toleration}]
+            pod = await client.create("pods", {"metadata": {"name": "victim"}, "spec": spec},
+                                      ns)
+            assert ("node.kubernetes.io/unreachable", toleration or 300) in {
+                (t["key"], t.get("tolerationSeconds")) for t in pod["spec"]["tolerations"]}
             await wait_for("the pod to run", lambda: rec.latest("pods")["victim"].get(
                 "status", {}).get("phase") == "Running")
             await client.patch("nodes", node, {"metadata": {"annotations": {
                 "sim.pykcm.io/heartbeat": "stopped"}}})
             await wait_for("the eviction", lambda: "victim" in rec.deleted("pods"))
-            rate.report("node stops heartbeating, pods evicted")
+            rate.report(f"node stops heartbeating, pods evicted (toleration "
+                        f"{toleration or 300} s)")
             await client.patch("nodes", node, {"metadata": {"annotations": {
                 "sim.pykcm.io/heartbeat": None}}})
     last_renew = max(ts(lease["spec"]["renewTime"]) for lease in leases.objects("leases", node))
-    ready = [cond for n in nodes.objects("nodes", node)
-             if (cond := condition(n, "Ready")) is not None]
-    unknown = next(cond for cond in ready if cond["status"] == "Unknown")
-    not_ready_at = ts(unknown["lastTransitionTime"])
-    assert 55 <= not_ready_at - last_renew <= 60
+    unknown = next(cond for n in nodes.objects("nodes", node)
+                   if (cond := condition(n, "Ready")) is not None and cond["status"] == "Unknown")
     taint = next(t for n in nodes.objects("nodes", node)
                  for t in (n.get("spec") or {}).get("taints") or []
                  if t["key"] == "node.kubernetes.io/unreachable" and t["effect"] == "NoExecute")
-    assert ts(taint["timeAdded"]) == not_ready_at
     # (pykcm also records "Cancelling deletion" (same reason) as the pod goes: upstream's
-    # queue keeps an executed item as nil and cancels nothing then; reported, not asserted)
-    evictions = [e for e in rec.events("TaintManagerEviction")
-                 if e["message"].startswith("Marking for deletion")]
-    assert [(e["message"], event_time(e)) for e in evictions] == [
-        (f"Marking for deletion Pod {ns}/victim", ts(taint["timeAdded"]) + 300)]
+    # queue marks an executed item nil and so mostly cancels nothing then; left out)
+    marked = [e for e in rec.events("TaintManagerEviction")
+              if e["message"].startswith("Marking for deletion")]
+    assert [e["message"] for e in marked] == [f"Marking for deletion Pod {ns}/victim"]
+    times = (ts(unknown["lastTransitionTime"]), ts(taint["timeAdded"]), event_time(marked[0]))
+    # what happened, in the order of its stamps (ties in the order they must come)
+    sequence = [what for _, _, what in sorted(zip(times, range(3), (
+        "Ready=Unknown", "unreachable:NoExecute taint", "Marking for deletion"), strict=True))]
+    sequence += ["pod deleted"] * len(rec.deleted("pods"))
+    return (last_renew, *times, sequence)
+
+
+@pytest.fixture(scope="module")
+def rtnodecluster() -> Iterator[Cluster]:
+    with Cluster(nodes=2, controllers=NODE_CONTROLLERS, manager_flags=[
+            "--node-monitor-grace-period=12s", "--node-monitor-period=1s"]) as c:
+        yield c
+
+
+async def test_stopped_node_not_ready_then_pods_evicted(nodecluster: Cluster,
+                                                       rtnodecluster: Cluster) -> None:
+    """The node's Ready turns Unknown at the first 5 s monitor pass more than 50 s (the
+    node-monitor grace period) after the pass that saw its last Lease renewal (upstream
+    stamps a heartbeat with the pass that observes it: 55-60 s after the renewal), it is
+    tainted ``unreachable:NoExecute`` in that pass, and its pod (the default 300 s
+    toleration the API server's admission adds) is marked for deletion exactly 300
+    virtual s after the taint. Real-time twin: grace 12 s (the simulator renews Leases
+    every 10 s: a grace period must exceed that), a 1 s monitor period and a 2 s
+    toleration: the same sequence, times scaled."""
+    renew, unknown, tainted, marked, seq = await run_stopped_node(
+        nodecluster, "vt-node", None, nodecluster.clock.epoch)
+    assert seq == ["Ready=Unknown", "unreachable:NoExecute taint", "Marking for deletion",
+                   "pod deleted"]
+    assert 55 - 1 < unknown - renew <= 60  # (the condition's stamp in whole seconds)
+    assert tainted == unknown
+    assert marked == tainted + 300
+    renew, unknown, tainted, marked, twin = await run_stopped_node(
+        rtnodecluster, "rt-node", 2, time.time)
+    assert twin == seq
+    # scaled: grace 12 s, a 1 s monitor period; the condition's stamp is whole seconds,
+    # the Lease's microseconds
+    assert 12 - 1 < unknown - renew <= 12 + 1 + 1
+    assert 0 <= tainted - unknown <= 1
+    assert 2 <= marked - tainted <= 3
