@@ -137,19 +137,15 @@ class VirtualClock(FakeClock):
         self._kicked = False
         self._advance_mono(self._mono)
 
+    def _run_timer(self, callback: Callable[[], None]) -> None:
+        try:
+            callback()
+        except Exception as exc:  # noqa: BLE001 - one timer's bug must not stop time
+            _report(exc, callback)
+
     def _advance_mono(self, target: float) -> None:
         before = self._mono
-        while True:
-            self._drop_cancelled()
-            if not self._timers or self._timers[0][0] > target:
-                break
-            when, _, timer = heapq.heappop(self._timers)
-            self._mono = max(self._mono, when)
-            try:
-                timer.callback()
-            except Exception as exc:  # noqa: BLE001 - one timer's bug must not stop time
-                _report(exc, timer.callback)
-        self._mono = max(self._mono, target)
+        super()._advance_mono(target)
         if self._mono != before:
             self.generation += 1
             now = self.now()

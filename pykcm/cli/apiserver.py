@@ -71,16 +71,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    "acknowledged write then survives a crash of the process but not a power "
                    "loss). For throwaway servers")
     arguments.add_seed(a)
-    vt = a.add_argument_group("virtual time (pykcm's own; issue 21)")
-    vt.add_argument("--virtual-time", action="store_true",
-                    help="run the cluster on a virtual clock hosted here (/pykcm/v1/clock): "
-                    "time moves only when advanced (POST /pykcm/v1/clock/advance) or, with "
-                    "autojump, by itself to the next timer whenever the cluster is idle; "
-                    "start `pykcm sim` and `pykcm controller-manager` with --virtual-time too")
-    vt.add_argument("--virtual-start", default="", metavar="RFC3339",
-                    help="the virtual clock's start (default: the real time at start)")
-    vt.add_argument("--no-autojump", action="store_true",
-                    help="with --virtual-time: time moves only when advanced")
+    vt = arguments.add_virtual_time(
+        a, "virtual time (pykcm's own; issue 21)",
+        "run the cluster on a virtual clock hosted here (/pykcm/v1/clock): "
+        "time moves only when advanced (POST /pykcm/v1/clock/advance) or, with "
+        "autojump, by itself to the next timer whenever the cluster is idle; "
+        "start `pykcm sim` and `pykcm controller-manager` with --virtual-time too")
     vt.add_argument("--virtual-time-followers", type=arguments.count, default=0, metavar="N",
                     help="autojump waits until N followers have joined "
                     "(pykcm up passes its simulator and controller manager)")

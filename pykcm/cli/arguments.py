@@ -65,6 +65,18 @@ def add_seed(parser: Any) -> None:
         "default: unseeded). Keys and tokens stay cryptographically random")
 
 
+def add_virtual_time(parser: Any, title: str, help: str) -> Any:
+    """The virtual-time group of a subcommand (``--virtual-time`` with its ``help``,
+    ``--virtual-start``, ``--no-autojump``); returned for subcommand-specific flags."""
+    vt = parser.add_argument_group(title)
+    vt.add_argument("--virtual-time", action="store_true", help=help)
+    vt.add_argument("--virtual-start", default="", metavar="RFC3339",
+                    help="the virtual clock's start (default: the real time at start)")
+    vt.add_argument("--no-autojump", action="store_true",
+                    help="with --virtual-time: time moves only when advanced")
+    return vt
+
+
 def random_source(args: argparse.Namespace, component: str) -> RandomSource:
     """``component``'s random source for ``--seed`` (unseeded without it)."""
     seed = getattr(args, "seed", None)

@@ -105,15 +105,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    "manager (default 0: a free one; the banner shows the URL)")
     a.add_argument("--no-ui", action="store_true", help="no live view")
     arguments.add_seed(a)  # handed to the API server, the simulator and the manager
-    vt = a.add_argument_group("virtual time (issue 21)")
-    vt.add_argument("--virtual-time", action="store_true",
-                    help="run all three on one virtual clock hosted by the API server: time "
-                    "jumps to the next timer whenever the cluster is idle (autojump) and "
-                    "moves on POST /pykcm/v1/clock/advance")
-    vt.add_argument("--virtual-start", default="", metavar="RFC3339",
-                    help="the virtual clock's start (default: the real time at start)")
-    vt.add_argument("--no-autojump", action="store_true",
-                    help="with --virtual-time: time moves only when advanced")
+    arguments.add_virtual_time(
+        a, "virtual time (issue 21)",
+        "run all three on one virtual clock hosted by the API server: time "
+        "jumps to the next timer whenever the cluster is idle (autojump) and "
+        "moves on POST /pykcm/v1/clock/advance")
     return a
 
 

@@ -22,6 +22,7 @@ import ast
 from pathlib import Path
 
 import pykcm
+from tests.unit.seam_check import dotted, unneeded_allowances, violations
 
 ROOT = Path(pykcm.__file__).parent
 
@@ -75,39 +76,29 @@ ALLOWED: dict[tuple[str, str], str] = {
 }
 
 
-def _dotted(node: ast.AST) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return f"{_dotted(node.value)}.{node.attr}"
-    if isinstance(node, ast.Call):
-        return f"{_dotted(node.func)}()"
-    return "?"
-
-
 def _findings(tree: ast.AST) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
-            name = _dotted(node)
+            name = dotted(node)
             if name in ("time.time", "time.monotonic", "time.time_ns", "time.monotonic_ns",
                         "time.sleep"):
                 out.append((node.lineno, name))
             elif node.attr in ("now", "utcnow", "today") and \
-                    _dotted(node.value).split(".")[-1] in ("datetime", "date"):
+                    dotted(node.value).split(".")[-1] in ("datetime", "date"):
                 out.append((node.lineno, "datetime.now"))
             elif node.attr in ("call_later", "call_at", "time") and \
-                    "loop" in _dotted(node.value).lower():
+                    "loop" in dotted(node.value).lower():
                 out.append((node.lineno, f"loop.{node.attr}"))
             elif name in ("asyncio.wait_for", "asyncio.timeout", "asyncio.timeout_at"):
                 out.append((node.lineno, name))
-        elif isinstance(node, ast.Call) and _dotted(node.func) == "asyncio.sleep":
+        elif isinstance(node, ast.Call) and dotted(node.func) == "asyncio.sleep":
             arg = node.args[0] if node.args else None
             if not (isinstance(arg, ast.Constant) and arg.value == 0):
                 out.append((node.lineno, "asyncio.sleep"))
         elif isinstance(node, ast.Call) and (
-                (_dotted(node.func) in ("time.gmtime", "time.localtime") and not node.args)
-                or (_dotted(node.func) == "time.strftime" and len(node.args) == 1)):
+                (dotted(node.func) in ("time.gmtime", "time.localtime") and not node.args)
+                or (dotted(node.func) == "time.strftime" and len(node.args) == 1)):
             out.append((node.lineno, "time.gmtime()"))  # the current time, formatted
         elif isinstance(node, ast.ImportFrom) and node.module == "time":
             for a in node.names:
@@ -117,14 +108,8 @@ def _findings(tree: ast.AST) -> list[tuple[int, str]]:
 
 
 def _violations() -> list[str]:
-    bad = []
-    for pkg in MIGRATED:
-        for f in sorted((ROOT / pkg).rglob("*.py")):
-            rel = f.relative_to(ROOT).as_posix()
-            for line, what in _findings(ast.parse(f.read_text())):
-                if (rel, what) not in ALLOWED:
-                    bad.append(f"pykcm/{rel}:{line}: {what}")
-    return bad
+    files = [f for pkg in MIGRATED for f in sorted((ROOT / pkg).rglob("*.py"))]
+    return violations(ROOT, files, _findings, ALLOWED)
 
 
 def test_migrated_packages_read_time_only_through_a_clock() -> None:
@@ -132,11 +117,7 @@ def test_migrated_packages_read_time_only_through_a_clock() -> None:
 
 
 def test_every_allowlist_entry_is_still_needed() -> None:
-    used = set()
-    for rel, _ in ALLOWED:
-        for _, what in _findings(ast.parse((ROOT / rel).read_text())):
-            used.add((rel, what))
-    assert set(ALLOWED) - used == set()
+    assert unneeded_allowances(ROOT, _findings, ALLOWED) == set()
 
 
 def test_the_checker_sees_each_kind_of_direct_time_read() -> None:

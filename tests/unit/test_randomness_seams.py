@@ -17,6 +17,7 @@ import ast
 from pathlib import Path
 
 import pykcm
+from tests.unit.seam_check import dotted, unneeded_allowances, violations
 
 ROOT = Path(pykcm.__file__).parent
 
@@ -40,14 +41,6 @@ ALLOWED: dict[tuple[str, str], str] = {
 }
 
 
-def _dotted(node: ast.AST) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return f"{_dotted(node.value)}.{node.attr}"
-    return "?"
-
-
 def _findings(tree: ast.AST) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
     for node in ast.walk(tree):
@@ -65,22 +58,16 @@ def _findings(tree: ast.AST) -> list[tuple[int, str]]:
                 out.extend((node.lineno, "os.urandom") for a in node.names
                            if a.name == "urandom")
         elif isinstance(node, ast.Attribute):
-            name = _dotted(node)
+            name = dotted(node)
             if name in ("uuid.uuid1", "uuid.uuid4", "os.urandom"):
                 out.append((node.lineno, name))
     return out
 
 
 def _violations() -> list[str]:
-    bad = []
-    for f in sorted(ROOT.rglob("*.py")):
-        rel = f.relative_to(ROOT).as_posix()
-        if rel == HOME:
-            continue
-        for line, what in _findings(ast.parse(f.read_text())):
-            if (rel, what) not in ALLOWED:
-                bad.append(f"pykcm/{rel}:{line}: {what}")
-    return bad
+    files = [f for f in sorted(ROOT.rglob("*.py"))
+             if f.relative_to(ROOT).as_posix() != HOME]
+    return violations(ROOT, files, _findings, ALLOWED)
 
 
 def test_pykcm_draws_randomness_only_through_a_random_source() -> None:
@@ -88,11 +75,7 @@ def test_pykcm_draws_randomness_only_through_a_random_source() -> None:
 
 
 def test_every_allowlist_entry_is_still_needed() -> None:
-    used = set()
-    for rel, _ in ALLOWED:
-        for _, what in _findings(ast.parse((ROOT / rel).read_text())):
-            used.add((rel, what))
-    assert set(ALLOWED) - used == set()
+    assert unneeded_allowances(ROOT, _findings, ALLOWED) == set()
 
 
 def test_the_home_is_where_the_generators_are() -> None:
