@@ -28,7 +28,6 @@ counted in `rest_client_requests_total` and timed in
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import ssl
 import time
@@ -168,8 +167,8 @@ def _write_params(field_manager: str | None, dry_run: bool,
 
 class _InFlight:
     """This process's requests on the wire: sent and not yet answered, or whose answer's
-    body is being read (watches excluded; the rate limiter's and retries' waits are
-    not on the wire). Virtual time's idle check reads it (pykcm.client.clock_follower)."""
+    body is being read (a watch until its headers are in, not its stream; the rate
+    limiter's and retries' waits are not on the wire). Virtual time's idle check reads it (pykcm.client.clock_follower)."""
 
     def __init__(self) -> None:
         self.requests = 0
@@ -327,8 +326,11 @@ class Client:
             headers = list(h.items()) + self._multi_headers if self._multi_headers else h
             start = time.perf_counter()  # request latency metrics: real work
             try:
-                # A watch's stream is no request on the wire for virtual time's idle check.
-                with contextlib.nullcontext() if watch else IN_FLIGHT:
+                # On the wire until the response's headers are in, a watch too: the server
+                # registers a watch before it answers, so a watch being opened (after a
+                # LIST, after a timeout) holds virtual time's autojump until it is
+                # established; its stream afterwards is no request in flight.
+                with IN_FLIGHT:
                     resp = await session.request(
                         method, url, params=params, data=data, headers=headers,
                         timeout=timeout or self._timeout, proxy=cfg.proxy_url,
