@@ -9,6 +9,7 @@ resourcequota-controller would (tests/integration/test_resourcequota_controller.
 from __future__ import annotations
 
 import concurrent.futures
+import time
 from typing import Any
 
 from tests.conftest import Api
@@ -38,6 +39,28 @@ def _quota_with_status(api: Api, ns: str, name: str, hard: dict[str, str],
     code, q = api.put(f"{_quotas(ns)}/{name}/status", q)
     assert code == 200, q
     return dict(q)
+
+
+def _wait_in_force(api: Api, ns: str) -> None:
+    """Return once quota admission enforces the namespace's quotas written so far.
+
+    kube-apiserver's quota admission reads quotas from its own informer, and a namespace
+    whose informer holds none yet is admitted with no quota at all: a quota created a
+    moment ago is not enforced until its watch event is in (kubernetes PR 103472's
+    "add a delay for resource quota changes to propagate"). A last quota that counts
+    ConfigMaps shows when that is: once a ConfigMap created after it is charged to it,
+    the informer has every quota written before it, statuses included."""
+    _quota_with_status(api, ns, "in-force-probe", {"count/configmaps": "1000"},
+                       {"count/configmaps": "0"})
+    for i in range(200):
+        code, cm = api.post(f"/api/v1/namespaces/{ns}/configmaps",
+                            {"metadata": {"name": f"in-force-probe-{i}"}})
+        assert code == 201, cm
+        _code, q = api.get(f"{_quotas(ns)}/in-force-probe")
+        if q["status"]["used"] != {"count/configmaps": "0"}:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"quota admission did not charge namespace {ns}'s quota")
 
 
 def test_resource_quota_object(apiserver_api: Api) -> None:
@@ -97,6 +120,7 @@ def test_quota_admission_charges_creates_and_refuses_the_one_over(apiserver_api:
     _quota_with_status(api, ns, "q", {"pods": "2", "requests.cpu": "1", "limits.cpu": "2"},
                        {"pods": "0", "requests.cpu": "0", "limits.cpu": "0"})
     _quota_with_status(api, ns, "unknown", {"services": "1"}, {})
+    _wait_in_force(api, ns)
     pods = f"/api/v1/namespaces/{ns}/pods"
     code, body = api.post(pods, _pod("a", {"cpu": "600m"}, {"cpu": "600m"}))
     assert code == 201, body
@@ -120,6 +144,7 @@ def test_racing_creates_cannot_both_pass(apiserver_api: Api) -> None:
     api = apiserver_api
     ns = api.ns()
     _quota_with_status(api, ns, "q", {"count/secrets": "2"}, {"count/secrets": "0"})
+    _wait_in_force(api, ns)
 
     def create(i: int) -> int:
         code, _ = api.post(f"/api/v1/namespaces/{ns}/secrets", {"metadata": {
