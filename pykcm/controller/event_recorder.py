@@ -15,7 +15,7 @@ Data flow
     EventRecorder.event(obj, type_, reason, message)     (caller; never blocks)
         │ build the Event (name <obj>.<hex ns>, involvedObject, source, count 1)
         ▼
-    EventBroadcaster queue (unbounded)
+    EventBroadcaster queue (at most 1000 waiting: a new Event finding it full is dropped)
         │ background task, one event at a time
         ▼
     EventCorrelator.correlate(event)
@@ -33,6 +33,15 @@ Data flow
            success → EventCorrelator.update_state(server's copy)
 
 Defaults are client-go v1.36's (``events_cache.go``, ``event.go``).
+
+The bound is upstream's: ``record.NewBroadcaster`` is a ``watch.Broadcaster`` of queue
+length ``maxQueuedEvents`` (1000) with ``DropIfChannelFull``, so the sink's watcher holds
+at most 1000 Events behind the one being written and the broadcaster silently drops
+what finds it full. A controller recording faster than its Events can be written (a
+rollout of hundreds of Deployments) loses Events past that backlog instead of writing
+them for minutes after the work is done. Deliberate deviation: upstream's broadcaster
+drops the Events recorded before ``StartRecordingToSink`` (no watcher yet); this one
+queues them (up to the same bound) until :meth:`EventBroadcaster.start`.
 
 Time: the broadcaster's ``clock`` (a :class:`pykcm.api.clock.Clock`, default the
 real one) stamps events, names them, runs the aggregation window and the spam
@@ -90,6 +99,7 @@ DEFAULT_AGGREGATE_INTERVAL_SECONDS = 600.0
 DEFAULT_SPAM_BURST = 25
 DEFAULT_SPAM_QPS = 1.0 / 300.0
 MAX_TRIES_PER_EVENT = 12
+MAX_QUEUED_EVENTS = 1000
 DEFAULT_SLEEP_DURATION = 10.0
 COMBINED_PREFIX = "(combined from similar events): "
 
@@ -423,7 +433,11 @@ class EventBroadcaster:
     def __init__(self, client: EventSink, *, correlator: EventCorrelator | None = None,
                  max_tries: int = MAX_TRIES_PER_EVENT,
                  retry_delay: float = DEFAULT_SLEEP_DURATION,
-                 clock: TimeSource | None = None, rng: RandomSource | None = None) -> None:
+                 clock: TimeSource | None = None, rng: RandomSource | None = None,
+                 max_queued: int | None = MAX_QUEUED_EVENTS) -> None:
+        """``max_queued``: Events waiting to be written beyond which new ones are dropped
+        (upstream's 1000); ``None``: unbounded (a writer standing for many components,
+        such as the simulator's kubelets and scheduler)."""
         self._client = client
         self.clock: TimeSource = clock if clock is not None else REAL_CLOCK
         # The first retry's spread (unseeded unless the process has a seed).
@@ -432,7 +446,10 @@ class EventBroadcaster:
         self._last_ns = 0
         self._max_tries = max_tries
         self._retry_delay = retry_delay
-        self._queue: asyncio.Queue[Event] = asyncio.Queue()
+        self._queue: asyncio.Queue[Event] = asyncio.Queue(max_queued or 0)
+        # Events dropped because the queue was full (upstream counts none; for tests and
+        # benchmarks)
+        self.dropped = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._task: asyncio.Task[None] | None = None
@@ -481,9 +498,19 @@ class EventBroadcaster:
             return
         if (self._loop is not None and threading.get_ident() != self._loop_thread
                 and not self._loop.is_closed()):
-            self._loop.call_soon_threadsafe(self._queue.put_nowait, event)
+            self._loop.call_soon_threadsafe(self._put, event)
         else:
+            self._put(event)
+
+    def _put(self, event: Event) -> None:
+        try:
             self._queue.put_nowait(event)
+        except asyncio.QueueFull:
+            # upstream's distribute drops it for a full watcher without a word; debug here
+            self.dropped += 1
+            log.debug("event broadcaster: %d events queued, dropping event %s %s on %s",
+                      self._queue.qsize(), event.get("type"), event.get("reason"),
+                      _obj(event).get("name"))
 
     async def _run(self) -> None:
         while True:

@@ -162,8 +162,11 @@ class Simulator:
             networks = {name: NodeNetwork(node_internal_ip(i), pod_cidr(i, self.node_config))
                         for i, name in enumerate(self.node_names)}
             if self._record_events:
+                # unbounded: one writer for every node's kubelet and the scheduler, each
+                # of which upstream has a 1000-Event backlog of its own
                 self._broadcaster = EventBroadcaster(self._client, clock=self.clock,
-                                                     rng=self.rng.stream("events"))
+                                                     rng=self.rng.stream("events"),
+                                                     max_queued=None)
                 self._broadcaster.start()
             claims = await self._start_storage(factory)
             self.kubelet = Kubelet(

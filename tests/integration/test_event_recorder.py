@@ -85,3 +85,25 @@ async def test_cluster_scoped_object_event_in_default(client: Client) -> None:
         assert "namespace" not in events[0]["involvedObject"]
     finally:
         await client.delete("nodes", name)
+
+
+async def test_backlog_beyond_a_thousand_events_is_dropped(client: Client, ns: str) -> None:
+    """A controller recording Events faster than they are written keeps upstream's backlog
+    (client-go's broadcaster: 1000 for the sink, DropIfChannelFull) and loses the rest, as
+    kube-controller-manager does when a rollout of hundreds of Deployments outpaces its
+    Event writes (issue 19's gc phase: pykcm's manager wrote that backlog in full, twice
+    the real manager's Event POSTs after the work was done). Recorded in one loop turn, so
+    the writer takes none before the last."""
+    broadcaster = EventBroadcaster(client)
+    broadcaster.start()
+    recorder = broadcaster.new_recorder("replicaset-controller")
+    for i in range(1100):  # one object each: no aggregation, no spam filter
+        recorder.event({"apiVersion": "v1", "kind": "Pod",
+                        "metadata": {"name": f"web-{i:04d}", "namespace": ns,
+                                     "uid": str(uuid.uuid4())}},
+                       "Normal", "SuccessfulCreate", f"Created pod: web-{i:04d}")
+    assert broadcaster.dropped == 100
+    await broadcaster.shutdown(timeout=120.0)
+    names = sorted(e["involvedObject"]["name"]
+                   for e in (await client.list("events", ns))["items"])
+    assert names == [f"web-{i:04d}" for i in range(1000)]

@@ -261,3 +261,49 @@ async def test_after_shutdown_dropped() -> None:
     b.new_recorder("c").event(POD, "Normal", "R", "m")
     await asyncio.sleep(0.01)
     assert c.calls == []
+
+
+async def test_backlog_beyond_upstreams_bound_is_dropped() -> None:
+    """client-go's broadcaster holds 1000 Events for its sink behind the one being written
+    (watch.Broadcaster, DropIfChannelFull): a controller recording faster than the API
+    server takes its Events loses the excess instead of writing it long after."""
+
+    class Gated(FakeClient):
+        def __init__(self) -> None:
+            super().__init__()
+            self.gate = asyncio.Event()
+            self.waiting = 0
+
+        async def create(self, resource: Any, body: Mapping[str, Any],
+                         namespace: str | None = None) -> dict[str, Any]:
+            self.waiting += 1
+            await self.gate.wait()
+            return await super().create(resource, body, namespace)
+
+    c = Gated()
+    b = await _run(c)
+    r = b.new_recorder("replicaset-controller")
+    r.event(POD, "Normal", "First", "m")
+    while not c.waiting:  # the writer holds it, blocked on the API server
+        await asyncio.sleep(0)
+    objs = [{"apiVersion": "v1", "kind": "Pod",
+             "metadata": {"name": f"p{i}", "namespace": "ns1", "uid": f"u{i}"}}
+            for i in range(1200)]
+    for obj in objs:  # one Event per object: neither aggregated nor spam-filtered
+        r.event(obj, "Normal", "SuccessfulCreate", "m")
+    assert b.dropped == 200
+    c.gate.set()
+    await b.shutdown()
+    names = [call[3]["involvedObject"]["name"] for call in c.calls]
+    assert names == ["web-0"] + [f"p{i}" for i in range(1000)]
+
+
+async def test_unbounded_broadcaster_keeps_every_event() -> None:
+    c = FakeClient()
+    b = EventBroadcaster(c, max_queued=None)
+    r = b.new_recorder("kubelet")
+    for i in range(1500):
+        r.event({**NODE, "metadata": {"name": f"n{i}", "uid": f"u{i}"}}, "Normal", "R", "m")
+    b.start()
+    await b.shutdown()
+    assert b.dropped == 0 and len(c.calls) == 1500
