@@ -43,6 +43,14 @@ first request to the condition being observed by a watch):
                observedGeneration current); the finished Job pods still exist
                (terminal pods do not count against --max-pods)
 
+Between phases the benchmark waits until the previous phase's Events are written (no
+Event write by any client and no request of the manager under test for 2 s; a
+manager writes its Events one at a time behind the work, upstream up to 1000 per
+controller): that tail is counted in neither phase (--no-settle: no wait, the tail
+lands in the next phase). --audit: kube-apiserver writes an audit log and each phase
+lists the requests completed in it by client (a manager's by controller), verb,
+resource and Event reason.
+
 Per phase: wall time, CPU seconds of the API server (and etcd), simulator,
 controller manager, support manager and this driver, API requests by
 verb/resource from the API server's /metrics (the driver's own requests
@@ -157,7 +165,7 @@ class Stack:
     def __init__(self, qps: float, burst: int, *, nodes: int, max_pods: int,
                  events: bool, apiserver: str = "pykcm", manager: str = "pykcm",
                  kit: KubeKit | None = None, verbosity: int = 0,
-                 cprofile: str | None = None) -> None:
+                 cprofile: str | None = None, audit: bool = False) -> None:
         self.qps, self.burst = qps, burst
         self.nodes, self.max_pods, self.events = nodes, max_pods, events
         self.apiserver, self.manager, self.kit = apiserver, manager, kit
@@ -179,6 +187,8 @@ class Stack:
         self.ca_file = ""
         self.ssl: ssl.SSLContext | bool = False
         self.cm_port = _free_port()
+        # --audit: kube-apiserver's audit log (JSON lines), read per phase by AuditTally
+        self.audit_log = os.path.join(self.work, "audit.log") if audit else ""
 
     @property
     def cm_metrics_url(self) -> str:
@@ -287,7 +297,14 @@ class Stack:
 
     def _start_kube(self, timeout: float) -> None:
         assert self.kit is not None
-        self.cp = self.kit.control_plane(os.path.join(self.work, "kube"))
+        flags: list[str] = []
+        if self.audit_log:
+            policy = os.path.join(self.work, "audit-policy.yaml")
+            with open(policy, "w") as f:
+                f.write(AUDIT_POLICY)
+            flags = [f"--audit-policy-file={policy}", f"--audit-log-path={self.audit_log}",
+                     "--audit-log-format=json", "--audit-log-maxsize=0"]
+        self.cp = self.kit.control_plane(os.path.join(self.work, "kube"), apiserver_flags=flags)
         try:
             self.cp.start()
             self.url, self.token = self.cp.url, self.cp.token
@@ -369,6 +386,89 @@ class Stack:
         if self.cp is not None:
             self.cp.stop()
         shutil.rmtree(self.work, ignore_errors=True)
+
+
+# -- the audit tally (--audit) -------------------------------------------------------------
+
+# Events' create/patch bodies (their reason), every other request's metadata, each once
+# (at ResponseComplete; a watch at its end, so watches are left out).
+AUDIT_POLICY = """apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+- level: None
+  verbs: ["watch"]
+- level: Request
+  resources: [{group: "", resources: ["events"]}]
+  verbs: ["create", "patch"]
+- level: Metadata
+"""
+
+
+def _audit_agent(ua: str) -> str:
+    """A short client name: a controller manager's clients by controller
+    (``kube-controller-manager/<version> .../<controller>``: both managers name them so),
+    anything else by its product token."""
+    if ua.startswith("kube-controller-manager/"):
+        return ua.rsplit("/", 1)[-1]
+    return ua.split("/", 1)[0].split(" ", 1)[0] or "?"
+
+
+class AuditTally:
+    """Reads kube-apiserver's audit log as it grows; tallies the requests completed in a
+    window by (client, verb, resource[/subresource], code class, Event reason)."""
+
+    def __init__(self, path: str) -> None:
+        self.path, self.offset = path, 0
+        self.pending: list[tuple[float, str]] = []
+
+    def window(self, t0: float, t1: float) -> Counter[str]:
+        """Requests that completed between wall times t0 and t1 (those completed after t1
+        are kept for the next window)."""
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except OSError:
+            data = b""
+        end = data.rfind(b"\n") + 1
+        self.offset += end
+        for line in data[:end].splitlines():
+            try:
+                e = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            try:
+                ts = _dt.datetime.fromisoformat(e["stageTimestamp"]).timestamp()
+            except (KeyError, ValueError):
+                continue
+            ref = e.get("objectRef") or {}
+            res = ref.get("resource", "") or e.get("requestURI", "?").split("?")[0]
+            if ref.get("apiGroup"):
+                res += "." + ref["apiGroup"]
+            if ref.get("subresource"):
+                res += "/" + ref["subresource"]
+            code = int((e.get("responseStatus") or {}).get("code") or 0)
+            key = f"{_audit_agent(e.get('userAgent', ''))} {e.get('verb', '?')} {res}"
+            if code >= 300:
+                key += f" {code}"
+            body = e.get("requestObject") or {}
+            if ref.get("resource") == "events" and isinstance(body, dict):
+                reason = body.get("reason") or ("(count patch)" if "count" in body else "")
+                if reason:
+                    key += f" {reason}"
+            self.pending.append((ts, key))
+        out: Counter[str] = Counter()
+        keep: list[tuple[float, str]] = []
+        for ts, key in self.pending:
+            if ts < t0:
+                continue
+            if ts <= t1:
+                out[key] += 1
+            else:
+                keep.append((ts, key))
+        self.pending = keep
+        return out
 
 
 # -- the driver ----------------------------------------------------------------------------
@@ -627,13 +727,41 @@ class Run:
         self.rss: dict[str, float] = {}
         self.latency: dict[str, list[float]] = {}
         self.traces: list[str] = []
+        self.audit: AuditTally | None = None
+
+    async def settle(self, drv: Driver, quiet: float = 2.0, timeout: float = 300.0) -> float:
+        """Wait until the previous phase's tail is written: no Event written (POST or
+        PATCH, by any client) and no request of the manager under test for ``quiet``
+        seconds. A controller manager writes its Events one at a time behind the work
+        that recorded them (upstream keeps up to 1000 per controller); without this wait
+        they land in the next phase's window and count as its requests and CPU. The same
+        wait for every setup; returns the seconds waited."""
+        def sample(m: Counter[tuple[str, str, str, str]], c: Counter[str]) -> int:
+            ev = sum(v for k, v in m.items() if k[1] == "events" and k[0] in ("POST", "PATCH"))
+            return ev + sum(c.values())
+
+        t0 = time.perf_counter()
+        last, since = -1, t0
+        while time.perf_counter() - t0 < timeout:
+            now = sample(await drv.metrics(), await drv.cm_metrics())
+            t = time.perf_counter()
+            if now != last:
+                last, since = now, t
+            elif t - since >= quiet:
+                break
+            await asyncio.sleep(0.5)
+        waited = time.perf_counter() - t0
+        log(f"bench: [{self.label}] settled in {waited:.1f} s")
+        return waited
 
     async def measure(self, name: str, stack: Stack, drv: Driver,
                       body: Callable[[], Awaitable[None]], profile: bool = False) -> None:
+        settled = await self.settle(drv) if self.phases and self.args.settle else None
         log(f"bench: [{self.label}] {name} ...")
         e0 = await drv.events()
         m0, c0, own0 = await drv.metrics(), await drv.cm_metrics(), Counter(drv.own)
         cpu0, busy0, load0 = stack.cpu(), busy_cpu_seconds(), os.getloadavg()
+        wall0 = time.time()
         spy = None
         pyspy = shutil.which("py-spy", path=os.path.dirname(sys.executable)) or \
             shutil.which("py-spy")
@@ -663,6 +791,8 @@ class Run:
         cpu1, busy1, load1 = stack.cpu(), busy_cpu_seconds(), os.getloadavg()
         m1, c1 = await drv.metrics(), await drv.cm_metrics()
         e1 = await drv.events()
+        wall1 = time.time()
+        audit = self.audit.window(wall0, wall1) if self.audit is not None else Counter()
         ev = Counter({k: e1.get(k, 0) - e0.get(k, 0) for k in set(e1) | set(e0)})
         own = Counter(drv.own)
         own.subtract(own0)
@@ -687,6 +817,7 @@ class Run:
             "wall": wall, "cpu": cpu, "requests": reqs, "cm_requests": cm, "codes": codes,
             "busy": busy1 - busy0, "load0": load0, "load1": load1,
             "events": Counter({k: v for k, v in ev.items() if v}),
+            "audit": audit, "settle": settled,
         }
         r = self.phases[name]
         log(f"bench: [{self.label}] {name}: {wall:.1f} s; CPU s " + " ".join(
@@ -703,11 +834,14 @@ class Run:
         stack = Stack(self.qps, self.burst, nodes=a.nodes, max_pods=a.max_pods,
                       events=not a.no_events, apiserver=self.apiserver, manager=self.manager,
                       kit=self.kit, verbosity=4 if a.trace else 0,
-                      cprofile=os.path.join(a.cprofile, "manager") if a.cprofile else None)
+                      cprofile=os.path.join(a.cprofile, "manager") if a.cprofile else None,
+                      audit=a.audit)
         drv: Driver | None = None
         watches: list[Watch] = []
         try:
             stack.start()
+            if stack.audit_log:
+                self.audit = AuditTally(stack.audit_log)
             drv = Driver(stack)
             await self._ready(stack, drv)
             for ns in (NS, NS_JOBS, NS_BIG, NS_LAT):
@@ -1074,7 +1208,12 @@ def report(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]], w
              f"or Pod is left; jobs = {args.jobs} Jobs x 10 completions (parallelism 10, "
              f"run-seconds 0.5) until all Complete; big = 1 Deployment x {args.big:,} until "
              f"Available. Time from the first request of a phase to a watch seeing the "
-             f"condition. Medians of {args.runs} run(s) per setting and setup.")
+             f"condition"
+             + ("; before each phase but the first, a wait until the previous phase's Events "
+                "are written (counted in neither)" if getattr(args, "settle", True) else
+                "; each phase starts at once after the previous one (--no-settle: its Event "
+                "tail counts in the next)")
+             + f". Medians of {args.runs} run(s) per setting and setup.")
     L.append("")
     if getattr(args, "kube_note", ""):
         L.append(f"⚠️ {args.kube_note}.")
@@ -1184,6 +1323,15 @@ def report(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]], w
     L.append("Wall time of every run (s): " + "; ".join(
         f"{q} {s} {ph} " + ", ".join(f"{x:.1f}" for x in walls(q, s, ph))
         for q in qps_labels for s in setups for ph in ran if walls(q, s, ph)) + ".")
+    settles = [f"{key} {ph} " + ", ".join(f"{r['phases'][ph].get('settle') or 0.0:.1f}"
+                                          for r in runs if ph in r["phases"])
+               for key, runs in results.items() for ph in ran
+               if any(ph in r["phases"] and r["phases"][ph].get("settle") is not None
+                      for r in runs)]
+    if settles:
+        L.append("Wait before each phase until the previous one's Events were written (no "
+                 "Event write by any client and no request of the manager under test for "
+                 "2 s; not counted in either phase), s: " + "; ".join(settles) + ".")
     L.append("")
     # request breakdown, first run of each setting
     L.append("Requests by verb and resource (first run of each setting and setup; all clients "
@@ -1207,6 +1355,14 @@ def report(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]], w
                      + (f" Non-2xx: {codes}." if codes else "")
                      + (f" Events recorded (source, reason, with repeats): {evs}." if evs
                         else ""))
+            aud = p.get("audit") or Counter()
+            if aud:
+                big = sorted(((k, v) for k, v in aud.items() if v >= 5), key=lambda kv: -kv[1])
+                rest = sum(v for v in aud.values() if v < 5)
+                L.append(f"  - audit log, requests completed in the window by client (a "
+                         f"manager's by controller), verb, resource, non-2xx code, Event "
+                         f"reason: {', '.join(f'{k} {v:,}' for k, v in big)}"
+                         + (f"; others (under 5 each) {rest:,}" if rest else "") + ".")
     L.append("")
     errs = [(key, r["error"]) for key, runs in results.items() for r in runs
             if r.get("error")]
@@ -1308,7 +1464,7 @@ def load(path: str) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any], li
     for runs in d["results"].values():
         for r in runs:
             for p in r["phases"].values():
-                for key in ("requests", "cm_requests", "codes", "events"):
+                for key in ("requests", "cm_requests", "codes", "events", "audit"):
                     p[key] = Counter({tuple(k) if isinstance(k, list) else k: v
                                       for k, v in p.get(key, [])})
     la = d.get("loadavg") or [float("nan")] * 3
@@ -1407,6 +1563,15 @@ def main() -> int:
     p.add_argument("--phases", metavar="LIST",
                    help=f"comma-separated subset of {','.join(PHASES)} (the phases a phase "
                    "needs run too: rollout and gc need scale; default all)")
+    p.add_argument("--no-settle", dest="settle", action="store_false",
+                   help="start each phase at once after the previous one (default: wait "
+                   "until no Event has been written and the manager under test has sent "
+                   "no request for 2 s, so that a phase's Event tail is not counted in the "
+                   "next one)")
+    p.add_argument("--audit", action="store_true",
+                   help="kube-apiserver writes an audit log; per phase, the requests "
+                   "completed in it by client (a manager's by controller), verb, resource "
+                   "and Event reason (the real API server's setups only)")
     p.add_argument("--cprofile", metavar="DIR",
                    help="run pykcm's controller manager under cProfile, one profile per "
                    "phase written to DIR (<run>-<phase>.prof; read with pstats)")
