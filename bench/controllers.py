@@ -1174,6 +1174,13 @@ def split_key(key: str) -> tuple[str, str]:
     return qps, setup or "pykcm/pykcm"
 
 
+def _settled(results: dict[str, list[dict[str, Any]]]) -> bool:
+    """Whether the runs waited between phases (results saved before the wait have no
+    ``settle`` figure; with --no-settle it is None)."""
+    return any(p.get("settle") is not None for runs in results.values() for r in runs
+               for p in r["phases"].values())
+
+
 def report(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]], wall: float,
            profiles: dict[str, list[tuple[str, float]]]) -> str:
     L: list[str] = []
@@ -1210,8 +1217,8 @@ def report(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]], w
              f"Available. Time from the first request of a phase to a watch seeing the "
              f"condition"
              + ("; before each phase but the first, a wait until the previous phase's Events "
-                "are written (counted in neither)" if getattr(args, "settle", True) else
-                "; each phase starts at once after the previous one (--no-settle: its Event "
+                "are written (counted in neither)" if _settled(results) else
+                "; each phase starts at once after the previous one (no wait: its Event "
                 "tail counts in the next)")
              + f". Medians of {args.runs} run(s) per setting and setup.")
     L.append("")
