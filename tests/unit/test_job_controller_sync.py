@@ -395,3 +395,42 @@ async def test_sync_waits_until_the_caches_hold_its_own_writes() -> None:
     h.ctl.consistency.wrote_at("ns/j", "uid-j", "pods", "500")
     h.ctl.delete_job(job)
     await h.ctl.sync_job("ns/j")
+
+
+async def test_a_finished_jobs_update_queues_one_selector_scan_not_a_sync() -> None:
+    """Upstream v1.36's updateJob: a finished Job is not synced again; its selector goes to
+    the orphan queue (repeated updates collapse into one key), whose scan removes the
+    finalizer from each matching pod that no unfinished Job controls."""
+    h = Harness()
+    job, other = make_job("j"), make_job("k")
+    h.add_job(other)
+    old = copy.deepcopy(job)
+    job["status"] = {"conditions": [{"type": "Complete", "status": "True"}]}
+    job["metadata"]["resourceVersion"] = "2"
+    h.add_job(job)
+    mine = make_pod(job, "mine")
+    done = make_pod(job, "done", finalizer=False)
+    unselected = make_pod(job, "unselected")
+    unselected["metadata"]["labels"] = {"app": "x"}
+    orphan = make_pod(job, "orphan")
+    orphan["metadata"]["ownerReferences"] = []
+    adopted = make_pod(job, "adopted")  # j's labels, controlled by the unfinished k
+    adopted["metadata"]["ownerReferences"] = make_pod(other, "x")["metadata"]["ownerReferences"]
+    theirs = make_pod(other, "theirs")
+    for p in (mine, done, unselected, orphan, adopted, theirs):
+        h.add_pod(p)
+    h.ctl.update_job(old, job)
+    h.ctl.update_job(job, copy.deepcopy(job))
+    assert h.queue.after == []  # no sync of the finished Job
+    orphans = h.ctl.orphan_controller.queue
+    assert len(orphans) == 1
+    key, _shutdown = await orphans.get()
+    assert key == "selector:ns/batch.kubernetes.io/controller-uid=uid-j"
+    patched: list[str] = []
+
+    async def patch_pod(namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        patched.append(name)
+
+    h.ctl.pod_control.patch_pod = patch_pod  # type: ignore[method-assign]
+    await h.ctl.sync_orphan_pod(key)
+    assert sorted(patched) == ["mine", "orphan"]

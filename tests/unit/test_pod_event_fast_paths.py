@@ -5,9 +5,8 @@ Every pod event reaches about a dozen handlers; on compact cached objects
 controller reference read from the struct's fields, facts of a pod's spec and
 status kept with the object once computed (readiness, phase, node name, claims,
 the quota's Terminating scope, a DisruptionTarget condition), the garbage
-collector's ObjectMeta read from FrozenMeta, handlers that return before reading
-the pod when the namespace has no Service or budget, and the Job controller's
-finalizer cleanup testing the controller UID before the selector. Property tests:
+collector's ObjectMeta read from FrozenMeta, and handlers that return before reading
+the pod when the namespace has no Service or budget. Property tests:
 for random Kubernetes-shaped objects the fast answer is the generic one (the same
 object, the same value, or the same exception).
 """
@@ -35,7 +34,6 @@ from pykcm.cache.frozen_object import FrozenMeta, FrozenObject, OwnerReference
 from pykcm.controllers.disruption.disruption import _disruption_target
 from pykcm.controllers.garbagecollector.graph_builder import ObjectMeta
 from tests.unit.test_frozen_object import json_values, k8s_objects, object_meta
-from tests.unit.test_job_controller_sync import FIN, Harness, make_job, make_pod
 
 _settings = settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow],
                      deadline=None)
@@ -123,25 +121,3 @@ def test_compact_structs_are_mappings() -> None:
     assert type(meta["ownerReferences"][0]) is OwnerReference
     for value in (obj, meta, meta["ownerReferences"][0]):
         assert isinstance(value, Mapping) and isinstance(value, Mapping)  # cached: again
-
-
-def test_job_finalizer_cleanup_queues_only_the_jobs_own_selected_pods() -> None:
-    h = Harness()
-    job, other = make_job("j"), make_job("k")
-    h.add_job(job)
-    h.add_job(other)
-    mine = make_pod(job, "mine")
-    done = make_pod(job, "done", finalizer=False)
-    theirs = make_pod(other, "theirs")
-    unselected = make_pod(job, "unselected")
-    unselected["metadata"]["labels"] = {"app": "x"}
-    orphan = make_pod(job, "orphan")
-    orphan["metadata"]["ownerReferences"] = []
-    for p in (mine, done, theirs, unselected, orphan):
-        h.add_pod(p)
-    queued: list[str] = []
-    h.ctl.enqueue_orphan_pod = (  # type: ignore[method-assign]
-        lambda pod: queued.append(pod["metadata"]["name"]))
-    h.ctl.cleanup_pod_finalizers(job)
-    assert queued == ["mine"]
-    assert FIN in mine["metadata"]["finalizers"]

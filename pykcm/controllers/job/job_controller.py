@@ -67,7 +67,12 @@ from typing import Any, Final
 
 from pykcm.api.accessors import meta_of, uid_of
 from pykcm.api.clock import Clock, clock_of
-from pykcm.api.labels import LabelSelector, SelectorParseError, selector_from_label_selector
+from pykcm.api.labels import (
+    LabelSelector,
+    SelectorParseError,
+    parse_label_selector,
+    selector_from_label_selector,
+)
 from pykcm.api.owner_refs import get_controller_of, new_controller_ref
 from pykcm.api.pod_util import is_pod_ready, parse_time
 from pykcm.api.timestamps import format_time
@@ -171,6 +176,9 @@ JOB_API_VERSION: Final = "batch/v1"
 JOB_KIND: Final = "Job"
 #: The Jobs' group resource as the consistency store names it (GroupResource.String()).
 JOB_GROUP_RESOURCE: Final = "jobs.batch"
+ORPHAN_SELECTOR_KEY_PREFIX: Final = "selector:"
+"""Orphan-queue keys ``selector:<namespace>/<label selector>`` stand for every pod of the
+namespace matching the selector (a pod's key never contains a colon)."""
 
 #: Delay that coalesces the syncs caused by pod events and status updates of one Job.
 SYNC_JOB_BATCH_PERIOD: Final = 1.0
@@ -445,15 +453,17 @@ class JobController:
         self.enqueue_sync_job_immediately(job)
 
     def update_job(self, old: Any, cur: Any) -> None:
+        if is_job_finished(cur):
+            # A finished Job is not synced again (upstream v1.36): its pods lose the
+            # finalizer anyway, a backup for the removal the last sync should have done,
+            # through the orphan queue, where repeated updates collapse into one scan.
+            self.enqueue_label_selector(cur)
+            return
         if meta_of(cur).get("generation") == meta_of(old).get("generation"):
             # Status-only changes (often caused by pod events) are batched.
             self.enqueue_sync_job_batched(cur)
         else:
             self.enqueue_sync_job_immediately(cur)
-        # A finished Job has no reason to keep finalizers on its pods: a backup
-        # for the removal the last sync should have done.
-        if is_job_finished(cur):
-            self.cleanup_pod_finalizers(cur)
         status = cur.get("status") or {}
         start = parse_time(status.get("startTime"))
         if start is not None:
@@ -474,30 +484,19 @@ class JobController:
             return
         self.consistency.clear(_job_key(job), uid_of(job))
         self.finished_job_expectations.discard(uid_of(job))
-        self.cleanup_pod_finalizers(job)
+        self.enqueue_label_selector(job)
 
-    def cleanup_pod_finalizers(self, job: Mapping[str, Any]) -> None:
-        """Queue the Job's pods that still carry the finalizer for its removal."""
+    def enqueue_label_selector(self, job: Mapping[str, Any]) -> None:
+        """Queue, on the orphan queue, a scan of the pods of the Job's namespace that match
+        its selector (upstream's OrphanPodKeyKindSelector): each one that still carries the
+        finalizer and that no unfinished Job controls loses it."""
         try:
             sel = selector_from_label_selector((job.get("spec") or {}).get("selector"))
         except SelectorParseError as exc:
-            log.error("parsing deleted job selector: %s", exc)
+            log.error("job %s has invalid label selector: %s", _job_key(job), exc)
             return
-        uid = meta_of(job).get("uid")
-        if uid is None:
-            return  # is_controlled_by: nothing is controlled by a Job without a UID
-        matches = sel.matches
-        # Upstream lists the namespace's pods by the selector, then keeps the Job's own:
-        # the same pods, in the same order, testing the cheap controller UID first (this
-        # runs on every update of a finished Job, over every pod of its namespace)
-        for pod in self.pod_lister.by_namespace(str(meta_of(job).get("namespace") or "")).list():
-            ref = get_controller_of(pod)
-            if ref is None or ref.get("uid") != uid:
-                continue
-            if not sel.empty and not matches(meta_of(pod).get("labels")):
-                continue
-            if has_job_tracking_finalizer(pod):
-                self.enqueue_orphan_pod(pod)
+        ns = str(meta_of(job).get("namespace") or "")
+        self.orphan_controller.enqueue_key(f"{ORPHAN_SELECTOR_KEY_PREFIX}{ns}/{sel}")
 
     # -- Pod event handlers ----------------------------------------------------------------
 
@@ -574,7 +573,11 @@ class JobController:
     # -- orphan pods -----------------------------------------------------------------------
 
     async def sync_orphan_pod(self, key: str) -> None:
-        """Remove the tracking finalizer from a pod no unfinished Job owns."""
+        """Remove the tracking finalizer from a pod no unfinished Job owns (``ns/name``),
+        or from each such pod matching a selector (a key of :meth:`enqueue_label_selector`)."""
+        if key.startswith(ORPHAN_SELECTOR_KEY_PREFIX):
+            await self._sync_orphan_pods_by_selector(key[len(ORPHAN_SELECTOR_KEY_PREFIX):])
+            return
         ns, name = split_meta_namespace_key(key)
         try:
             pod: Pod = self.pod_lister.by_namespace(ns).get(name)
@@ -582,6 +585,31 @@ class JobController:
             if is_not_found(exc):
                 return
             raise
+        await self._handle_single_orphan_pod(pod)
+
+    async def _sync_orphan_pods_by_selector(self, ns_and_selector: str) -> None:
+        ns, _, selector = ns_and_selector.partition("/")
+        try:
+            sel = parse_label_selector(selector)
+        except SelectorParseError as exc:
+            log.error("invalid label selector in orphan pod key %r: %s", ns_and_selector, exc)
+            return
+        matches = sel.matches
+        for pod in self.pod_lister.by_namespace(ns).list():
+            # The finalizer first: the cheap test that rules out nearly every pod
+            if not has_job_tracking_finalizer(pod) or not matches(meta_of(pod).get("labels")):
+                continue
+            try:
+                await self._handle_single_orphan_pod(pod)
+            except ApiError as exc:
+                # One pod's failure does not stop the others, nor requeue the scan
+                # (upstream logs it the same way).
+                log.error("syncing orphan pod %s/%s failed: %s", ns,
+                          meta_of(pod).get("name"), exc)
+
+    async def _handle_single_orphan_pod(self, pod: Pod) -> None:
+        ns = str(meta_of(pod).get("namespace") or "")
+        name = str(meta_of(pod).get("name") or "")
         ref = get_controller_of(pod)
         if ref is not None:
             if ref.get("kind") != JOB_KIND or ref.get("apiVersion") != JOB_API_VERSION:
