@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable
 from typing import Final
 
-from pykcm.api.clock import REAL_CLOCK
+from pykcm.api.progress_poll import poll_until
 
 __all__ = [
     "SYNCED_POLL_PERIOD",
@@ -38,20 +38,15 @@ InformerSynced = Callable[[], bool]
 async def wait_for_cache_sync(*cache_syncs: InformerSynced, timeout: float | None = None) -> bool:
     """Wait until every ``cache_syncs()`` is true; False if ``timeout`` seconds pass first."""
     # Waiting for lists to arrive is I/O progress, not control-loop time: real time,
-    # whatever clock the informers and controllers run on (upstream polls on it too).
-    deadline = None if timeout is None else REAL_CLOCK.monotonic() + timeout
-    while True:
-        if all(synced() for synced in cache_syncs):
-            log.debug("caches populated")
-            return True
-        if deadline is not None:
-            remaining = deadline - REAL_CLOCK.monotonic()
-            if remaining <= 0:
-                log.debug("stop requested")
-                return False
-            await REAL_CLOCK.sleep(min(SYNCED_POLL_PERIOD, remaining))
-        else:
-            await REAL_CLOCK.sleep(SYNCED_POLL_PERIOD)
+    # whatever clock the informers and controllers run on (upstream polls on it too); a
+    # progress poll, so that on virtual time a sync already done is not slept out while
+    # the cluster's clock runs on (pykcm.api.progress_poll).
+    if await poll_until(lambda: all(synced() for synced in cache_syncs), SYNCED_POLL_PERIOD,
+                        timeout=timeout):
+        log.debug("caches populated")
+        return True
+    log.debug("stop requested")
+    return False
 
 
 async def wait_for_named_cache_sync(controller_name: str, *cache_syncs: InformerSynced,

@@ -14,8 +14,10 @@ timers; host → ``probe`` k → this process waits until it is idle: its loop
 has nothing ready to run (:func:`~pykcm.api.virtual_clock.loop_is_idle`,
 two checks in a row, a loop iteration apart, so that I/O already on its
 sockets is seen) and none of its requests is on the wire
-(``rest_client.IN_FLIGHT``) → ``state`` {probe, generation, ready, idle,
-nextDeadline} → the host's autojump rule. :meth:`FollowerClock.set_ready`
+(``rest_client.IN_FLIGHT``) and no progress poll sleeps on real time with its
+condition met (``pykcm.api.progress_poll``: such a sleeper is woken instead)
+→ ``state`` {probe, generation, ready, idle, nextDeadline} → the host's
+autojump rule. :meth:`FollowerClock.set_ready`
 (the process started its controllers or nodes) is reported, not waited for: a
 starting process waits on the clock too (its client's token bucket), so
 holding time until it has started would deadlock.
@@ -37,6 +39,7 @@ from typing import Any
 import aiohttp
 import orjson
 
+from pykcm.api.progress_poll import PROGRESS_POLLS
 from pykcm.api.virtual_clock import VirtualClock, loop_is_idle
 from pykcm.client._auth import Authenticator
 from pykcm.client._tls import build_ssl_context
@@ -112,7 +115,10 @@ class FollowerClock(VirtualClock):
         quiet = 0
         while True:
             await asyncio.sleep(0)  # one loop iteration: I/O on the sockets is polled
-            if loop_is_idle(loop) and IN_FLIGHT.requests == 0:
+            # A progress poll sleeping on real time whose condition now holds (caches
+            # synced) is work about to run, not idleness: woken, it runs next iteration.
+            if loop_is_idle(loop) and IN_FLIGHT.requests == 0 and \
+                    not PROGRESS_POLLS.wake_satisfied():
                 quiet += 1
                 if quiet >= 2:
                     break

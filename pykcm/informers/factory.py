@@ -77,6 +77,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Final, Self
 
 from pykcm.api.clock import REAL_CLOCK, Clock
+from pykcm.api.progress_poll import PROGRESS_POLLS
 from pykcm.api.randomness import RandomSource
 from pykcm.api.resources import ResourceInfo, ResourceRegistry, builtin_registry
 from pykcm.cache import gc_policy
@@ -490,18 +491,19 @@ class SharedInformerFactory:
         deadline = None if timeout is None else REAL_CLOCK.monotonic() + timeout
         entries = [(gvr, gi, self._tasks[gvr]) for gvr, gi in self._informers.items()
                    if gvr in self._tasks]
-        while True:
-            waiting = [gi for _, gi, task in entries
-                       if not task.done() and not gi.informer.has_synced()]
-            if not waiting:
-                break
+        def synced_all() -> bool:
+            return all(task.done() or gi.informer.has_synced() for _, gi, task in entries)
+
+        # a progress poll: on virtual time a sync already done is not slept out while the
+        # cluster's clock runs on (pykcm.api.progress_poll)
+        while not synced_all():
             if deadline is None:
-                await REAL_CLOCK.sleep(SYNCED_POLL_PERIOD)
+                await PROGRESS_POLLS.sleep(synced_all, SYNCED_POLL_PERIOD)
                 continue
             remaining = deadline - REAL_CLOCK.monotonic()
             if remaining <= 0:
                 break
-            await REAL_CLOCK.sleep(min(SYNCED_POLL_PERIOD, remaining))
+            await PROGRESS_POLLS.sleep(synced_all, min(SYNCED_POLL_PERIOD, remaining))
         out: dict[ResourceInfo, bool] = {}
         for gvr, gi, _ in entries:
             synced = gi.informer.has_synced()

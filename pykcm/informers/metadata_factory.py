@@ -38,6 +38,7 @@ import logging
 from typing import TYPE_CHECKING, Final, Self
 
 from pykcm.api.clock import REAL_CLOCK, Clock
+from pykcm.api.progress_poll import PROGRESS_POLLS
 from pykcm.api.randomness import RandomSource
 from pykcm.api.resources import ResourceInfo, ResourceRegistry, builtin_registry
 from pykcm.cache.listers import GenericLister
@@ -151,12 +152,15 @@ class MetadataSharedInformerFactory:
         """Wait until every started informer has synced (or ``timeout``): {gvr: synced}."""
         # I/O progress: real time whatever the informers' clock (as factory.py).
         deadline = None if timeout is None else REAL_CLOCK.monotonic() + timeout
-        while True:
-            waiting = [gvr for gvr, task in self._tasks.items()
-                       if not task.done() and not self._informers[gvr].informer.has_synced()]
-            if not waiting or (deadline is not None and REAL_CLOCK.monotonic() >= deadline):
+        def synced_all() -> bool:
+            return all(task.done() or self._informers[gvr].informer.has_synced()
+                       for gvr, task in self._tasks.items())
+
+        # a progress poll (pykcm.api.progress_poll), as factory.py
+        while not synced_all():
+            if deadline is not None and REAL_CLOCK.monotonic() >= deadline:
                 break
-            await REAL_CLOCK.sleep(SYNCED_POLL_PERIOD)
+            await PROGRESS_POLLS.sleep(synced_all, SYNCED_POLL_PERIOD)
         return {gvr: self._informers[gvr].informer.has_synced() for gvr in self._tasks}
 
     async def shutdown(self) -> None:

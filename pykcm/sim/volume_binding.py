@@ -44,6 +44,7 @@ from typing import Any, Final
 
 from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.pod_util import pod_claim_names
+from pykcm.api.progress_poll import PROGRESS_POLLS
 from pykcm.api.pv_helpers import (
     ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
@@ -233,7 +234,8 @@ class VolumeBinder:
             if self.clock.monotonic() >= deadline:
                 raise TimeoutError(f"binding volumes: timed out waiting for the condition "
                                    f"({', '.join(plan.claims)})")
-            await REAL_CLOCK.sleep(self._poll)
+            # a progress poll (pykcm.api.progress_poll): not slept out on virtual time
+            await PROGRESS_POLLS.sleep(lambda: self._all_bound(plan.claims), self._poll)
 
     @staticmethod
     async def _pre_bind(client: Client, claim: Mapping[str, Any],

@@ -12,7 +12,9 @@ follower on the test's loop, joined over the clock channel.
 - a watch without timeoutSeconds (kubectl get -w) outlives virtual hours, one asking
   for 60 s ends when the clock passes them;
 - advancing backwards or with a bad body is a 400 Status; reading needs a user,
-  advancing RBAC (a user with no grant gets 403).
+  advancing RBAC (a user with no grant gets 403);
+- a progress poll on real time (waiting for caches) whose condition holds runs before
+  autojump moves on (pykcm.api.progress_poll).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from pykcm.api.progress_poll import poll_until
 from pykcm.api.timestamps import format_time, parse_time
 from pykcm.api.virtual_clock import VirtualClock
 from pykcm.client import ApiError, Client, load_kube_config
@@ -217,3 +220,32 @@ async def test_a_busy_follower_holds_the_jump(
         await spinner
     await eventually(lambda: fired, timeout=60, what="the follower's timer fired")
     assert fired == [deadline]
+
+
+async def test_a_satisfied_progress_poll_runs_before_the_clock_jumps(
+        host: ServerThread, follower: FollowerClock) -> None:
+    """A wait polling on real time for I/O progress (caches synced) whose condition holds
+    is woken by the follower's idle check and runs before autojump moves on: it is not
+    slept out while the cluster's clock races from timer to timer (a node's Ready turned
+    Unknown at start-up in a loaded CI run: the simulator slept out its cache-sync poll
+    while the node lifecycle's monitor passes went by without a Lease renewal)."""
+    synced = False
+    resumed = False
+    fired: list[bool] = []
+
+    async def wait_for_caches() -> None:
+        nonlocal resumed
+        await poll_until(lambda: synced, 30.0)  # a period far longer than the race
+        resumed = True
+
+    waiter = asyncio.create_task(wait_for_caches())
+    try:
+        await asyncio.sleep(0.05)
+        synced = True  # the lists arrived and were handled; the poll still sleeps
+        # then a timer far ahead: autojump goes there once the follower answers idle
+        follower.call_at(follower.monotonic() + 3600.0, lambda: fired.append(resumed))
+        await eventually(lambda: fired, timeout=60, what="the follower's timer fired")
+        assert fired == [True]  # the poll ran before the jump
+    finally:
+        waiter.cancel()
+        await asyncio.gather(waiter, return_exceptions=True)

@@ -62,6 +62,7 @@ from pykcm.api.endpoints import (
 )
 from pykcm.api.labels import selector_from_set
 from pykcm.api.pod_util import is_pod_ready
+from pykcm.api.progress_poll import PROGRESS_POLLS, poll_until
 from pykcm.api.timestamps import format_rfc3339_nano
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.cache.keys import DeletedFinalStateUnknown, meta_namespace_key
@@ -331,8 +332,8 @@ class EndpointController(ControllerHost):
             await asyncio.gather(leftovers, return_exceptions=True)
 
     async def _check_leftover_endpoints(self) -> None:
-        while not self._endpoints_synced():  # an informer's list: I/O progress, real time
-            await REAL_CLOCK.sleep(0.1)
+        # an informer's list: I/O progress, real time (a progress poll)
+        await poll_until(self._endpoints_synced, 0.1)
         for ep in self.endpoints_lister.list():
             if LEADER_ELECTION_RECORD_ANNOTATION in (meta_of(ep).get("annotations") or {}):
                 continue  # a leader-election lock of an old component
@@ -359,10 +360,13 @@ class EndpointController(ControllerHost):
         event of our own PUT is usually already read, only not yet handled, so a short
         wait lets the informer catch up without a retry (the EndpointSlice controller
         does the same). Still stale after STALE_CACHE_WAIT: upstream's error, retried."""
-        # Waiting for the informer to deliver our own write is I/O progress: real time.
+        # Waiting for the informer to deliver our own write is I/O progress: real time
+        # (a progress poll, pykcm.api.progress_poll: not slept out on virtual time).
         deadline = REAL_CLOCK.monotonic() + STALE_CACHE_WAIT
         while REAL_CLOCK.monotonic() < deadline:
-            await REAL_CLOCK.sleep(STALE_CACHE_POLL)
+            await PROGRESS_POLLS.sleep(
+                lambda: not self._is_stale(ns, name, self._cached_endpoints(ns, name)),
+                STALE_CACHE_POLL)
             cached = self._cached_endpoints(ns, name)
             if not self._is_stale(ns, name, cached):
                 return cached

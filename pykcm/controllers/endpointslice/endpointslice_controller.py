@@ -51,6 +51,7 @@ from pykcm.api.accessors import meta_of
 from pykcm.api.clock import REAL_CLOCK, Clock
 from pykcm.api.endpoints import LABEL_MANAGED_BY, LABEL_SERVICE_NAME
 from pykcm.api.labels import selector_from_set
+from pykcm.api.progress_poll import PROGRESS_POLLS
 from pykcm.cache.event_handlers import ResourceEventHandlerFuncs
 from pykcm.cache.keys import DeletedFinalStateUnknown
 from pykcm.client import Client
@@ -217,10 +218,12 @@ class EndpointSliceController(ControllerHost):
         """The slices once the cache holds our last writes; StaleInformerCache if it still
         does not after STALE_CACHE_WAIT (module doc: sleeping lets the informer read the
         watch events already on their way)."""
-        # Waiting for the informer to deliver our own write is I/O progress: real time.
+        # Waiting for the informer to deliver our own write is I/O progress: real time
+        # (a progress poll, pykcm.api.progress_poll: not slept out on virtual time).
         deadline = REAL_CLOCK.monotonic() + STALE_CACHE_WAIT
         while REAL_CLOCK.monotonic() < deadline:
-            await REAL_CLOCK.sleep(STALE_CACHE_POLL)
+            await PROGRESS_POLLS.sleep(lambda: not self.tracker.stale_slices(
+                ns, name, self._slices(ns, name)), STALE_CACHE_POLL)
             slices = self._slices(ns, name)
             if not self.tracker.stale_slices(ns, name, slices):
                 return slices

@@ -47,6 +47,7 @@ from typing import Any, Final
 
 from pykcm.api.accessors import meta_of
 from pykcm.api.clock import REAL_CLOCK, Clock
+from pykcm.api.progress_poll import PROGRESS_POLLS
 from pykcm.api.randomness import RandomSource, random_of
 from pykcm.api.resources import ResourceInfo
 from pykcm.client import Client, is_not_found
@@ -203,11 +204,15 @@ class GarbageCollector:
             await self.resync_monitors()
             builder = loop.create_task(self.graph_builder.run(), name="gc-graph-builder")
             self._tasks.append(builder)
-            # Waiting for the graph's informers to list is I/O progress: real time.
+            # Waiting for the graph's informers to list is I/O progress: real time (a
+            # progress poll, pykcm.api.progress_poll: not slept out on virtual time).
             deadline = REAL_CLOCK.monotonic() + self.initial_sync_timeout
-            while (not self.is_synced() and REAL_CLOCK.monotonic() < deadline
-                   and not self._stop.is_set()):
-                await REAL_CLOCK.sleep(_SYNC_POLL)
+
+            def done() -> bool:
+                return self.is_synced() or self._stop.is_set()
+
+            while not done() and REAL_CLOCK.monotonic() < deadline:
+                await PROGRESS_POLLS.sleep(done, _SYNC_POLL)
             if self.is_synced():
                 log.info("garbage collector: all resource monitors have synced")
             else:
