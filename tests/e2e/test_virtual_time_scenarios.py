@@ -394,15 +394,16 @@ async def run_stopped_node(c: Cluster, ns: str, toleration: int | None, now: Any
         await client.patch("nodes", node, {"metadata": {"annotations": {
             "sim.pykcm.io/heartbeat": None}}})
     # The transition the stop caused (stamps in whole seconds: one of slack). An Unknown
-    # before the stop was seen once on virtual time in a loaded CI run (the renewals went
-    # on ~140 s past it): printed, not hidden, and the scenario's figures are the stop's.
+    # before the stop (seen once on virtual time in a loaded CI run, at start-up: the
+    # simulator slept out its cache-sync poll before starting its heartbeats while
+    # autojump ran the node lifecycle's monitor past the grace period; fixed by
+    # pykcm.api.progress_poll) is a bug of the clock's idle proof.
     unknowns = [cond for n in nodes.objects("nodes", node)
                 if (cond := condition(n, "Ready")) is not None and cond["status"] == "Unknown"]
     early = sorted({c["lastTransitionTime"] for c in unknowns
                     if ts(c["lastTransitionTime"]) < stopped_at - 1})
-    if early:
-        print(f"[virtual time] {ns}: Ready=Unknown before the heartbeat stopped "
-              f"({stopped_at:.0f}): {early}")
+    assert not early, (f"{ns}: Ready=Unknown before the heartbeat stopped "
+                       f"({stopped_at:.0f}): {early}")
     unknown = next(c for c in unknowns if ts(c["lastTransitionTime"]) >= stopped_at - 1)
     taint = next(t for n in nodes.objects("nodes", node)
                  for t in (n.get("spec") or {}).get("taints") or []
