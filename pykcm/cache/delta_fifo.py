@@ -184,6 +184,12 @@ class DeltaFIFO:
 
     def key_of(self, obj: Any) -> str:
         """The key of an object, a tombstone, or a Deltas list (its newest object)."""
+        # A compact cached object carries its key (keys.meta_namespace_key): with the
+        # default key function, its key without a call.
+        if type(obj) is not dict:
+            key = getattr(obj, "_meta_namespace_key", None)
+            if key is not None and self._key_func is meta_namespace_key:
+                return key  # type: ignore[no-any-return]
         if isinstance(obj, list):
             if not obj:
                 raise KeyFuncError(obj, "0 length Deltas object; can't get key")
@@ -201,8 +207,22 @@ class DeltaFIFO:
 
     def update(self, obj: Any) -> None:
         """Queue an Updated delta for ``obj``."""
+        # The watch's hot path (a MODIFIED event): _queue_action and _append inlined.
         self._populated = True
-        self._queue_action(UPDATED, obj, self.key_of(obj))
+        key = self.key_of(obj)
+        transformer = self._transformer
+        if transformer is not None and not isinstance(obj, DeletedFinalStateUnknown):
+            obj = transformer(obj)
+        items = self._items
+        deltas = items.get(key)
+        if deltas is None:
+            items[key] = [_new_tuple(Delta, (UPDATED, obj))]
+            self._queue.append(key)
+            if not self._not_empty.is_set():
+                self._not_empty.set()
+        else:
+            # No dedup: only two Deleted in a row are duplicates.
+            deltas.append(_new_tuple(Delta, (UPDATED, obj)))
 
     def delete(self, obj: Any) -> None:
         """Queue a Deleted delta for ``obj``, unless the object is unknown.
@@ -249,7 +269,8 @@ class DeltaFIFO:
         if deltas is None:
             self._items[key] = [_new_tuple(Delta, (action, obj))]
             self._queue.append(key)
-            self._not_empty.set()
+            if not self._not_empty.is_set():
+                self._not_empty.set()
             return
         deltas.append(_new_tuple(Delta, (action, obj)))
         # dedupDeltas: only two Deleted in a row are duplicates. Keep the
@@ -400,6 +421,35 @@ class DeltaFIFO:
             if e.err is not None:
                 raise e.err
         return deltas
+
+    def pop_ready_many(self, process: Callable[[str, Deltas, bool], None], limit: int,
+                       on_error: Callable[[BaseException], None]) -> int:
+        """``pop_ready`` up to ``limit`` times in one call, for the informer's process
+        loop: ``process(key, deltas, is_in_initial_list)`` gets each popped key too (every
+        delta of a key has that key). An error of ``process`` (or a RequeueError's
+        ``err``) goes to ``on_error`` and the next item is popped. The number popped.
+        """
+        queue = self._queue
+        popleft = queue.popleft
+        pop = self._items.pop
+        n = 0
+        while n < limit and queue:
+            key = popleft()
+            count = self._initial_population_count
+            is_in_initial_list = not (self._populated and count == 0)
+            if count > 0:
+                self._initial_population_count = count - 1
+            deltas = pop(key)
+            n += 1
+            try:
+                process(key, deltas, is_in_initial_list)
+            except RequeueError as e:
+                self._add_if_not_present(key, deltas)
+                if e.err is not None:
+                    on_error(e.err)
+            except Exception as exc:  # noqa: BLE001 - the caller's to report
+                on_error(exc)
+        return n
 
     # --- reads -----------------------------------------------------------
 

@@ -798,6 +798,29 @@ class CompactDecoder:
             return typ, plain["object"]
         return typ, self.build(ev.object)
 
+    def events(self, block: bytes | memoryview) -> list[tuple[str, Any]]:
+        """The events of a block of watch lines (newline-separated; blank lines skipped),
+        as ``event`` gives them, decoded in one call when every line has the common
+        shape (the typed decoding), else line by line. Raises ValueError (msgspec's
+        ``DecodeError``) when a line is not JSON: the caller decodes the block again
+        line by line to find it (``WatchStream``'s ``batch_decoder``)."""
+        if not self._skip_typed:
+            typed = self._typed
+            out: list[tuple[str, Any]] = []
+            append = out.append
+            try:
+                for tev in self._d.typed_event.decode_lines(block):
+                    typ = tev.type
+                    if typ == "ERROR":
+                        break  # its Status stays a plain dict: line by line
+                    append((typ, typed(tev.object)))
+                else:
+                    return out
+            except msgspec.ValidationError:
+                self._skip_typed = _TYPED_BACKOFF
+        event = self.event
+        return [event(line) for line in bytes(block).split(b"\n") if line.strip()]
+
     def list(self, body: bytes) -> dict[str, Any]:
         """A LIST response: ``{"apiVersion", "kind", "metadata", "items": [FrozenObject]}``.
 

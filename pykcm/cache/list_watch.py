@@ -185,7 +185,8 @@ class ListWatch:
         decoder = self.compact_decoder
         if decoder is not None:
             return WatchStream.decoding(
-                self.client.watch_raw(self._target(), self.namespace, **kw), decoder.event)
+                self.client.watch_raw(self._target(), self.namespace, **kw), decoder.event,
+                decoder.events)
         return self.client.watch(self._target(), self.namespace, **kw)
 
     def __str__(self) -> str:

@@ -140,6 +140,25 @@ def _default_reflector_factory(lw: ListerWatcher, store: DeltaFIFO, *, name: str
                      should_resync=should_resync, clock=clock, rng=rng)
 
 
+def _same_resource_version(old: Any, new: Any) -> bool:
+    """Whether two states of an object have the same resourceVersion (a resync)."""
+    if type(new) is not dict and type(old) is not dict:
+        # A compact object's metadata struct: two attribute reads, no Mapping calls.
+        try:
+            a = new._meta.resourceVersion
+            b = old._meta.resourceVersion
+        except AttributeError:
+            pass
+        else:
+            if type(a) is str and type(b) is str:
+                return a == b
+    try:
+        return bool(new["metadata"].get("resourceVersion")
+                    == old["metadata"].get("resourceVersion"))
+    except (TypeError, KeyError, AttributeError):
+        return False
+
+
 class SharedIndexInformer:
     """An indexed cache of one resource kept by one list+watch, shared by many handlers.
 
@@ -395,12 +414,7 @@ class SharedIndexInformer:
                 continue
             # Same resourceVersion: a resync (or an unchanged relist item),
             # only for the handlers whose resync is due.
-            try:
-                is_sync = (obj["metadata"].get("resourceVersion")
-                           == old["metadata"].get("resourceVersion"))
-            except (TypeError, KeyError, AttributeError):
-                is_sync = False
-            processor.update(old, obj, is_sync)
+            processor.update(old, obj, _same_resource_version(old, obj))
         if metrics is not None:
             self._last_object = obj
             metrics.processing_latency.observe(time.perf_counter() - start)
@@ -467,11 +481,42 @@ class SharedIndexInformer:
             if metrics is not None:
                 metrics.release()
 
+    def _handle_keyed(self, key: str, deltas: Deltas, is_in_initial_list: bool) -> None:
+        """``handle_deltas`` for the process loop, which knows the deltas' key (the
+        DeltaFIFO's, the same as the Indexer's: a tombstone's key is the one it was
+        queued under). The same steps, one key computation fewer per delta."""
+        metrics = self._metrics
+        if metrics is not None:
+            self.handle_deltas(deltas, is_in_initial_list)
+            return
+        store = self._store
+        processor = self._processor
+        detector = self._mutation_detector
+        for delta_type, obj in deltas:
+            if delta_type == DELETED:
+                store.delete(key)
+                processor.delete(obj)
+                continue
+            old = store.get(key)
+            store.update(key, obj)
+            if detector is not None:
+                detector.add_object(obj)
+            if old is None:
+                processor.add(obj, is_in_initial_list)
+            else:
+                processor.update(old, obj, _same_resource_version(old, obj))
+
     async def _process_loop(self, fifo: DeltaFIFO) -> None:
         """Pop the FIFO into handle_deltas until it is closed (client-go ``processLoop``)."""
         pop = fifo.pop
-        pop_ready = fifo.pop_ready
+        pop_ready_many = fifo.pop_ready_many
         handle = self.handle_deltas
+        handle_keyed = self._handle_keyed
+
+        def on_error(exc: BaseException) -> None:
+            # As client-go (RetryOnError false): log, drop the item, go on.
+            log.error("informer %s: error processing deltas", self._name, exc_info=exc)
+
         while True:
             # Wait for an item (the one suspension point) ...
             try:
@@ -479,19 +524,11 @@ class SharedIndexInformer:
             except FIFOClosedError:
                 return
             except Exception:
-                # As client-go (RetryOnError false): log, drop the item, go on.
                 log.exception("informer %s: error processing deltas", self._name)
-            # ... then drain what is queued without a coroutine per item, letting
-            # the event loop run after _POPS_BEFORE_YIELD items.
-            burst = 1
-            while burst < _POPS_BEFORE_YIELD:
-                try:
-                    if pop_ready(handle) is None:
-                        break
-                except Exception:
-                    log.exception("informer %s: error processing deltas", self._name)
-                burst += 1
-            else:
+            # ... then drain what is queued in one call, letting the event loop run
+            # after _POPS_BEFORE_YIELD items.
+            if pop_ready_many(handle_keyed, _POPS_BEFORE_YIELD - 1, on_error) \
+                    >= _POPS_BEFORE_YIELD - 1:
                 await asyncio.sleep(0)
 
     async def _reserve_metrics(self, fifo: DeltaFIFO) -> InformerMetrics | None:

@@ -11,6 +11,7 @@ detector, the managedFields transform, LIST bodies and watch lines.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import pickle
 from collections.abc import Callable, Mapping
@@ -441,3 +442,60 @@ def test_without_msgspec_the_default_path_works_and_the_knob_says_why() -> None:
                          timeout=120, check=True)
     assert "IMPORT-ERROR" in out.stdout and "msgspec" in out.stdout
     assert "ListWatch(compact=True)" in out.stdout
+
+
+_BATCH_LINES = st.lists(st.sampled_from(["pod", "configmap", "bookmark", "error", "bad",
+                                         "blank"]), max_size=25)
+
+
+@settings(max_examples=150, deadline=None)
+@given(kinds=_BATCH_LINES, cuts=st.lists(st.integers(0, 10**6), max_size=30),
+       final_newline=st.booleans())
+def test_watch_stream_batch_decoding_gives_the_per_line_events(
+        kinds: list[str], cuts: list[int], final_newline: bool) -> None:
+    """WatchStream with CompactDecoder.events (a chunk's lines decoded at once) gives the
+    events of the per-line decoding, whatever the chunking: objects of the common shape
+    and others (a ConfigMap), bookmarks, ERROR events, a line that is not JSON (an
+    ERROR event, then the end) and blank lines."""
+    lines = []
+    for i, k in enumerate(kinds):
+        if k == "pod":
+            lines.append(orjson.dumps({"type": "MODIFIED", "object": _pod(i)}))
+        elif k == "configmap":
+            lines.append(orjson.dumps({"type": "ADDED", "object": {
+                "kind": "ConfigMap", "metadata": {"name": f"c{i}", "resourceVersion": str(i)},
+                "data": {"k": "v\n"}}}))
+        elif k == "bookmark":
+            lines.append(orjson.dumps({"type": "BOOKMARK", "object": {
+                "kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": str(i)}}}))
+        elif k == "error":
+            lines.append(orjson.dumps({"type": "ERROR", "object": {
+                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "code": 410, "reason": "Expired"}}))
+        elif k == "bad":
+            lines.append(b'{"type": "ADDED", "obj')
+        else:
+            lines.append(b"   ")
+    body = b"\n".join(lines) + (b"\n" if final_newline else b"")
+    points = sorted({c % (len(body) + 1) for c in cuts})
+    chunks = [body[a:b] for a, b in zip([0, *points], [*points, len(body)], strict=True)]
+
+    async def read(batch: bool) -> list[tuple[str, Any]]:
+        dec = CompactDecoder(strip_managed_fields=True)
+
+        async def gen() -> Any:
+            for c in chunks:
+                yield c
+
+        args: Any = (dec.event, dec.events) if batch else (dec.event,)
+        stream = WatchStream.decoding(RawWatchStream.from_chunks(gen()), *args)
+        out: list[tuple[str, Any]] = []
+        while events := await stream.next_batch():
+            out.extend(events)
+        return out
+
+    per_line = asyncio.run(read(False))
+    batched = asyncio.run(read(True))
+    assert [t for t, _ in batched] == [t for t, _ in per_line]
+    assert [o for _, o in batched] == [o for _, o in per_line]
+    assert [type(o) for _, o in batched] == [type(o) for _, o in per_line]

@@ -7,8 +7,9 @@ Two fast paths of the watch → DeltaFIFO → Indexer → handlers path:
   return instead of reading the metadata: an informer fed FrozenObjects ends
   with the same store, the same namespace index and the same handler calls
   as one fed the same objects as dicts;
-- ``DeltaFIFO.pop_ready`` (the informer drains bursts with it) pops exactly
-  what ``pop`` pops, with the same ``is_in_initial_list`` and ``has_synced``.
+- ``DeltaFIFO.pop_ready`` and ``pop_ready_many`` (the informer drains bursts
+  with it, handing each item's key along) pop exactly what ``pop`` pops, with the
+  same ``is_in_initial_list`` and ``has_synced``.
 """
 
 from __future__ import annotations
@@ -139,10 +140,12 @@ def test_frozen_objects_give_the_same_store_index_and_handler_calls(
 
 
 @settings(max_examples=40, deadline=None)
-@given(program=ops, drain_every=st.integers(min_value=1, max_value=4))
+@given(program=ops, drain_every=st.integers(min_value=1, max_value=4),
+       limit=st.integers(min_value=1, max_value=5), frozen=st.booleans())
 def test_pop_ready_pops_what_pop_pops(
-        program: list[tuple[str, list[tuple[str | None, str]]]], drain_every: int) -> None:
-    async def run(ready: bool) -> list[Any]:
+        program: list[tuple[str, list[tuple[str | None, str]]]], drain_every: int,
+        limit: int, frozen: bool) -> None:
+    async def run(mode: str) -> list[Any]:
         fifo = DeltaFIFO(meta_namespace_key)
         seen: list[Any] = []
 
@@ -150,12 +153,21 @@ def test_pop_ready_pops_what_pop_pops(
             seen.append(([(d.type, d.object.key if isinstance(d.object, DeletedFinalStateUnknown)
                            else meta_namespace_key(d.object)) for d in deltas], initial))
 
+        def process_keyed(key: str, deltas: Any, initial: bool) -> None:
+            # Every delta of a popped item has the key it is handed with.
+            assert {fifo.key_of(d.object) for d in deltas} == {key}
+            process(deltas, initial)
+
+        def on_error(exc: BaseException) -> None:
+            raise AssertionError(f"no error expected: {exc!r}")
+
         rv = 1
         for step, (op, objs) in enumerate(program):
             batch = []
             for ns, name in objs:
                 rv += 1
-                batch.append(make(ns, name, rv))
+                d = make(ns, name, rv)
+                batch.append(FrozenObject.from_dict(d) if frozen else d)
             if op == "replace":
                 fifo.replace(batch, str(rv))
             else:
@@ -163,13 +175,30 @@ def test_pop_ready_pops_what_pop_pops(
                     getattr(fifo, op)(o)
             if step % drain_every == 0:
                 while len(fifo):
-                    if ready:
+                    if mode == "ready":
                         assert fifo.pop_ready(process) is not None
+                        seen.append(fifo.has_synced())
+                    elif mode == "many":
+                        before = len(fifo)
+                        n = fifo.pop_ready_many(process_keyed, limit, on_error)
+                        assert n == min(limit, before)
+                        # Each record, then has_synced (known after the batch only).
+                        records = seen[-n:]
+                        del seen[-n:]
+                        for i, rec in enumerate(records):
+                            seen.extend((rec, fifo.has_synced() if i == n - 1 else None))
                     else:
                         await fifo.pop(process)
-                    seen.append(fifo.has_synced())
-        if ready and not len(fifo):
+                        seen.append(fifo.has_synced())
+        if mode == "ready" and not len(fifo):
             assert fifo.pop_ready(process) is None
+        if mode == "many" and not len(fifo):
+            assert fifo.pop_ready_many(process_keyed, limit, on_error) == 0
         return seen
 
-    assert asyncio.run(run(True)) == asyncio.run(run(False))
+    by_pop = asyncio.run(run("pop"))
+    assert asyncio.run(run("ready")) == by_pop
+    many = asyncio.run(run("many"))
+    # The same records in the same order; has_synced after each batch's last item is
+    # what pop gave after that item.
+    assert [x if x is not None else y for x, y in zip(many, by_pop, strict=True)] == by_pop
