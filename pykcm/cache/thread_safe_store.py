@@ -45,7 +45,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from pykcm.cache.errors import IndexerConflictError, IndexNotFoundError
-from pykcm.cache.index import Index, Indexers, IndexFunc, Indices
+from pykcm.cache.index import Index, Indexers, IndexFunc, Indices, meta_namespace_index_func
 
 __all__ = ["ThreadSafeStore"]
 
@@ -138,7 +138,16 @@ class ThreadSafeStore:
         # Called with the lock held. All index functions run before any index
         # is touched, so one that raises leaves every index as it was.
         changes: builtins.list[tuple[Index, list[str], list[str]]] | None = None
+        # Two compact objects (FrozenObject) with the same precomputed key are in the
+        # same namespace: the namespace index reads it from that key. The update of a
+        # compact cache's object skips the two calls.
+        same_key = (old is not None and new is not None and type(new) is not dict
+                    and type(old) is not dict
+                    and (k := getattr(new, "_meta_namespace_key", None)) is not None
+                    and k == getattr(old, "_meta_namespace_key", None))
         for func, index in self._plan:
+            if same_key and func is meta_namespace_index_func:
+                continue
             new_values = func(new) if new is not None else _NO_VALUES
             old_values = func(old) if old is not None else _NO_VALUES
             if old_values == new_values:
