@@ -821,7 +821,7 @@ class CompactDecoder:
         event = self.event
         return [event(line) for line in bytes(block).split(b"\n") if line.strip()]
 
-    def list(self, body: bytes) -> dict[str, Any]:
+    def list(self, body: bytes | bytearray) -> dict[str, Any]:
         """A LIST response: ``{"apiVersion", "kind", "metadata", "items": [FrozenObject]}``.
 
         Items get the list's kind (minus ``List``) and apiVersion when they

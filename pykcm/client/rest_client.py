@@ -72,6 +72,8 @@ PATCH_CONTENT_TYPES: dict[str, str] = {
 JSON = "application/json"
 _IDEMPOTENT = frozenset({"GET", "HEAD"})
 _READS = _IDEMPOTENT
+# A body announced at least this large is read into one buffer of its length (_call_large).
+_PREALLOCATE_MIN = 1 << 20
 _RETRY_5XX = frozenset({502, 503, 504})
 
 _DEFAULT_REGISTRY: ResourceRegistry | None = None
@@ -394,6 +396,39 @@ class Client:
         finally:
             resp.release()
 
+    async def _call_large(self, method: str, path: str, *,
+                          params: Mapping[str, str] | None = None, timeout: float | None = None,
+                          accept: str | None = None) -> bytes | bytearray:
+        """``_call`` for a body that may be large (a LIST): read into one buffer of the
+        announced Content-Length, each chunk copied once (aiohttp's ``read()`` joins the
+        chunks twice: 115 MB for 50,000 pods). A compressed body, or one without a
+        length, is read as by ``_call``."""
+        tmo = aiohttp.ClientTimeout(total=timeout, sock_connect=30) if timeout else None
+        resp = await self._open(method, path, params=params, timeout=tmo, idempotent=True,
+                                accept=accept)
+        try:
+            with IN_FLIGHT:
+                size = resp.content_length
+                if size is None or size < _PREALLOCATE_MIN or \
+                        resp.headers.get("Content-Encoding", "identity") != "identity":
+                    return await resp.read()
+                buf = bytearray(size)
+                view = memoryview(buf)
+                pos = 0
+                async for chunk in resp.content.iter_any():
+                    end = pos + len(chunk)
+                    if end > size:  # more than announced: aiohttp would have refused it
+                        raise aiohttp.ClientPayloadError(
+                            f"response body longer than its Content-Length {size}")
+                    view[pos:end] = chunk
+                    pos = end
+                view.release()
+                if pos != size:  # a short body: aiohttp raises before, but be safe
+                    del buf[pos:]
+                return buf
+        finally:
+            resp.release()
+
     async def request(self, method: str, path: str, *, params: Mapping[str, str] | None = None,
                       body: Any = None, content_type: str = JSON,
                       timeout: float | None = None) -> Any:
@@ -528,7 +563,8 @@ class Client:
                        resource_version: str | None = None,
                        resource_version_match: str | None = None,
                        timeout_seconds: int | None = None,
-                       timeout: float | None = None, accept: str | None = None) -> bytes:
+                       timeout: float | None = None, accept: str | None = None
+                       ) -> bytes | bytearray:
         """LIST, the JSON bytes of the list undecoded (for callers that decode their way).
 
         ``accept`` replaces the Accept header (e.g. ``as=PartialObjectMetadataList``)."""
@@ -538,8 +574,8 @@ class Client:
                               resource_version=resource_version,
                               resource_version_match=resource_version_match,
                               timeout_seconds=timeout_seconds)
-        return await self._call("GET", self._path(info, namespace, need_namespace=False),
-                                params=params, timeout=timeout, accept=accept)
+        return await self._call_large("GET", self._path(info, namespace, need_namespace=False),
+                                      params=params, timeout=timeout, accept=accept)
 
     async def list_pages(self, resource: ResourceRef, namespace: str | None = None, *,
                          limit: int = 500, label_selector: str | None = None,
