@@ -661,12 +661,21 @@ class Reflector:
             if typ == "ERROR":
                 err = _status_error(obj)
                 break
-            try:
-                event_rv = obj["metadata"]["resourceVersion"]
-            except (KeyError, TypeError):
-                log.error("%s: unable to understand watch event %s: no resourceVersion",
-                          self.name, typ)
-                continue
+            event_rv = None
+            if type(obj) is not dict:
+                # A compact cached object: its metadata struct's field, no Mapping calls.
+                meta = getattr(obj, "_meta", None)
+                event_rv = getattr(meta, "resourceVersion", None) if meta is not None \
+                    else None
+                if type(event_rv) is not str:
+                    event_rv = None
+            if event_rv is None:
+                try:
+                    event_rv = obj["metadata"]["resourceVersion"]
+                except (KeyError, TypeError):
+                    log.error("%s: unable to understand watch event %s: no resourceVersion",
+                              self.name, typ)
+                    continue
             try:
                 if typ == "MODIFIED":
                     update(obj)

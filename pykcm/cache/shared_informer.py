@@ -490,6 +490,7 @@ class SharedIndexInformer:
             self.handle_deltas(deltas, is_in_initial_list)
             return
         store = self._store
+        swap = store.swap
         processor = self._processor
         detector = self._mutation_detector
         for delta_type, obj in deltas:
@@ -497,8 +498,7 @@ class SharedIndexInformer:
                 store.delete(key)
                 processor.delete(obj)
                 continue
-            old = store.get(key)
-            store.update(key, obj)
+            old = swap(key, obj)
             if detector is not None:
                 detector.add_object(obj)
             if old is None:

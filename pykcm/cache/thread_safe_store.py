@@ -123,6 +123,19 @@ class ThreadSafeStore:
     # client-go's Add is Update: storing under a key replaces what is there.
     add = update
 
+    def swap(self, key: str, obj: Any) -> Any | None:
+        """``update``, returning the object it replaced (None if the key was absent):
+        the informer's get-then-update of every change in one call."""
+        if obj is None:
+            raise ValueError(f"cannot store None under key {key!r}")
+        with self._lock:
+            items = self._items
+            old = items.get(key)
+            if self._plan:
+                self._update_indices(old, obj, key)
+            items[key] = obj
+        return old
+
     def delete(self, key: str) -> None:
         """Remove the object stored under ``key`` and its index entries; absent keys are ignored."""
         with self._lock:

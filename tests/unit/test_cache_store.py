@@ -37,6 +37,7 @@ from pykcm.cache import (
     new_store,
     split_meta_namespace_key,
 )
+from pykcm.cache.frozen_object import FrozenObject
 
 
 def obj(name: str, ns: str | None = "default", **labels: str) -> dict[str, Any]:
@@ -430,6 +431,18 @@ class IndexerMachine(RuleBasedStateMachine):
         ns, name = split_meta_namespace_key(key)
         o = self._obj(name, ns, labels)
         self.idx.update(o)
+        self.model[key] = o
+
+    @rule(name=NAMES, ns=NAMESPACES, labels=LABELS, compact=st.booleans())
+    def swap(self, name: str, ns: str, labels: dict[str, str], compact: bool) -> None:
+        # The informer's get-then-update in one call, with dicts and with compact
+        # objects (whose unchanged key lets the namespace index skip its function).
+        o: Any = self._obj(name, ns, labels)
+        if compact:
+            o = FrozenObject.from_dict(o)
+        key = f"{ns}/{name}"
+        old = self.idx.thread_safe_store.swap(key, o)  # type: ignore[attr-defined]
+        assert old is self.model.get(key)
         self.model[key] = o
 
     @rule(name=NAMES, ns=NAMESPACES)
