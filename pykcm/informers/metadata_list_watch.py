@@ -125,7 +125,10 @@ class MetadataListWatch(ListWatch):
             field_selector=o.get("fieldSelector") or None,
             timeout_seconds=o.get("timeoutSeconds"), accept=OBJECT_ACCEPT)
         decoder = self.compact_decoder
-        return WatchStream.decoding(raw, decoder.event if decoder is not None else self._event)
+        if decoder is not None:
+            # A received chunk's lines decoded in one call (as ListWatch's compact watch).
+            return WatchStream.decoding(raw, decoder.event, decoder.events)
+        return WatchStream.decoding(raw, self._event)
 
     def __repr__(self) -> str:
         return f"MetadataListWatch({self})"

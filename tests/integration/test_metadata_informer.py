@@ -30,12 +30,15 @@ async def client(apiserver: Backend) -> AsyncIterator[Client]:
         yield c
 
 
+@pytest.mark.parametrize("compact", [False, True], ids=["dicts", "compact"])
 async def test_metadata_informer_caches_partial_object_metadata(client: Client,
-                                                                apiserver: Backend) -> None:
+                                                                apiserver: Backend,
+                                                                compact: bool) -> None:
+    # compact: FrozenObjects, the watch's chunks decoded a chunk at a time.
     ns = await create_namespace(client, apiserver, "meta")
     await client.create("configmaps", {"metadata": {"name": "a", "labels": {"app": "x"}},
                                        "data": {"big": "x" * 1000}}, ns)
-    factory = MetadataSharedInformerFactory(client, namespace=ns)
+    factory = MetadataSharedInformerFactory(client, namespace=ns, compact_objects=compact)
     gi = factory.for_resource("", "v1", "configmaps")
     assert factory.for_resource("", "v1", "configmaps") is gi  # one per resource
     async with factory:
