@@ -86,6 +86,7 @@ from typing import Any, ClassVar, Final, NoReturn
 
 import orjson
 
+from pykcm.api.accessors import meta_of, register_labels_of
 from pykcm.api.owner_refs import generic_controller_of, register_controller_of
 
 try:
@@ -651,6 +652,25 @@ def _controller_of(obj: FrozenObject) -> Any:
 
 
 register_controller_of(FrozenObject, _controller_of)
+
+
+def _labels_of(obj: FrozenObject) -> Any:
+    """``labels_of(obj)``: the labels dict CompactDecoder decoded once and shares between
+    the objects with the same labels (a read-only view for a selector, not the FrozenDict
+    copy a Mapping read builds): a claim and an orphan's handlers read the labels of
+    every orphan of the namespace for every owner."""
+    m = obj._meta
+    if type(m) is FrozenMeta:
+        labels: Any = m.labels  # decoded by CompactDecoder._finish: a dict, None or UNSET
+        if type(labels) is dict:
+            return labels
+        if labels is None or labels is UNSET:
+            return None
+    whole: Any = obj  # a Mapping (registered), which mypy does not know
+    return meta_of(whole).get("labels")
+
+
+register_labels_of(FrozenObject, _labels_of)
 
 
 def frozen_default(obj: Any) -> Any:

@@ -8,6 +8,7 @@ Data flow (a ReplicaSet sync; the Job controller uses the same pieces)::
 
     pod informer cache ── PodControllerIndex ("ns/Kind/name/uid", or "ns" for orphans)
         │ filter_pods_by_owner(indexer, owner, kind, include_orphans)
+        │ (or filter_pods_by_owner_and_selector: the orphans its selector matches only)
         ▼
     the owner's pods + the namespace's orphans
         │ filter_active_pods            (not Succeeded/Failed, no deletionTimestamp)
@@ -51,6 +52,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from pykcm.api.accessors import labels_of
 from pykcm.api.labels import LabelSelector
 from pykcm.api.owner_refs import get_controller_of, is_controlled_by
 from pykcm.api.pod_util import (
@@ -77,6 +79,7 @@ __all__ = [
     "filter_active_pods",
     "filter_claimed_pods",
     "filter_pods_by_owner",
+    "filter_pods_by_owner_and_selector",
     "filter_terminating_pods",
     "find_min_next_pod_availability_check",
     "get_deletion_cost_from_pod_annotations",
@@ -179,6 +182,38 @@ def filter_pods_by_owner(indexer: Indexer, owner: Mapping[str, Any], owner_kind:
     for key in keys:
         result.extend(indexer.by_index(POD_CONTROLLER_INDEX, key))
     return result
+
+
+def filter_pods_by_owner_and_selector(indexer: Indexer, owner: Mapping[str, Any],
+                                      owner_kind: str, selector: LabelSelector) -> list[Any]:
+    """The pods controlled by ``owner`` and the orphans of its namespace that ``selector``
+    matches: ``filter_pods_by_owner(indexer, owner, owner_kind, True)`` without the
+    orphans a claim with ``selector`` ignores anyway (it adopts only the orphans it
+    matches), for a sync that claims what this returns.
+
+    Every owner's sync reads every orphan of its namespace (upstream's too: O(orphans x
+    owners) at start when a namespace holds many of both); the selector is asked once per
+    distinct labels object, not once per pod: compact cached pods with the same labels
+    share one labels dict (the orphans of one workload), and the match is a pure function
+    of the labels. Orphans stay in the index's order.
+    """
+    out = filter_pods_by_owner(indexer, owner, owner_kind, False)
+    ns = (owner.get("metadata") or {}).get("namespace")
+    orphans = indexer.by_index(POD_CONTROLLER_INDEX, pod_controller_index_key(str(ns), None))
+    if not orphans:
+        return out
+    matches = selector.matches
+    # id(labels) -> (labels, matched): the labels object kept so its id is not reused
+    seen: dict[int, tuple[Any, bool]] = {}
+    for pod in orphans:
+        labels = labels_of(pod)
+        hit = seen.get(id(labels))
+        if hit is None or hit[0] is not labels:
+            hit = (labels, matches(labels))
+            seen[id(labels)] = hit
+        if hit[1]:
+            out.append(pod)
+    return out
 
 
 # -- filtering ---------------------------------------------------------------------------

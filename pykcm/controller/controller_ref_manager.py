@@ -50,7 +50,7 @@ import datetime as _dt
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from pykcm.api.accessors import meta_of
+from pykcm.api.accessors import labels_of, meta_of
 from pykcm.api.labels import LabelSelector
 from pykcm.api.owner_refs import get_controller_of, new_controller_ref
 from pykcm.client import Client, ResourceRef
@@ -264,7 +264,7 @@ class BaseControllerRefManager:
 
     def labels_match(self, obj: Mapping[str, Any]) -> bool:
         """Our selector matches ``obj``'s labels."""
-        return self.selector.matches(meta_of(obj).get("labels") or {})
+        return self.selector.matches(labels_of(obj))
 
     async def adopt_object(self, what: str, obj: Mapping[str, Any], send: SendPatch,
                            finalizers: Sequence[str] = ()) -> None:
@@ -313,7 +313,6 @@ class BaseControllerRefManager:
             # controlled (ours and matching: claimed; someone else's: skipped) needs no
             # write, and that is nearly every object of nearly every claim.
             ref = get_controller_of(obj)
-            obj_match = match
             if ref is not None:
                 if ref.get("uid") != uid:
                     continue
@@ -321,6 +320,13 @@ class BaseControllerRefManager:
                     claimed.append(obj)
                     continue
                 obj_match = _no_match  # answered: ours, not matching (released below)
+            elif not match(obj):
+                # An orphan we do not match: claim_object would ignore it (no write). Most
+                # orphans of a namespace match none of its owners, and every owner's sync
+                # looks at all of them: no coroutine for those.
+                continue
+            else:
+                obj_match = _match  # answered: an orphan we match (adopted below)
             try:
                 if await self.claim_object(obj, obj_match, adopt, release):
                     claimed.append(obj)
@@ -335,6 +341,10 @@ class BaseControllerRefManager:
 
 def _no_match(obj: Mapping[str, Any]) -> bool:
     return False
+
+
+def _match(obj: Mapping[str, Any]) -> bool:
+    return True
 
 
 class PodControllerRefManager(BaseControllerRefManager):

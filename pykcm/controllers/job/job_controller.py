@@ -88,7 +88,7 @@ from pykcm.controller.active_pods import (
     active_pods_sort_key,
     add_pod_controller_indexer,
     filter_active_pods,
-    filter_pods_by_owner,
+    filter_pods_by_owner_and_selector,
     filter_terminating_pods,
 )
 from pykcm.controller.consistency import ConsistencyStore
@@ -638,9 +638,10 @@ class JobController:
         """
         selector: LabelSelector = selector_from_label_selector(
             (job.get("spec") or {}).get("selector"))
-        # The Job's own pods and the namespace's orphans: pods controlled by
-        # anything else would be ignored by the claim anyway.
-        candidates = filter_pods_by_owner(self.pod_indexer, job, JOB_KIND, True)
+        # The Job's own pods and the namespace's orphans it selects: pods controlled by
+        # anything else, and orphans it does not select, would be ignored by the claim.
+        candidates = filter_pods_by_owner_and_selector(self.pod_indexer, job, JOB_KIND,
+                                                       selector)
         uid = uid_of(job)
         cm = PodControllerRefManager(self.pod_control, job, selector, JOB_API_VERSION, JOB_KIND,
                                      recheck_live_controller(self.client, "jobs", job, JOB_KIND),

@@ -71,7 +71,7 @@ from pykcm.client.errors import has_status_cause, is_not_found
 from pykcm.controller.active_pods import (
     add_pod_controller_indexer,
     filter_claimed_pods,
-    filter_pods_by_owner,
+    filter_pods_by_owner_and_selector,
     find_min_next_pod_availability_check,
     get_pods_ranked_by_related_pods_on_same_node,
     split_active_and_terminating,
@@ -544,9 +544,11 @@ class ReplicaSetController(ControllerHost):
                       namespace, name, exc)
             return None
 
-        # Its own pods and the orphans (which it may adopt), from the index:
-        # also the pods that no longer match but still carry its reference.
-        all_rs_pods = filter_pods_by_owner(self.pod_indexer, rs, self.controller_kind, True)
+        # Its own pods and the orphans it may adopt (those its selector matches; the
+        # claim ignores the others), from the index: also the pods that no longer match
+        # but still carry its reference.
+        all_rs_pods = filter_pods_by_owner_and_selector(self.pod_indexer, rs,
+                                                        self.controller_kind, selector)
         active, terminating = split_active_and_terminating(all_rs_pods)
         active_pods = list(await self.claim_pods(rs, selector, active))
         terminating_pods: list[Any] = []

@@ -49,7 +49,7 @@ from pykcm.cache.keys import DeletedFinalStateUnknown, deleted_object, meta_name
 from pykcm.client import Client
 from pykcm.controller.active_pods import (
     add_pod_controller_indexer,
-    filter_pods_by_owner,
+    filter_pods_by_owner_and_selector,
     find_min_next_pod_availability_check,
 )
 from pykcm.controller.consistency import (
@@ -247,7 +247,8 @@ class StatefulSetController(ControllerHost):
     async def get_pods_for_stateful_set(self, set_: Mapping[str, Any]
                                         ) -> list[Mapping[str, Any]]:
         selector = selector_from_label_selector((set_.get("spec") or {}).get("selector"))
-        pods = filter_pods_by_owner(self.pod_indexer, set_, SET_KIND, True)
+        # orphans the selector does not match would be ignored by the claim
+        pods = filter_pods_by_owner_and_selector(self.pod_indexer, set_, SET_KIND, selector)
         manager = PodControllerRefManager(self.pod_control, set_, selector, SET_API_VERSION,
                                           SET_KIND, self._can_adopt(set_))
         return await manager.claim_pods(pods, lambda p: is_member_of(set_, p))
