@@ -220,14 +220,19 @@ def pykcm_manager(server: KubeServer, work: str, controllers: list[str], tree: s
              f"--cluster-signing-cert-file={pki / 'ca.crt'}",
              f"--cluster-signing-key-file={pki / 'ca.key'}", *extra)
     saved = os.environ.get("PYTHONPATH")
+    cwd = os.getcwd()
     if tree:
         os.environ["PYTHONPATH"] = tree
+        # ``python -m pykcm`` puts its working directory first on sys.path: started from a
+        # checkout, it would import that checkout's pykcm, not the tree's
+        os.chdir(tree)
     try:
         p = PykcmProcess.controller_manager(server.kubeconfig, os.path.join(work, log_name),
                                             controllers=",".join(controllers), extra=extra,
                                             kube_api_qps=qps, kube_api_burst=burst)
         p.start(timeout=120)
     finally:
+        os.chdir(cwd)
         if tree:
             if saved is None:
                 os.environ.pop("PYTHONPATH", None)
