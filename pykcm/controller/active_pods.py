@@ -52,6 +52,8 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
+import orjson
+
 from pykcm.api.accessors import labels_of
 from pykcm.api.labels import LabelSelector
 from pykcm.api.owner_refs import get_controller_of, is_controlled_by
@@ -75,6 +77,7 @@ __all__ = [
     "active_pods_sort_key",
     "add_pod_controller_indexer",
     "add_pod_node_name_indexer",
+    "add_pod_orphan_labels_indexer",
     "compare_max_container_restarts",
     "filter_active_pods",
     "filter_claimed_pods",
@@ -98,6 +101,11 @@ Pod = Mapping[str, Any]
 
 POD_CONTROLLER_INDEX: Final = "podController"
 """Name of the pod index by controller (upstream controller.PodControllerIndex)."""
+
+POD_ORPHAN_LABELS_INDEX: Final = "pykcm/orphanLabels"
+"""Name of the index of orphan pods by namespace and labels (pykcm's; the owned pods are
+not in it): :func:`filter_pods_by_owner_and_selector` matches a selector once per
+distinct label set of a namespace's orphans, not once per orphan."""
 
 POD_NODE_NAME_INDEX: Final = "spec.nodeName"
 """Name of the pod index by ``spec.nodeName`` (upstream controller.PodNodeNameKeyIndex;
@@ -139,6 +147,25 @@ def add_pod_controller_indexer(target: SharedIndexInformer | Indexer) -> None:
     if POD_CONTROLLER_INDEX in indexer.get_indexers():
         return
     target.add_indexers({POD_CONTROLLER_INDEX: _pod_controller_index_func})
+
+
+def _pod_orphan_labels_index_func(pod: Any) -> list[str]:
+    if get_controller_of(pod) is not None:
+        return []
+    meta = pod.get("metadata") or {}
+    labels = labels_of(pod) or {}
+    # JSON of the sorted pairs: one value per distinct label set (no two sets alike)
+    ns = meta.get("namespace") or ""
+    return [f"{ns}\x00{orjson.dumps(sorted(labels.items())).decode()}"]
+
+
+def add_pod_orphan_labels_indexer(target: SharedIndexInformer | Indexer) -> None:
+    """Add :data:`POD_ORPHAN_LABELS_INDEX` to a pod informer (or Indexer) unless it has
+    it (idempotent; before the informer starts)."""
+    indexer = target.get_indexer() if isinstance(target, SharedIndexInformer) else target
+    if POD_ORPHAN_LABELS_INDEX in indexer.get_indexers():
+        return
+    target.add_indexers({POD_ORPHAN_LABELS_INDEX: _pod_orphan_labels_index_func})
 
 
 def _pod_node_name_index_func(pod: Any) -> list[str]:
@@ -191,14 +218,26 @@ def filter_pods_by_owner_and_selector(indexer: Indexer, owner: Mapping[str, Any]
     orphans a claim with ``selector`` ignores anyway (it adopts only the orphans it
     matches), for a sync that claims what this returns.
 
-    Every owner's sync reads every orphan of its namespace (upstream's too: O(orphans x
-    owners) at start when a namespace holds many of both); the selector is asked once per
-    distinct labels object, not once per pod: compact cached pods with the same labels
-    share one labels dict (the orphans of one workload), and the match is a pure function
-    of the labels. Orphans stay in the index's order.
+    Upstream's sync reads every orphan of its namespace (O(orphans x owners) at start
+    when a namespace holds many of both). With :data:`POD_ORPHAN_LABELS_INDEX` on the
+    indexer the selector is asked once per distinct label set of the namespace's orphans
+    and only the matching ones are read; without it, once per distinct labels object
+    (compact cached pods with the same labels share one dict), over every orphan. The
+    orphans come in an order of the index (the namespace's orphans have no order
+    upstream either: a cache's map).
     """
     out = filter_pods_by_owner(indexer, owner, owner_kind, False)
     ns = (owner.get("metadata") or {}).get("namespace")
+    if POD_ORPHAN_LABELS_INDEX in indexer.get_indexers():
+        # one match per label set of the namespace's orphans (group by group, each in
+        # the index's order)
+        prefix = f"{ns}\x00"
+        for value in indexer.list_index_func_values(POD_ORPHAN_LABELS_INDEX):
+            # the value holds the group's labels: only a matching group's pods are read
+            if value.startswith(prefix) and selector.matches(
+                    dict(orjson.loads(value[len(prefix):]))):
+                out.extend(indexer.by_index(POD_ORPHAN_LABELS_INDEX, value))
+        return out
     orphans = indexer.by_index(POD_CONTROLLER_INDEX, pod_controller_index_key(str(ns), None))
     if not orphans:
         return out

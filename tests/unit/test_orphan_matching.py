@@ -18,7 +18,9 @@ from pykcm.cache.frozen_object import CompactDecoder, FrozenObject
 from pykcm.cache.keys import meta_namespace_key
 from pykcm.cache.store import new_indexer
 from pykcm.controller.active_pods import (
+    POD_ORPHAN_LABELS_INDEX,
     add_pod_controller_indexer,
+    add_pod_orphan_labels_indexer,
     filter_pods_by_owner,
     filter_pods_by_owner_and_selector,
 )
@@ -62,20 +64,48 @@ def test_labels_of_reads_dicts_and_compact_objects_alike() -> None:
                           st.sampled_from([None, MINE, THEIRS]),
                           st.sampled_from(["ns", "other"])), max_size=12),
        st.dictionaries(st.sampled_from(["app", "tier"]), st.sampled_from(["a", "b"])),
-       st.booleans())
+       st.booleans(), st.booleans(), st.integers(0, 11))
 def test_owner_and_selector_filter_keeps_what_a_claim_can_keep(
         pods: list[tuple[dict[str, str] | None, dict[str, Any] | None, str]],
-        match_labels: dict[str, str], compact: bool) -> None:
+        match_labels: dict[str, str], compact: bool, grouped: bool, changed: int) -> None:
     indexer = new_indexer(meta_namespace_key)
     add_pod_controller_indexer(indexer)
+    if grouped:
+        add_pod_orphan_labels_indexer(indexer)
     for i, (labels, ref, ns) in enumerate(pods):
         p: Any = pod(i, labels, ref, ns)
         indexer.add(FrozenObject.from_dict(p) if compact else p)
+    if changed < len(pods):
+        # one pod changes owner and labels after it was indexed
+        labels, ref, ns = pods[changed]
+        p = pod(changed, {"app": "a"} if labels is None else None,
+                MINE if ref is None else None, ns)
+        indexer.update(FrozenObject.from_dict(p) if compact else p)
     sel = selector_from_label_selector({"matchLabels": match_labels})
     plain = [p for p in filter_pods_by_owner(indexer, RS, "ReplicaSet", True)
              if (p["metadata"].get("ownerReferences") or sel.matches(labels_of(p)))]
     got = filter_pods_by_owner_and_selector(indexer, RS, "ReplicaSet", sel)
-    assert [id(p) for p in got] == [id(p) for p in plain]
+    # the owner's pods first, in the index's order; then the orphans it selects (the
+    # namespace's orphans have no order: with the label-set index, group by group)
+    owned = len(filter_pods_by_owner(indexer, RS, "ReplicaSet", False))
+    assert [id(p) for p in got[:owned]] == [id(p) for p in plain[:owned]]
+    assert sorted(id(p) for p in got[owned:]) == sorted(id(p) for p in plain[owned:])
+    assert len(got) == len(plain)
+
+
+def test_the_label_set_index_holds_each_orphan_once_under_its_namespace_and_labels() -> None:
+    indexer = new_indexer(meta_namespace_key)
+    add_pod_orphan_labels_indexer(indexer)
+    add_pod_orphan_labels_indexer(indexer)  # idempotent
+    a, b, c = pod(1, {"tier": "x", "app": "a"}), pod(2, {"app": "a", "tier": "x"}), pod(3, None)
+    for p in (a, b, c, pod(4, {"app": "a"}, MINE)):
+        indexer.add(p)
+    values = indexer.list_index_func_values(POD_ORPHAN_LABELS_INDEX)
+    assert sorted(values) == ['ns\x00[["app","a"],["tier","x"]]', "ns\x00[]"]
+    assert {id(p) for p in indexer.by_index(POD_ORPHAN_LABELS_INDEX, values[0])} == {
+        id(a), id(b)}
+    indexer.update(pod(1, {"app": "a", "tier": "x"}, MINE))  # adopted: out of the index
+    assert len(indexer.by_index(POD_ORPHAN_LABELS_INDEX, values[0])) == 1
 
 
 class _Control:

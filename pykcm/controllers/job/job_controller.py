@@ -87,6 +87,7 @@ from pykcm.client.errors import ApiError, has_status_cause, is_not_found
 from pykcm.controller.active_pods import (
     active_pods_sort_key,
     add_pod_controller_indexer,
+    add_pod_orphan_labels_indexer,
     filter_active_pods,
     filter_pods_by_owner_and_selector,
     filter_terminating_pods,
@@ -374,6 +375,7 @@ class JobController:
 
         pod_inf = pod_informer.informer
         add_pod_controller_indexer(pod_inf)
+        add_pod_orphan_labels_indexer(pod_inf)
         self.pod_indexer = pod_inf.get_indexer()
         self.pod_lister = pod_informer.lister
         reg = pod_inf.add_event_handler(ResourceEventHandlerFuncs(

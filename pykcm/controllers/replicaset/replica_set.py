@@ -70,6 +70,7 @@ from pykcm.client import Client, ResourceRef
 from pykcm.client.errors import has_status_cause, is_not_found
 from pykcm.controller.active_pods import (
     add_pod_controller_indexer,
+    add_pod_orphan_labels_indexer,
     filter_claimed_pods,
     filter_pods_by_owner_and_selector,
     find_min_next_pod_availability_check,
@@ -231,6 +232,7 @@ class ReplicaSetController(ControllerHost):
 
         pod_inf = pod_informer.informer
         add_pod_controller_indexer(pod_inf)
+        add_pod_orphan_labels_indexer(pod_inf)
         if POD_TEMPLATE_HASH_INDEX not in pod_inf.get_indexer().get_indexers():
             pod_inf.add_indexers({POD_TEMPLATE_HASH_INDEX: _pod_template_hash_index_func})
         self.pod_indexer = pod_inf.get_indexer()

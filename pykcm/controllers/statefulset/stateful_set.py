@@ -49,6 +49,7 @@ from pykcm.cache.keys import DeletedFinalStateUnknown, deleted_object, meta_name
 from pykcm.client import Client
 from pykcm.controller.active_pods import (
     add_pod_controller_indexer,
+    add_pod_orphan_labels_indexer,
     filter_pods_by_owner_and_selector,
     find_min_next_pod_availability_check,
 )
@@ -140,6 +141,7 @@ class StatefulSetController(ControllerHost):
 
         pod_inf = pod_informer.informer
         add_pod_controller_indexer(pod_inf)
+        add_pod_orphan_labels_indexer(pod_inf)
         self.pod_indexer = pod_inf.get_indexer()
         reg = pod_inf.add_event_handler(ResourceEventHandlerFuncs(
             add_func=self.add_pod, update_func=self.update_pod, delete_func=self.delete_pod))
