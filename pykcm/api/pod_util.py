@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from pykcm.api.timestamps import format_time, parse_time
 
@@ -97,8 +97,53 @@ def _status_facts(pod: Mapping[str, Any]) -> tuple[Any, ...]:
 
 
 def _spec_facts(pod: Mapping[str, Any]) -> tuple[Any, ...]:
-    return _each({"metadata": pod.get("metadata"), "spec": pod.get("spec")},
+    spec: Any = _NO_SUBSET
+    raw_part = getattr(pod, "raw_part", None)
+    if raw_part is not None:
+        raw = raw_part("spec")
+        if raw is not None:
+            spec = _spec_subset(raw)
+    if spec is _NO_SUBSET:
+        spec = pod.get("spec")
+    return _each({"metadata": pod.get("metadata"), "spec": spec},
                  _node_name, _claim_names_tuple, _has_active_deadline)
+
+
+# The spec fields the spec facts read. Decoding just these from a compact pod's raw spec
+# (msgspec skips the containers and the rest without building them: 0.8 µs for the
+# benchmark's pod, against 2 µs to decode the whole spec) matters when the node-name
+# index computes the facts of every pod of a big initial list before the informer syncs.
+_SPEC_FACT_FIELDS: Final = ("nodeName", "volumes", "activeDeadlineSeconds")
+_NO_SUBSET: Any = object()
+_spec_subset_decoder: Any = None
+
+
+def _spec_subset(raw: bytes) -> Any:
+    """The spec's fact fields as a dict (only those present), or _NO_SUBSET when the
+    raw spec is not a JSON object (then the facts read the whole spec, as for a dict)."""
+    global _spec_subset_decoder
+    dec = _spec_subset_decoder
+    if dec is None:
+        # Only compact pods (which need msgspec) come here: the import is deferred.
+        import msgspec
+
+        class _SpecFactFields(msgspec.Struct, gc=False):
+            nodeName: Any = msgspec.UNSET
+            volumes: Any = msgspec.UNSET
+            activeDeadlineSeconds: Any = msgspec.UNSET
+
+        dec = _spec_subset_decoder = (msgspec.json.Decoder(_SpecFactFields), msgspec.UNSET)
+    decoder, unset = dec
+    try:
+        fields = decoder.decode(raw)
+    except Exception:  # noqa: BLE001 - not an object: the generic reading decides
+        return _NO_SUBSET
+    out = {}
+    for name in _SPEC_FACT_FIELDS:
+        v = getattr(fields, name)
+        if v is not unset:
+            out[name] = v
+    return out
 
 
 def _fact(pod: Mapping[str, Any], memo_name: str, facts: Any, i: int, read: Any) -> Any:
@@ -215,14 +260,18 @@ def _claim_names_tuple(pod: Mapping[str, Any]) -> tuple[str, ...]:
 
 def _claim_names(pod: Mapping[str, Any]) -> list[str]:
     out: list[str] = []
-    name = str((pod.get("metadata") or {}).get("name") or "")
+    name: str | None = None
     for v in (pod.get("spec") or {}).get("volumes") or []:
-        if not isinstance(v, Mapping):
+        # (type checks first: the Mapping ABC check costs more than the rest, per volume)
+        if type(v) is not dict and not isinstance(v, Mapping):
             continue
         src = v.get("persistentVolumeClaim")
-        if isinstance(src, Mapping) and src.get("claimName"):
+        if src is not None and (type(src) is dict or isinstance(src, Mapping)) \
+                and src.get("claimName"):
             out.append(str(src["claimName"]))
         elif v.get("ephemeral") is not None:
+            if name is None:
+                name = str((pod.get("metadata") or {}).get("name") or "")
             out.append(f"{name}-{v.get('name')}")
     return out
 

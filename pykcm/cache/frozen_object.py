@@ -542,6 +542,20 @@ class FrozenObject(_ReadOnlyMapping, gc=False, frozen=True):
         eq = self.__eq__(other)
         return eq if eq is NotImplemented else not eq
 
+    def raw_part(self, key: str) -> bytes | None:
+        """The raw JSON of the top-level value ``key`` when it is kept raw (``spec``,
+        ``status`` ...), else None (absent, or decoded: ``metadata``, ``kind``).
+
+        For a reader that wants a few fields of a big part: decoding only those from the
+        bytes (a typed msgspec decoder skips the rest without building it) is several
+        times cheaper than ``obj[key]``, which decodes the whole part.
+        """
+        try:
+            v = self._vals[self._keys.index(key)]
+        except ValueError:
+            return None
+        return v if type(v) is bytes else None
+
     # -- derived values ----------------------------------------------------------
 
     def memo(self, name: str, compute: Callable[[FrozenObject], Any]) -> Any:

@@ -499,3 +499,15 @@ def test_watch_stream_batch_decoding_gives_the_per_line_events(
     assert [t for t, _ in batched] == [t for t, _ in per_line]
     assert [o for _, o in batched] == [o for _, o in per_line]
     assert [type(o) for _, o in batched] == [type(o) for _, o in per_line]
+
+
+def test_raw_part_is_the_json_of_a_part_kept_raw() -> None:
+    fo = FrozenObject.from_dict({"apiVersion": "v1", "kind": "Pod",
+                                 "metadata": {"name": "p", "namespace": "n"},
+                                 "spec": {"nodeName": "n1", "containers": []}})
+    raw = fo.raw_part("spec")
+    assert raw is not None and orjson.loads(raw) == {"nodeName": "n1", "containers": []}
+    # decoded parts and absent keys have no raw JSON
+    assert fo.raw_part("metadata") is None
+    assert fo.raw_part("kind") is None
+    assert fo.raw_part("status") is None

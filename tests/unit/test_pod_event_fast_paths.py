@@ -65,7 +65,9 @@ def pods(draw: st.DrawFn) -> dict[str, Any]:
     spec: dict[str, Any] = draw(st.fixed_dictionaries({}, optional={
         "nodeName": st.sampled_from(["n1", "", None]),
         "activeDeadlineSeconds": st.sampled_from([30, 0, -1, None, "x"]),
-        "volumes": _volumes}))
+        "volumes": _volumes | st.lists(json_values, max_size=2),
+        # fields the spec facts do not read (the compact path skips them undecoded)
+        "containers": json_values, "restartPolicy": json_values}))
     status: dict[str, Any] = draw(st.fixed_dictionaries({}, optional={
         "phase": st.sampled_from(["Pending", "Running", "Succeeded", "Failed"]),
         "conditions": _conditions}))
