@@ -23,6 +23,20 @@ What it guarantees:
   delta is newer than the known object, and must not be overtaken).
 - ``has_synced`` is true once everything the first ``replace`` queued has
   been popped (or when an add/update/delete came first).
+- ``begin_initial_stream``, ``stream_initial(items)`` ... ``end_initial_stream
+  (rest)`` (before the first ``replace`` or any other change) queue the first
+  list's objects as Replaced while the list is still arriving; the end is a
+  ``replace`` that counts them as listed: the
+  informer stores and distributes them while the API server streams the
+  rest (a big watch-list's initial events), instead of after the last one.
+  ``has_synced`` stays false until that end and everything it and
+  the stream queued is popped, and a popped streamed item is in the initial
+  list, as with one ``replace``. Deliberate deviation from client-go, whose
+  reflector keeps a watch-list's initial events aside until its end bookmark:
+  the events handlers get are the same, in the server's order, unless the
+  list fails part way: then the streamed objects stay, and the next list's
+  ``replace`` (or streamed end) updates them or queues tombstones for those
+  gone, as after any relist.
 
 Concurrency. asyncio only: call every method from the event loop's thread.
 client-go runs ``process`` under the queue's lock so that ``process`` can
@@ -144,6 +158,7 @@ class DeltaFIFO:
         "_not_empty",
         "_populated",
         "_queue",
+        "_streamed",
         "_transformer",
     )
 
@@ -177,6 +192,9 @@ class DeltaFIFO:
         self._closed = False
         self._emit_delta_type_replaced = emit_delta_type_replaced
         self._transformer = transformer
+        # Keys queued by stream_initial since the first replace began arriving (None:
+        # no stream going on); that replace counts them as listed.
+        self._streamed: set[str] | None = None
         # Set while the queue may be non-empty; pop waits on it when empty.
         self._not_empty = asyncio.Event()
 
@@ -280,14 +298,65 @@ class DeltaFIFO:
                 deltas[-2] = deltas[-1]
             deltas.pop()
 
+    def can_stream_initial(self) -> bool:
+        """Whether a first list may be streamed: nothing replaced, added, updated or
+        deleted yet (what a failed stream queued does not count)."""
+        return not self._closed and not self._populated
+
+    def begin_initial_stream(self) -> None:
+        """Start streaming a first list (again, after a failed attempt): the keys
+        :meth:`stream_initial` queues from now on are listed by
+        :meth:`end_initial_stream`. RuntimeError unless :meth:`can_stream_initial`."""
+        if not self.can_stream_initial():
+            raise RuntimeError("begin_initial_stream after the first replace or a change")
+        self._streamed = set()
+
+    def stream_initial(self, items: Iterable[Any]) -> None:
+        """Queue Replaced for objects of the first list while it is still arriving
+        (after :meth:`begin_initial_stream`; each key at most once per stream)."""
+        streamed = self._streamed
+        if streamed is None or self._populated:
+            raise RuntimeError("stream_initial outside an initial stream")
+        key_of = self.key_of
+        transformer = self._transformer
+        listed: builtins.list[tuple[str, Any]] = []
+        for obj in items:
+            key = key_of(obj)
+            if transformer is not None:
+                obj = transformer(obj)
+            listed.append((key, obj))
+        action = REPLACED if self._emit_delta_type_replaced else SYNC
+        append = self._append
+        for key, obj in listed:
+            streamed.add(key)
+            append(action, obj, key)
+
+    def unlist_streamed(self, key: str) -> None:
+        """The stream deleted an object it had streamed: not listed after all (its
+        tombstone comes with :meth:`end_initial_stream`)."""
+        if self._streamed is not None:
+            self._streamed.discard(key)
+
+    def end_initial_stream(self, items: Iterable[Any], resource_version: str = "") -> None:
+        """``replace`` with ``items`` (the rest of the list) and what the stream queued."""
+        streamed, self._streamed = self._streamed, None
+        self._replace(items, streamed or ())
+
     def replace(self, items: Iterable[Any], resource_version: str = "") -> None:
         """Queue Replaced for every listed object and tombstones for the vanished.
 
         A key queued or known (to the known objects) but absent from ``items``
+        (and from what :meth:`stream_initial` queued for this list)
         gets ``Deleted(DeletedFinalStateUnknown(key, last_state))``, where
         ``last_state`` is the newest queued object, else the known object.
         ``resource_version`` is accepted for client-go's signature and unused.
+        A stream going on (:meth:`begin_initial_stream`) is abandoned: what it
+        queued counts as listed only if ``items`` has it.
         """
+        self._streamed = None
+        self._replace(items, ())
+
+    def _replace(self, items: Iterable[Any], streamed: Iterable[str]) -> None:
         key_of = self.key_of
         transformer = self._transformer
         # Keys and transforms first, so an error queues nothing.
@@ -298,6 +367,7 @@ class DeltaFIFO:
                 obj = transformer(obj)
             listed.append((key, obj))
         listed_keys = {key for key, _ in listed}
+        listed_keys.update(streamed)
 
         action = REPLACED if self._emit_delta_type_replaced else SYNC
         append = self._append
@@ -331,7 +401,9 @@ class DeltaFIFO:
 
         if not self._populated:
             self._populated = True
-            self._initial_population_count = len(listed_keys) + len(tombstones)
+            # Everything queued now came from this list (and its stream, whose popped
+            # items are no longer queued): nothing else was queued before it.
+            self._initial_population_count = len(self._queue)
 
     def resync(self) -> None:
         """Queue a Sync delta for each known object whose key has nothing queued.

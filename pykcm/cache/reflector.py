@@ -483,23 +483,47 @@ class Reflector:
                     f"{self.name}: the watch-list stream ended before the "
                     f"{INITIAL_EVENTS_ANNOTATION} bookmark; the server does not support "
                     "watch-list")
-            items, list_rv, leftover = result
+            items, list_rv, leftover, streamed = result
             self._rv_unavailable = False
-            self._store.replace(items, list_rv)
+            if streamed:
+                self._store.end_initial_stream(items, list_rv)  # type: ignore[attr-defined]
+            else:
+                self._store.replace(items, list_rv)
             del items
             self._set_last_sync_rv(list_rv)
             return stream, leftover
 
+    def _initial_stream_store(self) -> Any:
+        """The store, when it takes a first list while it arrives (the DeltaFIFO before
+        its first replace: ``can_stream_initial``), else None."""
+        can = getattr(self._store, "can_stream_initial", None)
+        return self._store if can is not None and can() else None
+
     async def _initial_events(
-            self, stream: WatchStream) -> tuple[list[Any], str, Sequence[WatchEvent]] | None:
-        """Collect the initial events: (items, bookmark rv, events after it), None if none."""
+            self, stream: WatchStream
+    ) -> tuple[list[Any], str, Sequence[WatchEvent], bool] | None:
+        """Collect the initial events: (items, bookmark rv, events after it, whether
+        the store was streamed), None if the stream ended before the bookmark.
+
+        A store that can take the first list while it arrives (the informer's
+        DeltaFIFO before its first list) gets every received chunk's new ADDED
+        objects at once (``stream_initial``), the rest at the bookmark
+        (``end_initial_stream``): the informer stores and distributes a big list
+        while the server still sends it (see pykcm.cache.delta_fifo). Any other
+        store gets them all at the bookmark (``replace``), as client-go does.
+        """
         # A temporary store, keyed as the cache keys: the initial events are
         # ADDEDs, but nothing forbids a server to send more.
         temp: dict[str, Any] = {}
+        fifo = self._initial_stream_store()
+        streamed: set[str] = set()
+        if fifo is not None:
+            fifo.begin_initial_stream()
         while True:
             batch = await stream.next_batch()
             if not batch:
                 return None
+            out: list[Any] = []
             for i, (typ, obj) in enumerate(batch):
                 if typ == "ERROR":
                     raise _status_error(obj)
@@ -507,13 +531,30 @@ class Reflector:
                     meta = obj["metadata"]
                     event_rv = meta["resourceVersion"]
                     if typ == "ADDED" or typ == "MODIFIED":
-                        temp[meta_namespace_key(obj)] = obj
+                        key = meta_namespace_key(obj)
+                        if fifo is not None and typ == "ADDED" and key not in streamed \
+                                and key not in temp:
+                            streamed.add(key)
+                            out.append(obj)
+                        else:
+                            temp[key] = obj
                     elif typ == "DELETED":
-                        temp.pop(meta_namespace_key(obj), None)
+                        key = meta_namespace_key(obj)
+                        temp.pop(key, None)
+                        if key in streamed:
+                            # Queued already (or about to be): a tombstone at the end.
+                            if out:
+                                fifo.stream_initial(out)
+                                out = []
+                            streamed.discard(key)
+                            fifo.unlist_streamed(key)
                     elif typ == "BOOKMARK":
                         if (meta.get("annotations") or {}).get(
                                 INITIAL_EVENTS_ANNOTATION) == "true":
-                            return list(temp.values()), str(event_rv), batch[i + 1:]
+                            if out:
+                                fifo.stream_initial(out)
+                            return (list(temp.values()), str(event_rv), batch[i + 1:],
+                                    fifo is not None)
                     else:
                         log.error("%s: unable to understand watch event type %r",
                                   self.name, typ)
@@ -521,6 +562,11 @@ class Reflector:
                 except (KeyError, TypeError, AttributeError, ValueError) as exc:
                     log.error("%s: unable to understand watch event %s: %s",
                               self.name, typ, exc)
+            if out:
+                fifo.stream_initial(out)
+                # Let the informer take them while the server sends the next chunk
+                # (next_batch does not suspend while the socket has more buffered).
+                await asyncio.sleep(0)
 
     # -- watch -----------------------------------------------------------------------
 
