@@ -1,7 +1,8 @@
 """Controller-manager startup sync at a fixed size, many runs, one loaded server (issue 19).
 
     .venv/bin/python bench/startup_sync.py [--pods 50000] [--deployments 1000] [--jobs 200]
-                                           [--runs 3] [--managers kube,compact]
+                                           [--runs 3] [--managers kube,compact,before]
+                                           [--before DIR]
                                            [--hold FILE] [--no-record]
 
 bench/cost_curves.py's layout and flags (its loader, namespaces, the same controllers,
@@ -43,7 +44,8 @@ from pykcm.testing.upstream import pykcm_controller_names
 
 TITLES = {"kube": "real kube-controller-manager v1.36.2",
           "pykcm": "pykcm, --compact-informer-objects=false (dicts)",
-          "compact": "pykcm, --compact-informer-objects (the default)"}
+          "compact": "pykcm, --compact-informer-objects (the default)",
+          "before": "pykcm at --before's tree, --compact-informer-objects"}
 
 
 def main() -> int:
@@ -54,6 +56,9 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--managers", default="kube,compact")
     ap.add_argument("--hold", default="")
+    ap.add_argument("--before", default="",
+                    help="another pykcm tree (e.g. a `git archive` of an older commit), run "
+                         "as manager 'before' (compact caches), for before/after in one run")
     ap.add_argument("--no-record", action="store_true")
     a = ap.parse_args()
     keys = a.managers.split(",")
@@ -74,9 +79,10 @@ def main() -> int:
         if key == "kube":
             return kube_manager(server, controllers, name=f"sync-kcm-{run}", qps=QPS,
                                 burst=BURST)
-        extra = ("--compact-informer-objects",) if key == "compact" else \
+        extra = ("--compact-informer-objects",) if key in ("compact", "before") else \
             ("--compact-informer-objects=false",)
-        return pykcm_manager(server, work, controllers, None, extra,
+        return pykcm_manager(server, work, controllers,
+                             a.before if key == "before" else None, extra,
                              log_name=f"{key}-{run}.log", qps=QPS, burst=BURST)
 
     try:
@@ -123,7 +129,8 @@ def main() -> int:
         f"Machine: {machine()}; at the start: {header}; before each run: "
         + "; ".join(loads) + ".  ",
         (f"Run: `bench/startup_sync.py --pods {a.pods} --deployments {a.deployments} "
-         f"--jobs {a.jobs} --runs {a.runs} --managers {a.managers}`, "
+         f"--jobs {a.jobs} --runs {a.runs} --managers {a.managers}"
+         f"{' --before ' + a.before if a.before else ''}`, "
          f"{time.monotonic() - began:.0f} s wall, tree {tree}. bench/cost_curves.py's "
          f"layout, controllers ({len(controllers)}) and --kube-api-qps/burst; the "
          f"managers alternate within each run. Caches synced: process start to the last "
