@@ -111,12 +111,15 @@ _SYNCED = ("Caches are synced", "all resource monitors have synced")
 
 
 def proc_start_epoch(pid: int | None) -> float:
-    """When a process started, in seconds since the epoch (/proc starttime + boot time)."""
+    """When a process started, in seconds since the epoch (/proc starttime, ticks since
+    boot, placed on the wall clock by /proc/uptime: /proc/stat's btime is rounded to
+    whole seconds, which added up to a second to every manager's figures)."""
     with open(f"/proc/{pid}/stat") as f:
         start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
-    with open("/proc/stat") as f:
-        btime = next(int(line.split()[1]) for line in f if line.startswith("btime "))
-    return btime + start_ticks / os.sysconf("SC_CLK_TCK")
+    with open("/proc/uptime") as f:
+        up = float(f.read().split()[0])
+    now = time.time()
+    return now - up + start_ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _klog_time(line: str, year: int) -> float | None:
