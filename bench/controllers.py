@@ -365,6 +365,8 @@ class Stack:
             for comp in ("kube-apiserver", "etcd"):
                 with open(os.path.join(dst, f"{comp}.log"), "w") as f:
                     f.write(self.cp.log(comp))
+        if self.audit_log and os.path.exists(self.audit_log):
+            shutil.copy(self.audit_log, os.path.join(dst, "audit.log"))
 
     def stop(self) -> None:
         kcm = self.kcms.get("controller-manager")
