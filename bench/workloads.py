@@ -228,7 +228,8 @@ class WorkloadRun(Run):
         a = self.args
         tree = git_state()
         stack = Stack(self.qps, self.burst, nodes=a.nodes, max_pods=a.max_pods,
-                      events=True, apiserver=self.apiserver, manager=self.manager, kit=self.kit)
+                      events=True, apiserver=self.apiserver, manager=self.manager, kit=self.kit,
+                      audit=a.audit)
         drv: Driver | None = None
         watches: list[Watch] = []
         try:
@@ -466,6 +467,9 @@ def main() -> int:
     p.add_argument("--profile", action="store_true",
                    help="py-spy on pykcm's controller manager in the last run")
     p.add_argument("--no-record", action="store_true")
+    p.add_argument("--audit", action="store_true",
+                   help="kube-apiserver writes an audit log (JSON lines; kept with --keep-logs), "
+                   "to tell the requests on the API server apart by client")
     args = p.parse_args()
     if args.quick:
         args.nodes, args.replicas, args.runs = 10, 10, 1
