@@ -758,7 +758,7 @@ class Run:
 
     async def measure(self, name: str, stack: Stack, drv: Driver,
                       body: Callable[[], Awaitable[None]], profile: bool = False) -> None:
-        settled = await self.settle(drv) if self.phases and self.args.settle else None
+        settled = await self.settle(drv) if self.phases and getattr(self.args, "settle", False) else None
         log(f"bench: [{self.label}] {name} ...")
         e0 = await drv.events()
         m0, c0, own0 = await drv.metrics(), await drv.cm_metrics(), Counter(drv.own)
