@@ -1507,6 +1507,8 @@ async def main_async(args: argparse.Namespace) -> int:
     profiles: dict[str, list[tuple[str, float]]] = {}
     t0 = time.perf_counter()
     prof_dir = tempfile.mkdtemp(prefix="pykcm-bench-prof-") if args.profile else None
+    # py-spy on pykcm's manager: on pykcm's API server when that setup runs, else on kube-apiserver
+    prof_setup = next((s for s in ("pykcm/pykcm", "kube/pykcm") if s in setups), None)
     for q, b, label in settings:
         failed: set[str] = set()
         for i in range(args.runs):
@@ -1515,7 +1517,7 @@ async def main_async(args: argparse.Namespace) -> int:
                     continue
                 key = f"{label} {setup}"
                 profile = (prof_dir if args.profile and label == settings[-1][2]
-                           and setup == "pykcm/pykcm" and i == args.runs - 1 else None)
+                           and setup == prof_setup and i == args.runs - 1 else None)
                 r = await Run(args, q, b, f"{key}#{i + 1}", profile, setup, kit).run()
                 results.setdefault(key, []).append(r)
                 if args.save:
