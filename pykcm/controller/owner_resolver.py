@@ -197,13 +197,8 @@ class OwnerResolver:
             for owner in by_index(self._index, value):
                 if any(owner is o for o in found):
                     continue  # under two of the values (an In of two of its labels)
-                try:
-                    sel = self.selector_of(owner)
-                except SelectorParseError:
-                    continue
-                if sel.empty or not sel.matches(labels):
-                    continue
-                found.append(owner)
+                if self._selects(owner, labels):
+                    found.append(owner)
         if len(found) > 1:
             return self.scan(ns, labels)  # the scan's order (a rare user error)
         return found
@@ -211,16 +206,16 @@ class OwnerResolver:
     def scan(self, namespace: str, labels: Mapping[str, str]) -> list[Obj]:
         """The cached owners of ``namespace`` whose selector matches ``labels``, each one
         tried in the namespace's order (what :meth:`selecting` answers, the slow way)."""
-        out: list[Obj] = []
-        for owner in self._lister.by_namespace(namespace).list():
-            try:
-                sel = self.selector_of(owner)
-            except SelectorParseError:
-                continue
-            if sel.empty or not sel.matches(labels):
-                continue
-            out.append(owner)
-        return out
+        return [owner for owner in self._lister.by_namespace(namespace).list()
+                if self._selects(owner, labels)]
+
+    def _selects(self, owner: Obj, labels: Mapping[str, str]) -> bool:
+        """Whether ``owner``'s selector is valid, not empty, and matches ``labels``."""
+        try:
+            sel = self.selector_of(owner)
+        except SelectorParseError:
+            return False
+        return not sel.empty and sel.matches(labels)
 
     def updated(self, old: Obj, cur: Obj) -> OwnerUpdate:
         """Whom the update ``old`` → ``cur`` of an object concerns: the former controller
