@@ -59,6 +59,14 @@ def wait_idle(limit: float) -> None:
     log(f"bench: the machine is still busy after {limit:.0f} s; running anyway")
 
 
+def print_and_record(lines: list[str], record: bool) -> None:
+    """Print a benchmark's Markdown section and, when ``record``, append it to RESULTS.md."""
+    section = "\n".join(lines)
+    print(section)
+    if record:
+        append_results(section)
+
+
 def append_results(section: str, path: str = RESULTS) -> None:
     """Append one section with a single O_APPEND write (others append too)."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

@@ -81,7 +81,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
-from _common import append_results, log, machine_load, proc_cpu, run_async
+from _common import log, machine_load, print_and_record, proc_cpu, run_async
 from _kube import KubeServer, kit_or_reason
 from controllers import git_state, machine
 from manager_memory import (
@@ -408,10 +408,7 @@ def main() -> int:
             lines.append(f"| {size:,} | {title} | {ratio('synced')} | {ratio('rss')} "
                          f"| {slope} | {ratio('work_cpu')} |")
             prev = size
-    table = "\n".join(lines)
-    print(table)
-    if not a.no_record:
-        append_results(table)
+    print_and_record(lines, record=not a.no_record)
     return 0
 
 

@@ -51,7 +51,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from _common import append_results, log, machine_load, proc_cpu, proc_rss_mib, run_async
+from _common import log, machine_load, print_and_record, proc_cpu, proc_rss_mib, run_async
 from _kube import KubeServer, kit_or_reason
 from _replay_server import make_pod
 
@@ -351,10 +351,7 @@ def main() -> int:
                      f"{rss / kube_rss:.2f}x | {med(key, 'cpu'):.1f} | "
                      f"{med(key, 'seconds'):.0f} | {rest:.1f} | "
                      f"{med(key, 'rest_seconds'):.0f} | {rest / kube_rest:.2f}x |")
-    table = "\n".join(lines)
-    print(table)
-    if not a.no_record:
-        append_results(table)
+    print_and_record(lines, record=not a.no_record)
     return 0
 
 

@@ -26,7 +26,7 @@ import tempfile
 import time
 from contextlib import AbstractContextManager
 
-from _common import append_results, log, machine_load, run_async
+from _common import log, machine_load, print_and_record, run_async
 from _kube import KubeServer, kit_or_reason
 from controllers import git_state, machine
 from cost_curves import (
@@ -146,10 +146,7 @@ def main() -> int:
         lines.append(f"| {TITLES[key]} | {med:.2f} ({fmed:.2f}) | "
                      + ", ".join(f"{s:.2f}" for _f, s in res[key])
                      + f" | {med / kmed:.2f}x |")
-    table = "\n".join(lines)
-    print(table)
-    if not a.no_record:
-        append_results(table)
+    print_and_record(lines, record=not a.no_record)
     return 0
 
 
